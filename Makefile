@@ -1,0 +1,49 @@
+# Inference Release Ledger — the two commands of the Quick start are `make run`
+# and `make test`; everything they need is installed from here.
+
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PLOTLY_JS := static/vendor/plotly.min.js
+HOST ?= 127.0.0.1
+PORT ?= 8000
+PYTEST_WORKERS ?= 2
+
+.PHONY: run test install services chromium lint format bench clean
+
+install: $(STAMP) $(PLOTLY_JS)
+
+$(STAMP): pyproject.toml requirements.lock
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -c requirements.lock -e ".[test]"
+	touch $(STAMP)
+
+# plotly.js ships inside the plotly package; pages load it from static/, never a CDN.
+$(PLOTLY_JS): $(STAMP)
+	$(PY) -c "import pathlib, shutil, plotly; shutil.copy(pathlib.Path(plotly.__file__).parent / 'package_data' / 'plotly.min.js', '$(PLOTLY_JS)')"
+
+# The embedded default: SQLite, a filesystem broker, a local media folder.
+run: install
+	DEBUG=$${DEBUG:-true} HOST=$(HOST) PORT=$(PORT) PY=$(PY) scripts/run-embedded.sh
+
+services:
+	scripts/ensure-services.sh
+
+chromium:
+	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
+test: install services chromium
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+clean:
+	rm -rf $(VENV) var staticfiles $(PLOTLY_JS) .pytest-artifacts

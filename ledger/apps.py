@@ -1,0 +1,20 @@
+from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+def create_role_groups(sender, using="default", **kwargs) -> None:
+    """One group per role, recreated after every migrate (and every test flush)."""
+    from django.contrib.auth.models import Group
+
+    from ledger.roles import Role
+
+    for role in Role:
+        Group.objects.using(using).get_or_create(name=role.value)
+
+
+class LedgerConfig(AppConfig):
+    name = "ledger"
+    verbose_name = "Ledger: registry and events"
+
+    def ready(self) -> None:
+        post_migrate.connect(create_role_groups, sender=self)

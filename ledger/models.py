@@ -1,0 +1,1 @@
+"""Registry models arrive with the Registry issue."""

@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+import logging
+import os
+import socket
+
+from celery import shared_task
+from django.db import connection
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name="probe_worker")
+def probe_worker() -> dict[str, object]:
+    """Report which process ran the task and which database it reaches.
+
+    Used by operators (and the suite) to prove a worker consumes from the
+    configured broker and talks to the same database as the web process.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    report = {
+        "pid": os.getpid(),
+        "hostname": socket.gethostname(),
+        "database_vendor": connection.vendor,
+        "database_name": str(connection.settings_dict["NAME"]),
+    }
+    logger.info("probe_worker answered from pid %s", report["pid"])
+    return report

@@ -1,0 +1,1 @@
+"""Models of the releases app arrive with their issue."""

@@ -1,0 +1,1 @@
+"""Models of the replay app arrive with their issue."""

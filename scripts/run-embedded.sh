@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# `make run`: migrate, load the demo data, then run one Celery worker with
+# embedded beat beside the web app, all on the embedded defaults.
+set -euo pipefail
+PY=${PY:-.venv/bin/python}
+HOST=${HOST:-127.0.0.1}
+PORT=${PORT:-8000}
+
+"$PY" manage.py migrate --noinput
+"$PY" manage.py seed_demo
+
+"$PY" -m celery -A config worker -B --concurrency 2 --loglevel INFO &
+worker=$!
+trap 'kill "$worker" 2>/dev/null; wait "$worker" 2>/dev/null' EXIT INT TERM
+
+cat <<MSG
+
+  Inference Release Ledger is starting at  http://$HOST:$PORT/
+  Log in as owner, sre, security, business, auditor or admin — password: demo
+  Stop with Ctrl-C.
+
+MSG
+"$PY" manage.py runserver --noreload "$HOST:$PORT"

@@ -1,0 +1,114 @@
+"""The shared cast and the real parts the suite talks to."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.factories import UserFactory
+
+ROOT = Path(__file__).resolve().parent.parent
+_ARTIFACTS = ROOT / ".pytest-artifacts"
+_ARTIFACTS.mkdir(exist_ok=True)
+# Chromium writes its profile and caches under these; keep them in the run's folder.
+os.environ.setdefault("XDG_CONFIG_HOME", str(_ARTIFACTS / "xdg-config"))
+os.environ.setdefault("XDG_CACHE_HOME", str(_ARTIFACTS / "xdg-cache"))
+
+
+def _migrations_digest() -> str:
+    digest = hashlib.sha256()
+    for path in sorted(ROOT.glob("*/migrations/*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:10]
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    """Name the reused test database after the migrations it was built from.
+
+    --reuse-db keeps the database between runs; a migration edited in place
+    would otherwise leave a stale schema behind. A new digest means a new
+    database, migrated from scratch.
+    """
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    if db["ENGINE"].endswith("postgresql"):
+        test = db.setdefault("TEST", {})
+        base = test.get("NAME") or f"test_{db['NAME']}"
+        test["NAME"] = f"{base}_{_migrations_digest()}"
+
+
+@pytest.fixture(autouse=True)
+def _media_in_tmp(settings, tmp_path):
+    """Uploaded files of one test never land in the project folder or another test's."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    if settings.STORAGES["default"]["BACKEND"].endswith("FileSystemStorage"):
+        settings.STORAGES = {
+            **settings.STORAGES,
+            "default": {
+                **settings.STORAGES["default"],
+                "OPTIONS": {"location": tmp_path / "media"},
+            },
+        }
+
+
+# The cast (healthchecks' alice/bob/charlie): one person per role and an outsider.
+@pytest.fixture
+def owner(db):
+    return UserFactory(username="olivia", roles=["model_owner"])
+
+
+@pytest.fixture
+def sre(db):
+    return UserFactory(username="sam", roles=["platform_sre"])
+
+
+@pytest.fixture
+def security(db):
+    return UserFactory(username="sofia", roles=["security_compliance"])
+
+
+@pytest.fixture
+def business(db):
+    return UserFactory(username="ben", roles=["business_owner"])
+
+
+@pytest.fixture
+def auditor(db):
+    return UserFactory(username="ada", roles=["auditor"])
+
+
+@pytest.fixture
+def outsider(db):
+    return UserFactory(username="otto", roles=[])
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    # Playwright cannot download its own browser here: drive Debian's chromium.
+    return {
+        **browser_type_launch_args,
+        "executable_path": "/usr/bin/chromium",
+        "args": [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ],
+    }
+
+
+@pytest.fixture
+def scratch_dir():
+    with tempfile.TemporaryDirectory(prefix="ledger-test-") as folder:
+        yield Path(folder)

@@ -1,0 +1,24 @@
+from django.contrib.auth import authenticate, get_user_model
+from django.core.management import call_command
+
+from ledger.roles import Role, roles_of
+
+
+def test_seed_demo_creates_one_login_per_role_and_is_idempotent(db, capsys):
+    call_command("seed_demo")
+    first_count = get_user_model().objects.count()
+    call_command("seed_demo")
+
+    assert get_user_model().objects.count() == first_count == 6
+    for username, role in [
+        ("owner", Role.MODEL_OWNER),
+        ("sre", Role.PLATFORM_SRE),
+        ("security", Role.SECURITY_COMPLIANCE),
+        ("business", Role.BUSINESS_OWNER),
+        ("auditor", Role.AUDITOR),
+    ]:
+        user = authenticate(username=username, password="demo")
+        assert user is not None, username
+        assert roles_of(user) == [role]
+    assert authenticate(username="admin", password="demo").is_superuser
+    assert "password for each: demo" in capsys.readouterr().out

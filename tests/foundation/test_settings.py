@@ -1,0 +1,61 @@
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from config.env import env_bool, env_int, env_list, env_str
+from tests.support.processes import child_env, run_manage
+
+
+def test_production_refuses_the_development_secret_key(scratch_dir):
+    env = child_env(DEBUG="false", SECRET_KEY=None, DATA_DIR=str(scratch_dir))
+
+    result = run_manage("check", env=env)
+
+    assert result.returncode != 0
+    assert "SECRET_KEY is the development key while DEBUG is off" in result.stderr
+
+
+def test_production_starts_with_its_own_secret_key(scratch_dir):
+    env = child_env(
+        DEBUG="false", SECRET_KEY="a-real-secret-" + "x" * 40, DATA_DIR=str(scratch_dir)
+    )
+
+    result = run_manage("check", env=env)
+
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_malformed_boolean_is_refused_with_its_name(monkeypatch):
+    monkeypatch.setenv("LEDGER_FLAG", "maybe")
+
+    with pytest.raises(ImproperlyConfigured, match="LEDGER_FLAG='maybe' is not a boolean"):
+        env_bool("LEDGER_FLAG")
+
+
+def test_a_malformed_number_is_refused_with_its_name(monkeypatch):
+    monkeypatch.setenv("LEDGER_WORKERS", "four")
+
+    with pytest.raises(ImproperlyConfigured, match="LEDGER_WORKERS='four' is not a whole number"):
+        env_int("LEDGER_WORKERS", 1)
+
+
+def test_a_secret_can_come_from_a_file(monkeypatch, tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("from-the-file\n")
+    monkeypatch.setenv("LEDGER_SECRET", "from-the-variable")
+    monkeypatch.setenv("LEDGER_SECRET_FILE", str(secret))
+
+    assert env_str("LEDGER_SECRET") == "from-the-file"
+
+
+def test_an_unreadable_secret_file_is_named(monkeypatch, tmp_path):
+    monkeypatch.setenv("LEDGER_SECRET_FILE", str(tmp_path / "missing"))
+
+    with pytest.raises(ImproperlyConfigured, match="LEDGER_SECRET_FILE="):
+        env_str("LEDGER_SECRET")
+
+
+def test_lists_drop_blank_items(monkeypatch):
+    monkeypatch.setenv("LEDGER_HOSTS", "a.example, ,b.example,")
+
+    assert env_list("LEDGER_HOSTS", []) == ["a.example", "b.example"]
+    assert env_list("LEDGER_UNSET_LIST", ["localhost"]) == ["localhost"]
