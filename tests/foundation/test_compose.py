@@ -1,0 +1,252 @@
+"""The container deployment: docker-compose.yml, the Dockerfile and .env.example.
+
+These read the files as text and YAML; they need neither Docker nor the
+database, so they run everywhere the suite runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPOSE_FILE = ROOT / "docker-compose.yml"
+DOCKERFILE = ROOT / "Dockerfile"
+ENV_EXAMPLE = ROOT / ".env.example"
+SETTINGS = ROOT / "config" / "settings.py"
+
+BACKING_SERVICES = ("postgres", "redis", "minio")
+APP_SERVICES = ("web", "worker", "beat")
+LONG_RUNNING_SERVICES = BACKING_SERVICES + APP_SERVICES
+PRODUCTION_VARIABLES = (
+    "DATABASE_URL",
+    "CELERY_BROKER_URL",
+    "SECRET_KEY",
+    "ALLOWED_HOSTS",
+    "AWS_STORAGE_BUCKET_NAME",
+    "AWS_S3_ENDPOINT_URL",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+)
+# Top-level keys of the version 3 file format; Compose v1 rejects anything else
+# (such as `name:`) apart from `x-` extension fields.
+COMPOSE_V3_TOP_LEVEL_KEYS = {"version", "services", "networks", "volumes", "secrets", "configs"}
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load(COMPOSE_FILE.read_text())
+
+
+@pytest.fixture(scope="module")
+def services(compose: dict) -> dict:
+    return compose["services"]
+
+
+def _environment(service: dict) -> dict[str, str]:
+    """A service's environment as a mapping, whichever of the two forms it uses."""
+    environment = service.get("environment") or {}
+    if isinstance(environment, list):
+        return dict(item.split("=", 1) if "=" in item else (item, "") for item in environment)
+    return {key: "" if value is None else str(value) for key, value in environment.items()}
+
+
+def _depends_on(service: dict) -> dict[str, str]:
+    """Each dependency of a service with its condition (service_started when unstated)."""
+    depends_on = service.get("depends_on") or {}
+    if isinstance(depends_on, list):
+        return dict.fromkeys(depends_on, "service_started")
+    return {
+        name: (options or {}).get("condition", "service_started")
+        for name, options in depends_on.items()
+    }
+
+
+def _healthcheck_command(service: dict) -> str:
+    test = (service.get("healthcheck") or {}).get("test")
+    if isinstance(test, list):
+        return " ".join(test[1:]) if test and test[0] in {"CMD", "CMD-SHELL"} else ""
+    return test or ""
+
+
+def _documented_variables() -> set[str]:
+    """Names in .env.example, set (NAME=value) or shown with their default (# NAME=value)."""
+    return set(re.findall(r"^[ \t]*#?[ \t]*([A-Z][A-Z0-9_]*)=", ENV_EXAMPLE.read_text(), re.M))
+
+
+def _dockerfile_instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs, continuation lines joined, comments dropped."""
+    lines = [
+        line for line in DOCKERFILE.read_text().splitlines() if not line.lstrip().startswith("#")
+    ]
+    joined = re.sub(r"\\\n", " ", "\n".join(lines))
+    instructions = []
+    for line in joined.splitlines():
+        if line.strip():
+            keyword, _, arguments = line.strip().partition(" ")
+            instructions.append((keyword.upper(), arguments.strip()))
+    return instructions
+
+
+def test_compose_defines_database_broker_object_store_and_app_services(services):
+    expected = {*LONG_RUNNING_SERVICES, "createbucket"}
+    assert expected <= set(services), f"missing services: {expected - set(services)}"
+
+
+def test_compose_file_uses_only_keys_compose_v1_accepts(compose):
+    unknown = {
+        key for key in compose if key not in COMPOSE_V3_TOP_LEVEL_KEYS and not key.startswith("x-")
+    }
+    assert not unknown, f"top-level keys Compose v1 rejects: {unknown}"
+    assert str(compose.get("version", "3.8")).startswith("3")
+
+
+@pytest.mark.parametrize("name", [*BACKING_SERVICES, "createbucket"])
+def test_backing_service_images_are_pinned_to_a_version_tag(services, name):
+    image = services[name]["image"]
+    repository, _, tag = image.rpartition(":")
+    assert repository and "/" not in tag, f"{name}: {image!r} has no tag"
+    assert tag not in {"", "latest"}, f"{name}: {image!r} is not pinned"
+    assert re.match(r"\d|RELEASE\.", tag), f"{name}: {image!r} tag is not a version"
+
+
+@pytest.mark.parametrize("name", [*APP_SERVICES, "migrate"])
+def test_app_services_build_the_project_dockerfile(services, name):
+    build = services[name]["build"]
+    if isinstance(build, str):
+        build = {"context": build}
+    assert build["context"] in {".", "./"}
+    assert build.get("dockerfile", "Dockerfile") == "Dockerfile"
+
+
+@pytest.mark.parametrize("name", LONG_RUNNING_SERVICES)
+def test_every_long_running_service_has_a_healthcheck(services, name):
+    healthcheck = services[name].get("healthcheck") or {}
+    assert not healthcheck.get("disable"), f"{name}: healthcheck disabled"
+    assert _healthcheck_command(services[name]).strip(), f"{name}: no healthcheck command"
+
+
+def test_web_is_healthy_only_when_readyz_answers(services):
+    command = _healthcheck_command(services["web"])
+    assert "/readyz" in command
+    assert "urllib" in command, "python:3.11-slim has no curl; probe with urllib"
+
+
+def test_worker_is_healthy_only_when_its_own_celery_node_answers_a_ping(services):
+    command = _healthcheck_command(services["worker"])
+    assert "inspect ping" in command
+    assert "$$HOSTNAME" in command or "$HOSTNAME" in command
+
+
+def test_beat_is_healthy_only_while_its_pidfile_names_a_live_process(services):
+    command = " ".join(services["beat"]["command"])
+    pidfile = re.search(r"--pidfile[ =](\S+)", command)
+    assert pidfile, "beat needs --pidfile for its healthcheck"
+    assert pidfile.group(1) in _healthcheck_command(services["beat"])
+    assert "DatabaseScheduler" in command
+
+
+@pytest.mark.parametrize("name", APP_SERVICES)
+def test_app_services_wait_for_healthy_postgres_and_redis(services, name):
+    depends_on = _depends_on(services[name])
+    assert depends_on.get("postgres") == "service_healthy"
+    assert depends_on.get("redis") == "service_healthy"
+
+
+@pytest.mark.parametrize("name", APP_SERVICES)
+def test_app_services_start_after_migrations_have_run(services, name):
+    assert _depends_on(services[name]).get("migrate") == "service_completed_successfully"
+    assert "migrate" in services["migrate"]["command"]
+    assert _depends_on(services["migrate"]).get("postgres") == "service_healthy"
+
+
+@pytest.mark.parametrize("name", ["web", "worker"])
+def test_services_that_store_files_wait_for_the_bucket(services, name):
+    depends_on = _depends_on(services[name])
+    assert depends_on.get("minio") == "service_healthy"
+    assert depends_on.get("createbucket") == "service_completed_successfully"
+
+
+@pytest.mark.parametrize("name", [*APP_SERVICES, "migrate"])
+def test_app_environment_has_everything_production_settings_need(services, name):
+    environment = _environment(services[name])
+    missing = [variable for variable in PRODUCTION_VARIABLES if not environment.get(variable)]
+    assert not missing, f"{name} lacks {missing}"
+    assert environment["DATABASE_URL"].startswith("postgres://")
+    assert environment["CELERY_BROKER_URL"].startswith("redis://")
+    assert environment.get("DEBUG", "false").lower() in {"false", "0", "no", "off"}
+
+
+def test_app_services_share_one_environment(services):
+    environments = [_environment(services[name]) for name in [*APP_SERVICES, "migrate"]]
+    for variable in PRODUCTION_VARIABLES:
+        assert len({environment[variable] for environment in environments}) == 1, variable
+
+
+def test_secret_key_must_be_supplied_rather_than_defaulted(services):
+    secret_key = _environment(services["web"])["SECRET_KEY"]
+    assert re.fullmatch(r"\$\{SECRET_KEY:?\?.*\}", secret_key), secret_key
+
+
+def test_database_and_broker_are_not_published_on_the_host(services):
+    assert not services["postgres"].get("ports")
+    assert not services["redis"].get("ports")
+    assert any(str(port).endswith(":8000") for port in services["web"]["ports"])
+
+
+def test_every_variable_the_settings_read_is_documented_in_env_example():
+    read = set(
+        re.findall(
+            r"\benv_(?:str|bool|int|list)\(\s*[\"']([A-Z][A-Z0-9_]*)[\"']", SETTINGS.read_text()
+        )
+    )
+    assert {"SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL"} <= read, "settings regex broke"
+    undocumented = read - _documented_variables()
+    assert not undocumented, f"add to .env.example: {sorted(undocumented)}"
+
+
+def test_every_variable_compose_substitutes_is_documented_in_env_example():
+    lines = [
+        line for line in COMPOSE_FILE.read_text().splitlines() if not line.lstrip().startswith("#")
+    ]
+    substituted = set(re.findall(r"(?<!\$)\$\{([A-Z][A-Z0-9_]*)", "\n".join(lines)))
+    undocumented = substituted - _documented_variables()
+    assert not undocumented, f"add to .env.example: {sorted(undocumented)}"
+
+
+def test_env_example_leaves_the_secret_key_for_the_operator_to_fill_in():
+    assert re.search(r"^SECRET_KEY=$", ENV_EXAMPLE.read_text(), re.M)
+
+
+def test_dockerfile_builds_on_python_311_slim():
+    base = next(arguments for keyword, arguments in _dockerfile_instructions() if keyword == "FROM")
+    assert base.startswith("python:3.11-slim")
+
+
+def test_dockerfile_installs_pinned_dependencies_and_collects_static_files():
+    runs = " ".join(
+        arguments for keyword, arguments in _dockerfile_instructions() if keyword == "RUN"
+    )
+    assert re.search(r"pip install -c requirements\.lock \.(\s|$)", runs)
+    assert "plotly.min.js" in runs
+    assert "collectstatic --noinput" in runs
+
+
+def test_dockerfile_runs_gunicorn_with_the_project_wsgi_app_on_port_8000():
+    instructions = _dockerfile_instructions()
+    cmd = [arguments for keyword, arguments in instructions if keyword == "CMD"][-1]
+    argv = json.loads(cmd)
+    assert argv[0] == "gunicorn"
+    assert "config.wsgi:application" in argv
+    assert "0.0.0.0:8000" in argv
+    assert ("EXPOSE", "8000") in instructions
+
+
+def test_dockerfile_does_not_run_as_root():
+    users = [arguments for keyword, arguments in _dockerfile_instructions() if keyword == "USER"]
+    assert users, "no USER line: the container would run as root"
+    assert users[-1].split(":")[0] not in {"root", "0"}
