@@ -112,3 +112,11 @@ def browser_type_launch_args(browser_type_launch_args):
 def scratch_dir():
     with tempfile.TemporaryDirectory(prefix="ledger-test-") as folder:
         yield Path(folder)
+
+
+@pytest.fixture
+def team(owner):
+    """The owner's team: the owner may edit what belongs to it."""
+    from tests.ledger.factories import TeamFactory
+
+    return TeamFactory(slug="kb-team", name="Knowledge base team", members=[owner])

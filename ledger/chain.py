@@ -1,0 +1,215 @@
+"""The event chain: canonical JSON, hashing, serialized appends, verification."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import hashlib
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection, models
+from django.utils import timezone
+
+from ledger.models import Event
+
+GENESIS_HASH = "0" * 64
+# Any constant works; it only has to be the same for every writer of the chain.
+_CHAIN_LOCK_KEY = 7_031_460_221
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.UTC).isoformat(timespec="microseconds")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal | uuid.UUID):
+        return str(value)
+    if isinstance(value, models.Model):
+        return value.pk
+    if isinstance(value, set | frozenset | tuple):
+        return sorted(value) if isinstance(value, set | frozenset) else list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def canonical_json(data: Any) -> str:
+    """Sorted keys, no insignificant spaces, UTF-8 text: one text for one value."""
+    return json.dumps(
+        data,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=_json_default,
+        allow_nan=False,
+    )
+
+
+def compute_hash(
+    *,
+    sequence: int,
+    created_at: dt.datetime,
+    actor_label: str,
+    action: str,
+    subject_type: str,
+    subject_id: str,
+    payload: str,
+    prev_hash: str,
+) -> str:
+    body = canonical_json(
+        {
+            "sequence": sequence,
+            "created_at": created_at,
+            "actor": actor_label,
+            "action": action,
+            "subject_type": subject_type,
+            "subject_id": subject_id,
+            "payload": payload,
+            "prev_hash": prev_hash,
+        }
+    )
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def subject_of(obj: models.Model) -> tuple[str, str]:
+    return obj._meta.label_lower, str(obj.pk)
+
+
+def _lock_chain() -> None:
+    # PostgreSQL: one transaction-scoped advisory lock serializes appenders until
+    # commit, so two writers never read the same head. SQLite's IMMEDIATE
+    # transactions (see settings) already admit one writer at a time.
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CHAIN_LOCK_KEY])
+
+
+def append_event(
+    *,
+    actor: Any,
+    action: str,
+    subject: models.Model | tuple[str, str],
+    payload: dict[str, Any],
+    subject_label: str | None = None,
+) -> Event:
+    """Append one event to the chain; must run inside the caller's transaction."""
+    if not connection.in_atomic_block:
+        raise RuntimeError(
+            "append_event must run inside transaction.atomic() with the change it records"
+        )
+    if isinstance(subject, models.Model):
+        subject_type, subject_id = subject_of(subject)
+        label = subject_label if subject_label is not None else str(subject)
+    else:
+        subject_type, subject_id = subject
+        label = subject_label or ""
+    _lock_chain()
+    head = Event.objects.order_by("-sequence").values_list("sequence", "hash").first()
+    sequence, prev_hash = (head[0] + 1, head[1]) if head else (1, GENESIS_HASH)
+    actor_label = actor.get_username() if actor is not None else "system"
+    payload_text = canonical_json(payload)
+    created_at = timezone.now()
+    event = Event(
+        sequence=sequence,
+        created_at=created_at,
+        actor=actor,
+        actor_label=actor_label,
+        action=action,
+        subject_type=subject_type,
+        subject_id=str(subject_id),
+        subject_label=label[:200],
+        payload=payload_text,
+        prev_hash=prev_hash,
+        hash=compute_hash(
+            sequence=sequence,
+            created_at=created_at,
+            actor_label=actor_label,
+            action=action,
+            subject_type=subject_type,
+            subject_id=str(subject_id),
+            payload=payload_text,
+            prev_hash=prev_hash,
+        ),
+    )
+    event.save(force_insert=True)
+    return event
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    ok: bool
+    count: int
+    head_hash: str
+    first_bad_sequence: int | None = None
+    problem: str = ""
+
+
+def _rows(batch: int) -> Iterator[dict]:
+    return (
+        Event.objects.order_by("sequence")
+        .values(
+            "sequence",
+            "created_at",
+            "actor_label",
+            "action",
+            "subject_type",
+            "subject_id",
+            "payload",
+            "prev_hash",
+            "hash",
+        )
+        .iterator(chunk_size=batch)
+    )
+
+
+def verify_chain(batch: int = 5000) -> ChainReport:
+    """Recompute every hash from the stored fields; report the first event that does not match."""
+    expected_prev = GENESIS_HASH
+    count = 0
+    for row in _rows(batch):
+        count += 1
+        sequence = row["sequence"]
+        if sequence != count:
+            return ChainReport(
+                False,
+                count - 1,
+                expected_prev,
+                sequence,
+                f"sequence jumps from {count - 1} to {sequence}",
+            )
+        if row["prev_hash"] != expected_prev:
+            return ChainReport(
+                False,
+                count - 1,
+                expected_prev,
+                sequence,
+                "prev_hash does not match the hash of the event before it",
+            )
+        recomputed = compute_hash(
+            sequence=sequence,
+            created_at=row["created_at"],
+            actor_label=row["actor_label"],
+            action=row["action"],
+            subject_type=row["subject_type"],
+            subject_id=row["subject_id"],
+            payload=row["payload"],
+            prev_hash=row["prev_hash"],
+        )
+        if recomputed != row["hash"]:
+            return ChainReport(
+                False,
+                count - 1,
+                expected_prev,
+                sequence,
+                "its content does not match its hash (the row was changed after it was written)",
+            )
+        expected_prev = row["hash"]
+    return ChainReport(True, count, expected_prev)
+
+
+def head_hash() -> str:
+    return (
+        Event.objects.order_by("-sequence").values_list("hash", flat=True).first() or GENESIS_HASH
+    )

@@ -1,0 +1,37 @@
+"""The inference-config fingerprint: one hash for everything that shapes a revision's outputs."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TypedDict
+
+from ledger.chain import canonical_json
+
+
+class FingerprintComponents(TypedDict):
+    weights_digest: str
+    tokenizer_digest: str
+    chat_template_digest: str
+    generation_config_digest: str
+    image_digest: str
+    launch_parameters: dict
+    context_limit: int
+
+
+def fingerprint_components(model_asset, runtime, context_limit: int) -> FingerprintComponents:
+    return {
+        "weights_digest": model_asset.weights_digest,
+        "tokenizer_digest": model_asset.tokenizer_digest,
+        "chat_template_digest": model_asset.chat_template_digest,
+        "generation_config_digest": model_asset.generation_config_digest,
+        # A tag-only image has no digest; its reference stands in, which is
+        # exactly as weak as the tag (see validators.UNPINNED_IMAGE_WHY).
+        "image_digest": runtime.image_digest or runtime.image,
+        "launch_parameters": runtime.launch_parameters,
+        "context_limit": context_limit,
+    }
+
+
+def compute_fingerprint(model_asset, runtime, context_limit: int) -> str:
+    text = canonical_json(fingerprint_components(model_asset, runtime, context_limit))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()

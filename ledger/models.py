@@ -1,1 +1,0 @@
-"""Registry models arrive with the Registry issue."""

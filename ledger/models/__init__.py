@@ -1,0 +1,25 @@
+from ledger.models.events import Event
+from ledger.models.registry import (
+    Capability,
+    License,
+    LicenseAcceptance,
+    ModelAsset,
+    Revision,
+    Runtime,
+    Service,
+    TaskType,
+    Team,
+)
+
+__all__ = [
+    "Capability",
+    "Event",
+    "License",
+    "LicenseAcceptance",
+    "ModelAsset",
+    "Revision",
+    "Runtime",
+    "Service",
+    "TaskType",
+    "Team",
+]

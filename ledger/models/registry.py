@@ -1,0 +1,461 @@
+"""What exists: services, the model assets and runtimes they run, revisions, capabilities."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+from ledger import locks
+from ledger.engines import Engine
+from ledger.validators import validate_digest, validate_image_reference, validate_spdx_id
+
+
+class Team(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=120)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="teams", blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TaskType(models.Model):
+    """A kind of work a service does for its tenants (chat, rag, sql, …)."""
+
+    slug = models.SlugField(max_length=40, unique=True)
+    name = models.CharField(max_length=80)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class ServiceQuerySet(models.QuerySet):
+    def for_catalog(self) -> ServiceQuerySet:
+        return self.select_related(
+            "team", "live_revision__model_asset", "live_revision__runtime"
+        ).prefetch_related("task_types")
+
+    def editable_by(self, user) -> ServiceQuerySet:
+        if user.is_superuser:
+            return self
+        return self.filter(team__members=user, team__members__groups__name="model_owner").distinct()
+
+
+class Service(models.Model):
+    class Tier(models.TextChoices):
+        EXPERIMENTAL = "experimental", "Experimental"
+        INTERNAL = "internal", "Internal"
+        PRODUCTION = "production", "Production"
+
+    class Exposure(models.TextChoices):
+        INTERNAL = "internal", "Internal users only"
+        EXTERNAL = "external", "External users"
+        CUSTOMER_DATA = "customer_data", "Processes customer data"
+
+    slug = models.SlugField(
+        max_length=64, unique=True, help_text="Stable name used by the gateway, e.g. kb-assistant."
+    )
+    name = models.CharField(max_length=120)
+    description = models.TextField(blank=True)
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="services")
+    tier = models.CharField(max_length=16, choices=Tier.choices, default=Tier.INTERNAL)
+    exposure = models.CharField(max_length=16, choices=Exposure.choices, default=Exposure.INTERNAL)
+    task_types = models.ManyToManyField(TaskType, related_name="services", blank=True)
+    tenants = models.JSONField(
+        default=list, blank=True, help_text='Business tenants served, e.g. ["support", "sales"].'
+    )
+    slo_ttft_p95_ms = models.PositiveIntegerField("SLO p95 TTFT (ms)", null=True, blank=True)
+    slo_ttft_p99_ms = models.PositiveIntegerField("SLO p99 TTFT (ms)", null=True, blank=True)
+    slo_tpot_ms = models.PositiveIntegerField("SLO p95 TPOT (ms)", null=True, blank=True)
+    slo_error_rate_pct = models.DecimalField(
+        "SLO error rate (%)",
+        max_digits=5,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0), MaxValueValidator(100)],
+    )
+    review_cadence_days = models.PositiveIntegerField(default=90, validators=[MinValueValidator(1)])
+    live_revision = models.ForeignKey(
+        "Revision", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ServiceQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["slug"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(tier__in=["experimental", "internal", "production"]),
+                name="ledger_service_tier_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(exposure__in=["internal", "external", "customer_data"]),
+                name="ledger_service_exposure_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(slo_error_rate_pct__isnull=True)
+                | Q(slo_error_rate_pct__gte=0, slo_error_rate_pct__lte=100),
+                name="ledger_service_error_rate_percent",
+            ),
+            models.CheckConstraint(
+                condition=Q(slo_ttft_p95_ms__isnull=True)
+                | Q(slo_ttft_p99_ms__isnull=True)
+                | Q(slo_ttft_p99_ms__gte=models.F("slo_ttft_p95_ms")),
+                name="ledger_service_ttft_p99_not_below_p95",
+            ),
+            models.CheckConstraint(
+                condition=Q(review_cadence_days__gte=1), name="ledger_service_cadence_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class License(models.Model):
+    """A license as the ledger classifies it; identified by SPDX id or LicenseRef-…"""
+
+    class Kind(models.TextChoices):
+        PERMISSIVE = "permissive", "Permissive"
+        COPYLEFT = "copyleft", "Copyleft"
+        NON_COMMERCIAL = "non_commercial", "Non-commercial"
+        ACCEPTABLE_USE = "acceptable_use", "Acceptable-use / custom terms"
+
+    spdx_id = models.CharField(
+        "SPDX id",
+        max_length=100,
+        unique=True,
+        validators=[validate_spdx_id],
+        help_text="An SPDX identifier such as Apache-2.0, or LicenseRef-<name> for custom model licenses.",
+    )
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    gated = models.BooleanField(
+        default=False,
+        help_text="Terms must be accepted (e.g. on the model hub) before the weights may be used.",
+    )
+    terms_url = models.URLField(blank=True)
+
+    class Meta:
+        ordering = ["spdx_id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(
+                    kind__in=["permissive", "copyleft", "non_commercial", "acceptable_use"]
+                ),
+                name="ledger_license_kind_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.spdx_id
+
+
+class ModelAssetQuerySet(models.QuerySet):
+    def usable(self) -> ModelAssetQuerySet:
+        return self.exclude(lifecycle=ModelAsset.Lifecycle.RETIRED)
+
+
+class ModelAsset(models.Model):
+    class Quantization(models.TextChoices):
+        FP32 = "fp32", "FP32"
+        BF16 = "bf16", "BF16"
+        FP16 = "fp16", "FP16"
+        FP8 = "fp8", "FP8"
+        INT8 = "int8", "INT8"
+        INT4_AWQ = "int4-awq", "INT4 AWQ"
+        INT4_GPTQ = "int4-gptq", "INT4 GPTQ"
+        GGUF_Q4_K_M = "gguf-q4_k_m", "GGUF Q4_K_M"
+        GGUF_Q5_K_M = "gguf-q5_k_m", "GGUF Q5_K_M"
+        GGUF_Q8_0 = "gguf-q8_0", "GGUF Q8_0"
+
+    class Derivation(models.TextChoices):
+        BASE = "base", "Base (not derived)"
+        QUANTIZED = "quantized", "Quantized"
+        MERGED = "merged", "Merged"
+        FINE_TUNED = "fine_tuned", "Fine-tuned"
+
+    class LicenseApproval(models.TextChoices):
+        PENDING = "pending", "Pending"
+        APPROVED = "approved", "Approved"
+        REJECTED = "rejected", "Rejected"
+
+    class Lifecycle(models.TextChoices):
+        ACTIVE = "active", "Active"
+        DEPRECATED = "deprecated", "Deprecated"
+        RETIRED = "retired", "Retired"
+
+    name = models.CharField(max_length=160, help_text="e.g. Qwen2.5-7B-Instruct-AWQ")
+    revision = models.CharField(
+        max_length=80, help_text="The artifact's own revision: a hub commit, tag or version."
+    )
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="model_assets")
+    family = models.CharField(max_length=80, help_text="e.g. qwen2.5, llama-3.1, gemma-3")
+    source_repository = models.CharField(
+        max_length=300, help_text="Where the weights come from: a hub repo id or URL."
+    )
+    weights_digest = models.CharField(max_length=71, validators=[validate_digest])
+    license = models.ForeignKey(License, on_delete=models.PROTECT, related_name="model_assets")
+    license_approval = models.CharField(
+        max_length=10, choices=LicenseApproval.choices, default=LicenseApproval.PENDING
+    )
+    quantization = models.CharField(
+        max_length=16, choices=Quantization.choices, default=Quantization.BF16
+    )
+    derived_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="derivatives"
+    )
+    derivation = models.CharField(
+        max_length=12, choices=Derivation.choices, default=Derivation.BASE
+    )
+    tokenizer_id = models.CharField(max_length=300, blank=True)
+    tokenizer_digest = models.CharField(max_length=71, validators=[validate_digest])
+    chat_template_digest = models.CharField(
+        max_length=71,
+        validators=[validate_digest],
+        help_text="Digest of the chat template actually used; a derived repository may change it silently.",
+    )
+    generation_config_digest = models.CharField(max_length=71, validators=[validate_digest])
+    config_digest = models.CharField(
+        max_length=71, validators=[validate_digest], help_text="Digest of config.json."
+    )
+    model_card_url = models.URLField(blank=True)
+    lifecycle = models.CharField(max_length=10, choices=Lifecycle.choices, default=Lifecycle.ACTIVE)
+    deprecated_on = models.DateField(null=True, blank=True)
+    retired_on = models.DateField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ModelAssetQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name", "revision"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["name", "revision"], name="ledger_modelasset_name_revision_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(derivation="base", derived_from__isnull=True)
+                | (~Q(derivation="base") & Q(derived_from__isnull=False)),
+                name="ledger_modelasset_derivation_matches_parent",
+            ),
+            models.CheckConstraint(
+                condition=~Q(derived_from=models.F("id")),
+                name="ledger_modelasset_not_derived_from_itself",
+            ),
+            models.CheckConstraint(
+                condition=~Q(lifecycle="deprecated") | Q(deprecated_on__isnull=False),
+                name="ledger_modelasset_deprecated_has_date",
+            ),
+            models.CheckConstraint(
+                condition=~Q(lifecycle="retired") | Q(retired_on__isnull=False),
+                name="ledger_modelasset_retired_has_date",
+            ),
+            models.CheckConstraint(
+                condition=Q(weights_digest__regex=r"^sha256:[0-9a-f]{64}$"),
+                name="ledger_modelasset_weights_digest_format",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.revision}"
+
+    def lineage(self) -> list[ModelAsset]:
+        """This asset and its ancestors, base first (one query per generation; chains are short)."""
+        chain = [self]
+        seen = {self.pk}
+        while chain[0].derived_from_id and chain[0].derived_from_id not in seen:
+            parent = ModelAsset.objects.select_related("license").get(pk=chain[0].derived_from_id)
+            seen.add(parent.pk)
+            chain.insert(0, parent)
+        return chain
+
+    def lock_reasons(self) -> list[str]:
+        return locks.reasons_for(self)
+
+
+class Runtime(models.Model):
+    name = models.SlugField(max_length=100, unique=True, help_text="e.g. vllm-0-6-3-h100x2")
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="runtimes")
+    engine = models.CharField(max_length=16, choices=Engine.choices)
+    engine_version = models.CharField(max_length=40, help_text="e.g. 0.6.3")
+    image = models.CharField(
+        max_length=300,
+        validators=[validate_image_reference],
+        help_text="Container image, pinned by digest: registry/repo:tag@sha256:<64 hex>.",
+    )
+    launch_parameters = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Engine flags as a JSON object, e.g. {"max_model_len": 32768}.',
+    )
+    gpu_model = models.CharField("GPU model", max_length=60, blank=True, help_text="e.g. H100-80GB")
+    gpu_count = models.PositiveSmallIntegerField("GPU count", default=1)
+    gpu_memory_gb = models.PositiveIntegerField("GPU memory (GB each)", null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(engine__in=[choice for choice, _ in Engine.choices]),
+                name="ledger_runtime_engine_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def image_digest(self) -> str | None:
+        _, _, digest = self.image.partition("@")
+        return digest or None
+
+    def lock_reasons(self) -> list[str]:
+        return locks.reasons_for(self)
+
+
+class RevisionQuerySet(models.QuerySet):
+    def with_parts(self) -> RevisionQuerySet:
+        return self.select_related("service", "model_asset", "runtime")
+
+
+class Revision(models.Model):
+    """The unit released and rolled back to: what one service runs, exactly."""
+
+    service = models.ForeignKey(Service, on_delete=models.PROTECT, related_name="revisions")
+    number = models.PositiveIntegerField(help_text="Counts up per service: r1, r2, …")
+    model_asset = models.ForeignKey(ModelAsset, on_delete=models.PROTECT, related_name="revisions")
+    runtime = models.ForeignKey(Runtime, on_delete=models.PROTECT, related_name="revisions")
+    context_limit = models.PositiveIntegerField(
+        help_text="Largest prompt + output, in tokens, this revision serves."
+    )
+    gateway_policy_version = models.CharField(
+        max_length=40, help_text="Version of the gateway routing/limits policy."
+    )
+    notes = models.TextField(blank=True)
+    based_on = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="successors"
+    )
+    fingerprint = models.CharField(max_length=71, editable=False)
+    served_at = models.DateTimeField(
+        null=True, blank=True, editable=False, help_text="First time it went live."
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = RevisionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["service", "-number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["service", "number"], name="ledger_revision_number_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(number__gte=1), name="ledger_revision_number_positive"
+            ),
+            models.CheckConstraint(
+                condition=Q(context_limit__gte=1), name="ledger_revision_context_positive"
+            ),
+        ]
+        indexes = [
+            # "Which other revisions are the same thing?" on every revision page.
+            models.Index(fields=["fingerprint"], name="ledger_rev_fingerprint_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.service.slug} r{self.number}"
+
+    @property
+    def label(self) -> str:
+        return f"r{self.number}"
+
+    def lock_reasons(self) -> list[str]:
+        return locks.reasons_for(self)
+
+
+class Capability(models.Model):
+    """One thing a revision declares it can do, and whether that was verified."""
+
+    class Kind(models.TextChoices):
+        CONTEXT_LENGTH = "context_length", "Context length (tokens)"
+        MAX_CONCURRENCY = "max_concurrency", "Max concurrency"
+        RECOMMENDED_BATCH = "recommended_batch", "Recommended batch size"
+        STREAMING = "streaming", "Streaming protocol"
+        STRUCTURED_OUTPUT = "structured_output", "Structured output modes"
+        TOOL_CALLING = "tool_calling", "Tool calling"
+        TASK_TYPES = "task_types", "Verified task types"
+        ERROR_CODES = "error_codes", "Error-code map"
+        METRICS = "metrics", "Metrics exposed"
+        ROLLBACK_METHOD = "rollback_method", "Rollback method"
+
+    class Status(models.TextChoices):
+        DECLARED = "declared", "Declared"
+        VERIFIED = "verified", "Verified"
+        FAILED = "failed", "Failed"
+
+    revision = models.ForeignKey(Revision, on_delete=models.CASCADE, related_name="capabilities")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    value = models.JSONField(help_text="What is declared; its shape depends on the kind.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.DECLARED)
+    verified_fingerprint = models.CharField(max_length=71, blank=True)
+    verified_at = models.DateTimeField(null=True, blank=True)
+    evidence = models.JSONField(
+        default=dict, blank=True, help_text="What was seen when it was verified or failed."
+    )
+
+    class Meta:
+        ordering = ["revision", "kind"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["revision", "kind"], name="ledger_capability_kind_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(status="declared") | Q(verified_at__isnull=False),
+                name="ledger_capability_checked_has_time",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.revision} {self.kind}"
+
+
+class LicenseAcceptance(models.Model):
+    """Who accepted which terms of a gated license, for which asset, and when."""
+
+    model_asset = models.ForeignKey(
+        ModelAsset, on_delete=models.PROTECT, related_name="license_acceptances"
+    )
+    license = models.ForeignKey(License, on_delete=models.PROTECT, related_name="acceptances")
+    terms_version = models.CharField(
+        max_length=80, help_text="The version or date of the terms accepted."
+    )
+    accepted_by = models.CharField(
+        max_length=150, help_text="The person who accepted, on behalf of the company."
+    )
+    accepted_at = models.DateTimeField()
+    recorded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-accepted_at"]
+
+    def __str__(self) -> str:
+        return f"{self.license} {self.terms_version} by {self.accepted_by}"

@@ -1,0 +1,661 @@
+"""The registry's verbs. Every change to what the ledger says goes through here.
+
+Each verb validates, writes its rows and appends the Event in one
+transaction; views, the API, admin, commands and tasks call these and never
+write registry rows themselves. `actor=None` is the system (commands).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from typing import Any
+
+import jsonschema
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import models, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from ledger import permissions
+from ledger.chain import append_event
+from ledger.engines import check_launch_parameters
+from ledger.fingerprint import compute_fingerprint
+from ledger.models import (
+    Capability,
+    License,
+    LicenseAcceptance,
+    ModelAsset,
+    Revision,
+    Runtime,
+    Service,
+    TaskType,
+    Team,
+)
+from ledger.validators import parse_image, unpinned_image_message
+
+# Fields that may still change once an object is locked: governance state, not content.
+MUTABLE_WHEN_LOCKED: dict[type[models.Model], set[str]] = {
+    ModelAsset: {"lifecycle", "deprecated_on", "retired_on", "license_approval", "model_card_url"},
+    Runtime: set(),
+    Revision: {"notes"},
+}
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _value_of(obj: models.Model, name: str) -> Any:
+    field = obj._meta.get_field(name)
+    if field.many_to_many:
+        return sorted(str(item) for item in getattr(obj, name).all()) if obj.pk else []
+    if field.is_relation:
+        return getattr(obj, field.attname)
+    return getattr(obj, name)
+
+
+def snapshot(obj: models.Model, names: Iterable[str]) -> dict[str, Any]:
+    return {name: _value_of(obj, name) for name in names}
+
+
+def _editable_fields(model: type[models.Model]) -> list[str]:
+    return [
+        f.name
+        for f in model._meta.get_fields()
+        if f.concrete and not f.auto_created and f.name not in {"created_at", "updated_at"}
+    ]
+
+
+# Fields only their own verb may set (set_live_revision, create_revision, …).
+PROTECTED_FIELDS: dict[type[models.Model], set[str]] = {
+    Service: {"live_revision"},
+    Revision: {"service", "number", "served_at", "fingerprint", "created_by", "based_on"},
+}
+
+
+def _guard(model: type[models.Model], changes: dict[str, Any]) -> None:
+    protected = PROTECTED_FIELDS.get(model, set()) & set(changes)
+    if protected:
+        raise ValidationError(
+            {name: "This field is set by the ledger itself." for name in sorted(protected)}
+        )
+
+
+def _create(
+    obj: models.Model, *, actor, action: str, extra: dict | None = None, m2m: dict | None = None
+):
+    obj.full_clean()
+    obj.save(force_insert=True)
+    for name, values in (m2m or {}).items():
+        getattr(obj, name).set(values)
+    payload = {"after": snapshot(obj, [*_editable_fields(type(obj)), *(m2m or {})])}
+    if extra:
+        payload.update(extra)
+    append_event(actor=actor, action=action, subject=obj, payload=payload)
+    return obj
+
+
+def _update(
+    obj: models.Model, changes: dict[str, Any], *, actor, action: str, m2m: dict | None = None
+) -> bool:
+    """Apply changes; append an event with before/after of what really changed.
+
+    Returns False, writing nothing, when nothing changed: applying the same
+    document twice must leave the chain as it was.
+    """
+    unknown = set(changes) - set(_editable_fields(type(obj)))
+    if unknown:
+        raise ValidationError(
+            {name: "This field cannot be changed here." for name in sorted(unknown)}
+        )
+    m2m = m2m or {}
+    before = snapshot(obj, [*changes, *m2m])
+    for name, value in changes.items():
+        setattr(obj, name, value)
+    m2m_after = {name: sorted(str(item) for item in values) for name, values in m2m.items()}
+    after = {**snapshot(obj, changes), **m2m_after}
+    changed = [name for name in after if after[name] != before[name]]
+    if not changed:
+        return False
+    _refuse_if_locked(obj, changed)
+    obj.full_clean()
+    scalar = [name for name in changed if name not in m2m]
+    if scalar:
+        update_fields = [*scalar, *(["updated_at"] if hasattr(obj, "updated_at") else [])]
+        obj.save(update_fields=update_fields)
+    for name, values in m2m.items():
+        if name in changed:
+            getattr(obj, name).set(values)
+    append_event(
+        actor=actor,
+        action=action,
+        subject=obj,
+        payload={
+            "before": {n: before[n] for n in changed},
+            "after": {n: after[n] for n in changed},
+        },
+    )
+    return True
+
+
+def _refuse_if_locked(obj: models.Model, names: Iterable[str]) -> None:
+    mutable = MUTABLE_WHEN_LOCKED.get(type(obj))
+    if mutable is None:
+        return
+    locked_fields = set(names) - mutable
+    if not locked_fields:
+        return
+    reasons = obj.lock_reasons()
+    if reasons:
+        raise ValidationError(
+            {
+                name: f"{obj} can no longer change ({'; '.join(reasons)}). Make a new revision instead."
+                for name in sorted(locked_fields)
+            },
+            code="locked",
+        )
+
+
+def _task_types(slugs: Iterable[str | TaskType]) -> list[TaskType]:
+    result = []
+    for item in slugs:
+        if isinstance(item, TaskType):
+            result.append(item)
+        else:
+            task_type, _ = TaskType.objects.get_or_create(
+                slug=item, defaults={"name": item.replace("-", " ")}
+            )
+            result.append(task_type)
+    return result
+
+
+# ---------------------------------------------------------------- teams and licenses
+
+
+@transaction.atomic
+def create_team(*, actor, slug: str, name: str, members: Iterable = ()) -> Team:
+    if actor is not None and not actor.is_superuser:
+        raise PermissionDenied("Only an administrator can create a team.")
+    team = _create(Team(slug=slug, name=name), actor=actor, action="team.created")
+    if members:
+        team.members.add(*members)
+        append_event(
+            actor=actor,
+            action="team.members_added",
+            subject=team,
+            payload={"members": sorted(m.get_username() for m in members)},
+        )
+    return team
+
+
+@transaction.atomic
+def add_team_member(team: Team, user, *, actor) -> None:
+    if actor is not None and not actor.is_superuser:
+        raise PermissionDenied("Only an administrator can change team membership.")
+    team.members.add(user)
+    append_event(
+        actor=actor,
+        action="team.members_added",
+        subject=team,
+        payload={"members": [user.get_username()]},
+    )
+
+
+DEFAULT_LICENSE_KIND = {
+    "Apache-2.0": License.Kind.PERMISSIVE,
+    "MIT": License.Kind.PERMISSIVE,
+    "BSD-3-Clause": License.Kind.PERMISSIVE,
+    "GPL-3.0-only": License.Kind.COPYLEFT,
+    "AGPL-3.0-only": License.Kind.COPYLEFT,
+    "CC-BY-NC-4.0": License.Kind.NON_COMMERCIAL,
+    "CC-BY-NC-SA-4.0": License.Kind.NON_COMMERCIAL,
+}
+
+
+@transaction.atomic
+def create_license(
+    *,
+    actor,
+    spdx_id: str,
+    name: str,
+    kind: str | None = None,
+    gated: bool = False,
+    terms_url: str = "",
+) -> License:
+    permissions.ensure_can_approve_licenses(
+        actor
+    ) if actor is not None and not actor.is_superuser else None
+    kind = kind or DEFAULT_LICENSE_KIND.get(spdx_id)
+    if kind is None:
+        raise ValidationError(
+            {
+                "kind": "Say how this license is classed: permissive, copyleft, "
+                "non_commercial or acceptable_use."
+            }
+        )
+    return _create(
+        License(spdx_id=spdx_id, name=name, kind=kind, gated=gated, terms_url=terms_url),
+        actor=actor,
+        action="license.created",
+    )
+
+
+# ---------------------------------------------------------------- services
+
+
+@transaction.atomic
+def create_service(*, actor, task_types: Iterable[str | TaskType] = (), **fields: Any) -> Service:
+    service = Service(**fields)
+    if service.team_id:
+        permissions.ensure_can_edit(actor, service.team)
+    return _create(
+        service, actor=actor, action="service.created", m2m={"task_types": _task_types(task_types)}
+    )
+
+
+@transaction.atomic
+def update_service(
+    service: Service, *, actor, task_types: Iterable[str | TaskType] | None = None, **changes: Any
+) -> bool:
+    permissions.ensure_can_edit(actor, service.team)
+    _guard(Service, changes)
+    if "team" in changes and changes["team"] != service.team:
+        permissions.ensure_can_edit(actor, changes["team"])
+    m2m = {"task_types": _task_types(task_types)} if task_types is not None else None
+    return _update(service, changes, actor=actor, action="service.updated", m2m=m2m)
+
+
+@transaction.atomic
+def set_live_revision(service: Service, revision: Revision, *, actor, reason: str = "") -> None:
+    """Point the service at a revision; the first time a revision serves, it is frozen."""
+    service = Service.objects.select_for_update().get(pk=service.pk)
+    if revision.service_id != service.pk:
+        raise ValidationError({"live_revision": f"{revision} belongs to another service."})
+    before = service.live_revision_id
+    if before == revision.pk:
+        return
+    Service.objects.filter(pk=service.pk).update(live_revision=revision, updated_at=timezone.now())
+    if revision.served_at is None:
+        Revision.objects.filter(pk=revision.pk, served_at__isnull=True).update(
+            served_at=timezone.now()
+        )
+    append_event(
+        actor=actor,
+        action="service.live_revision_changed",
+        subject=service,
+        payload={
+            "before": {"live_revision": before},
+            "after": {"live_revision": revision.pk},
+            "reason": reason,
+        },
+    )
+
+
+# ---------------------------------------------------------------- model assets
+
+
+@transaction.atomic
+def register_asset(*, actor, **fields: Any) -> ModelAsset:
+    asset = ModelAsset(**fields)
+    if asset.team_id:
+        permissions.ensure_can_edit(actor, asset.team)
+    if asset.derived_from_id and asset.derivation == ModelAsset.Derivation.BASE:
+        raise ValidationError(
+            {
+                "derivation": "An asset derived from another says how: quantized, merged or fine-tuned."
+            }
+        )
+    return _create(asset, actor=actor, action="model_asset.registered")
+
+
+@transaction.atomic
+def update_asset(asset: ModelAsset, *, actor, **changes: Any) -> bool:
+    permissions.ensure_can_edit(actor, asset.team)
+    if "license_approval" in changes and changes["license_approval"] != asset.license_approval:
+        permissions.ensure_can_approve_licenses(actor)
+    return _update(asset, changes, actor=actor, action="model_asset.updated")
+
+
+@transaction.atomic
+def set_license_approval(asset: ModelAsset, *, actor, approval: str, comment: str = "") -> bool:
+    permissions.ensure_can_approve_licenses(actor)
+    return _update(
+        asset, {"license_approval": approval}, actor=actor, action="model_asset.license_reviewed"
+    )
+
+
+@transaction.atomic
+def deprecate_asset(asset: ModelAsset, *, actor, on: dt.date | None = None) -> bool:
+    permissions.ensure_can_edit(actor, asset.team)
+    changes = {
+        "lifecycle": ModelAsset.Lifecycle.DEPRECATED,
+        "deprecated_on": on or timezone.localdate(),
+    }
+    return _update(asset, changes, actor=actor, action="model_asset.deprecated")
+
+
+@transaction.atomic
+def retire_asset(asset: ModelAsset, *, actor, on: dt.date | None = None) -> bool:
+    permissions.ensure_can_edit(actor, asset.team)
+    today = on or timezone.localdate()
+    changes = {
+        "lifecycle": ModelAsset.Lifecycle.RETIRED,
+        "retired_on": today,
+        "deprecated_on": asset.deprecated_on or today,
+    }
+    return _update(asset, changes, actor=actor, action="model_asset.retired")
+
+
+@transaction.atomic
+def record_license_acceptance(
+    asset: ModelAsset,
+    *,
+    actor,
+    terms_version: str,
+    accepted_by: str,
+    accepted_at: dt.datetime | None = None,
+    note: str = "",
+) -> LicenseAcceptance:
+    permissions.ensure_can_edit(actor, asset.team)
+    acceptance = LicenseAcceptance(
+        model_asset=asset,
+        license=asset.license,
+        terms_version=terms_version,
+        accepted_by=accepted_by,
+        accepted_at=accepted_at or timezone.now(),
+        recorded_by=actor,
+        note=note,
+    )
+    return _create(acceptance, actor=actor, action="license.accepted")
+
+
+# ---------------------------------------------------------------- runtimes
+
+
+def _check_runtime_parameters(runtime: Runtime, context_limit: int | None = None) -> list[str]:
+    check = check_launch_parameters(
+        runtime.engine, runtime.launch_parameters, context_limit=context_limit
+    )
+    if check.errors:
+        raise ValidationError(
+            {
+                "launch_parameters": [
+                    f"{name}: {problem}" if name else problem
+                    for name, problem in check.errors.items()
+                ]
+            }
+        )
+    return check.warnings
+
+
+def runtime_warnings(runtime: Runtime) -> list[str]:
+    """What a model owner should know about a runtime that is still accepted."""
+    warnings = list(check_launch_parameters(runtime.engine, runtime.launch_parameters).warnings)
+    try:
+        if not parse_image(runtime.image).pinned:
+            warnings.append(
+                unpinned_image_message(runtime.image) + " Production services refuse it."
+            )
+    except ValidationError:
+        pass
+    return warnings
+
+
+@transaction.atomic
+def create_runtime(*, actor, **fields: Any) -> Runtime:
+    runtime = Runtime(**fields)
+    if runtime.team_id:
+        permissions.ensure_can_edit(actor, runtime.team)
+    _check_runtime_parameters(runtime)
+    return _create(runtime, actor=actor, action="runtime.created")
+
+
+@transaction.atomic
+def update_runtime(runtime: Runtime, *, actor, **changes: Any) -> bool:
+    permissions.ensure_can_edit(actor, runtime.team)
+    candidate = Runtime(
+        **{
+            **{f: getattr(runtime, f) for f in ("engine", "launch_parameters")},
+            **{k: v for k, v in changes.items() if k in ("engine", "launch_parameters")},
+        }
+    )
+    _check_runtime_parameters(candidate)
+    return _update(runtime, changes, actor=actor, action="runtime.updated")
+
+
+# ---------------------------------------------------------------- revisions
+
+
+def _check_revision(
+    service: Service, asset: ModelAsset, runtime: Runtime, context_limit: int | None
+) -> None:
+    errors: dict[str, list[str]] = {}
+    if asset.lifecycle == ModelAsset.Lifecycle.RETIRED:
+        errors.setdefault("model_asset", []).append(
+            f"{asset} was retired on {asset.retired_on}; a retired asset cannot go into a new revision. "
+            "Choose an active asset."
+        )
+    if service.tier == Service.Tier.PRODUCTION:
+        try:
+            pinned = parse_image(runtime.image).pinned
+        except ValidationError:
+            pinned = False
+        if not pinned:
+            errors.setdefault("runtime", []).append(
+                f"Production services need an image pinned by digest. {unpinned_image_message(runtime.image)}"
+            )
+    if context_limit:
+        check = check_launch_parameters(
+            runtime.engine, runtime.launch_parameters, context_limit=context_limit
+        )
+        for name, problem in check.errors.items():
+            target = "context_limit" if "context limit" in problem else "runtime"
+            errors.setdefault(target, []).append(f"runtime {runtime.name}: {name} {problem}")
+    if errors:
+        raise ValidationError(errors)
+
+
+@transaction.atomic
+def create_revision(
+    service: Service,
+    *,
+    actor,
+    model_asset: ModelAsset,
+    runtime: Runtime,
+    context_limit: int,
+    gateway_policy_version: str,
+    notes: str = "",
+    based_on: Revision | None = None,
+) -> Revision:
+    permissions.ensure_can_edit(actor, service.team)
+    # Lock the service row so two revisions of one service never get the same number.
+    service = Service.objects.select_for_update().get(pk=service.pk)
+    _check_revision(service, model_asset, runtime, context_limit)
+    number = (service.revisions.aggregate(top=Max("number"))["top"] or 0) + 1
+    revision = Revision(
+        service=service,
+        number=number,
+        model_asset=model_asset,
+        runtime=runtime,
+        context_limit=context_limit,
+        gateway_policy_version=gateway_policy_version,
+        notes=notes,
+        based_on=based_on,
+        created_by=actor if actor is not None and actor.is_authenticated else None,
+        fingerprint=compute_fingerprint(model_asset, runtime, context_limit),
+    )
+    return _create(
+        revision,
+        actor=actor,
+        action="revision.created",
+        extra={"fingerprint": revision.fingerprint},
+    )
+
+
+def new_revision_from(revision: Revision, *, actor, **overrides: Any) -> Revision:
+    """'New revision from this one': the same parts, with the given ones replaced."""
+    fields = {
+        "model_asset": revision.model_asset,
+        "runtime": revision.runtime,
+        "context_limit": revision.context_limit,
+        "gateway_policy_version": revision.gateway_policy_version,
+        "notes": revision.notes,
+    }
+    fields.update(overrides)
+    return create_revision(revision.service, actor=actor, based_on=revision, **fields)
+
+
+@transaction.atomic
+def update_revision(revision: Revision, *, actor, **changes: Any) -> bool:
+    permissions.ensure_can_edit(actor, revision.service.team)
+    _guard(Revision, changes)
+    _refuse_if_locked(
+        revision,
+        [
+            name
+            for name, value in changes.items()
+            if _value_of(revision, name) != (value.pk if isinstance(value, models.Model) else value)
+        ],
+    )
+    asset = changes.get("model_asset", revision.model_asset)
+    runtime = changes.get("runtime", revision.runtime)
+    context_limit = changes.get("context_limit", revision.context_limit)
+    if set(changes) & {"model_asset", "runtime", "context_limit"}:
+        _check_revision(revision.service, asset, runtime, context_limit)
+        changes["fingerprint"] = compute_fingerprint(asset, runtime, context_limit)
+    return _update(revision, changes, actor=actor, action="revision.updated")
+
+
+def same_fingerprint(revision: Revision) -> models.QuerySet[Revision]:
+    """Other revisions that are, by their inference config, the same thing."""
+    return (
+        Revision.objects.with_parts()
+        .filter(fingerprint=revision.fingerprint)
+        .exclude(pk=revision.pk)
+    )
+
+
+# ---------------------------------------------------------------- capabilities
+
+_POSITIVE_INT = {"type": "integer", "minimum": 1}
+CAPABILITY_SCHEMAS: dict[str, dict] = {
+    Capability.Kind.CONTEXT_LENGTH: _POSITIVE_INT,
+    Capability.Kind.MAX_CONCURRENCY: _POSITIVE_INT,
+    Capability.Kind.RECOMMENDED_BATCH: _POSITIVE_INT,
+    Capability.Kind.STREAMING: {"enum": ["sse", "websocket", "grpc", "none"]},
+    Capability.Kind.STRUCTURED_OUTPUT: {
+        "type": "array",
+        "uniqueItems": True,
+        "items": {"enum": ["json_schema", "json_object", "regex", "grammar", "choice"]},
+    },
+    Capability.Kind.TOOL_CALLING: {"type": "boolean"},
+    Capability.Kind.TASK_TYPES: {
+        "type": "array",
+        "uniqueItems": True,
+        "items": {"type": "string", "minLength": 1},
+    },
+    Capability.Kind.ERROR_CODES: {"type": "object", "additionalProperties": {"type": "string"}},
+    Capability.Kind.METRICS: {
+        "type": "array",
+        "uniqueItems": True,
+        "items": {"type": "string", "minLength": 1},
+    },
+    Capability.Kind.ROLLBACK_METHOD: {
+        "enum": ["redeploy_previous", "traffic_shift", "gateway_policy", "model_swap"]
+    },
+}
+CAPABILITY_EXAMPLES: dict[str, str] = {
+    Capability.Kind.CONTEXT_LENGTH: "32768",
+    Capability.Kind.MAX_CONCURRENCY: "64",
+    Capability.Kind.RECOMMENDED_BATCH: "16",
+    Capability.Kind.STREAMING: '"sse"',
+    Capability.Kind.STRUCTURED_OUTPUT: '["json_schema", "regex"]',
+    Capability.Kind.TOOL_CALLING: "true",
+    Capability.Kind.TASK_TYPES: '["chat", "rag"]',
+    Capability.Kind.ERROR_CODES: '{"429": "rate limited, retry after"}',
+    Capability.Kind.METRICS: '["vllm:num_requests_running", "vllm:gpu_cache_usage_perc"]',
+    Capability.Kind.ROLLBACK_METHOD: '"traffic_shift"',
+}
+
+
+def validate_capability_value(kind: str, value: Any, *, context_limit: int | None = None) -> None:
+    schema = CAPABILITY_SCHEMAS.get(kind)
+    if schema is None:
+        raise ValidationError(
+            {
+                "kind": f"Unknown capability {kind!r}; expected one of {', '.join(CAPABILITY_SCHEMAS)}."
+            }
+        )
+    try:
+        jsonschema.validate(value, schema)
+    except jsonschema.ValidationError as exc:
+        raise ValidationError(
+            {"value": f"{kind}: {exc.message}. Example: {CAPABILITY_EXAMPLES[kind]}"}
+        ) from exc
+    if kind == Capability.Kind.CONTEXT_LENGTH and context_limit and value > context_limit:
+        raise ValidationError(
+            {
+                "value": f"context_length {value} exceeds the revision's context limit "
+                f"of {context_limit} tokens."
+            }
+        )
+
+
+@transaction.atomic
+def declare_capability(revision: Revision, *, actor, kind: str, value: Any) -> Capability:
+    """Declare (or re-declare) one capability; a changed value must be verified again."""
+    permissions.ensure_can_edit(actor, revision.service.team)
+    validate_capability_value(kind, value, context_limit=revision.context_limit)
+    existing = Capability.objects.select_for_update().filter(revision=revision, kind=kind).first()
+    if existing is None:
+        return _create(
+            Capability(revision=revision, kind=kind, value=value),
+            actor=actor,
+            action="capability.declared",
+        )
+    if existing.value == value:
+        return existing
+    reasons = revision.lock_reasons()
+    if reasons:
+        raise ValidationError(
+            {
+                "value": f"{revision} can no longer change ({'; '.join(reasons)}). "
+                "Make a new revision instead."
+            }
+        )
+    _update(
+        existing,
+        {
+            "value": value,
+            "status": Capability.Status.DECLARED,
+            "verified_fingerprint": "",
+            "verified_at": None,
+            "evidence": {},
+        },
+        actor=actor,
+        action="capability.declared",
+    )
+    return existing
+
+
+@transaction.atomic
+def record_capability_check(
+    capability: Capability, *, actor, passed: bool, evidence: dict
+) -> Capability:
+    """A probe's verdict: verified (bound to the revision's fingerprint) or failed, with what was seen."""
+    capability = (
+        Capability.objects.select_for_update().select_related("revision").get(pk=capability.pk)
+    )
+    status = Capability.Status.VERIFIED if passed else Capability.Status.FAILED
+    _update(
+        capability,
+        {
+            "status": status,
+            "verified_at": timezone.now(),
+            "evidence": evidence,
+            "verified_fingerprint": capability.revision.fingerprint if passed else "",
+        },
+        actor=actor,
+        action=f"capability.{status}",
+    )
+    return capability

@@ -1,0 +1,131 @@
+"""Field validators whose refusals teach: each names what would be accepted."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.core.exceptions import ValidationError
+
+DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+EXAMPLE_DIGEST = "sha256:" + "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+LICENSE_REF_RE = re.compile(r"^LicenseRef-[A-Za-z0-9.\-]+$")
+# registry/path/repo[:tag][@sha256:<64 hex>] — the OCI distribution reference grammar, simplified.
+IMAGE_RE = re.compile(
+    r"^(?P<name>[a-z0-9]+(?:[._\-/:][a-z0-9]+)*?(?:/[a-z0-9]+(?:[._\-][a-z0-9]+)*)*)"
+    r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}))?"
+    r"(?:@(?P<digest>sha256:[0-9a-f]{64}))?$"
+)
+
+
+def validate_digest(value: str) -> None:
+    if DIGEST_RE.match(value or ""):
+        return
+    hint = ""
+    bare = (value or "").removeprefix("sha256:")
+    if re.fullmatch(r"[0-9a-fA-F]{64}", bare):
+        if bare != bare.lower():
+            hint = " Use lowercase hexadecimal."
+        if not value.startswith("sha256:"):
+            hint += " Add the 'sha256:' prefix."
+    elif re.fullmatch(r"[0-9a-fA-F]*", bare):
+        hint = f" It has {len(bare)} hexadecimal characters; a sha256 digest has 64."
+    raise ValidationError(
+        "Expected 'sha256:' followed by 64 lowercase hexadecimal characters, "
+        f"e.g. {EXAMPLE_DIGEST}; got %(value)r.{hint}",
+        code="digest",
+        params={"value": value},
+    )
+
+
+@functools.cache
+def spdx_licenses() -> dict[str, dict]:
+    """The shipped SPDX License List (id -> name, deprecated, osi_approved)."""
+    path = Path(__file__).with_name("data") / "spdx_licenses.json"
+    return json.loads(path.read_text())["licenses"]
+
+
+def closest_spdx_id(value: str) -> str | None:
+    ids = spdx_licenses()
+    by_lower = {key.lower(): key for key in ids}
+    if value.lower() in by_lower:
+        return by_lower[value.lower()]
+    matches = difflib.get_close_matches(value.lower(), list(by_lower), n=1, cutoff=0.6)
+    return by_lower[matches[0]] if matches else None
+
+
+def validate_spdx_id(value: str) -> None:
+    if LICENSE_REF_RE.match(value or ""):
+        return
+    licenses = spdx_licenses()
+    if value in licenses:
+        if licenses[value]["deprecated"]:
+            raise ValidationError(
+                "%(value)s is a deprecated SPDX identifier; use its current form "
+                "(e.g. GPL-3.0-only or GPL-3.0-or-later).",
+                code="spdx_deprecated",
+                params={"value": value},
+            )
+        return
+    suggestion = closest_spdx_id(value or "")
+    advice = f" Did you mean {suggestion!r}?" if suggestion else ""
+    raise ValidationError(
+        "%(value)r is not an SPDX license identifier.%(advice)s A license outside the SPDX "
+        "list (e.g. a model's community license) is written LicenseRef-<name>, "
+        "e.g. LicenseRef-Llama-3.1-Community.",
+        code="spdx",
+        params={"value": value, "advice": advice},
+    )
+
+
+@dataclass(frozen=True)
+class ImageReference:
+    name: str
+    tag: str | None
+    digest: str | None
+
+    @property
+    def pinned(self) -> bool:
+        return self.digest is not None
+
+
+def parse_image(value: str) -> ImageReference:
+    match = IMAGE_RE.match(value or "")
+    if not match:
+        raise ValidationError(
+            "Expected a container image reference such as "
+            "registry.example.com/inference/vllm-openai:v0.6.3@sha256:<64 hex>; got %(value)r.",
+            code="image",
+            params={"value": value},
+        )
+    return ImageReference(match["name"], match["tag"], match["digest"])
+
+
+def validate_image_reference(value: str) -> None:
+    parse_image(value)
+
+
+UNPINNED_IMAGE_WHY = (
+    "A tag can be pushed again with different content, so rolling back to a revision "
+    "that names only a tag may start a different image than the one that was tested."
+)
+
+
+def unpinned_image_message(value: str) -> str:
+    return (
+        f"The image {value!r} is not pinned by digest. {UNPINNED_IMAGE_WHY} "
+        "Pin it as <repository>:<tag>@sha256:<64 hex>."
+    )
+
+
+def validate_json_object(value: object) -> None:
+    if not isinstance(value, dict):
+        raise ValidationError(
+            'Expected a JSON object such as {"max_model_len": 32768}; got %(kind)s.',
+            code="json_object",
+            params={"kind": type(value).__name__},
+        )
