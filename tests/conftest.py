@@ -120,3 +120,31 @@ def team(owner):
     from tests.ledger.factories import TeamFactory
 
     return TeamFactory(slug="kb-team", name="Knowledge base team", members=[owner])
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    from tests.support.s3 import moto_s3_server
+
+    with moto_s3_server() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def s3_storage(settings, s3_endpoint):
+    """Point the default storage at a fresh bucket on the loopback S3 server."""
+    import uuid
+
+    from lib import s3
+
+    settings.AWS_STORAGE_BUCKET_NAME = f"ledger-test-{uuid.uuid4().hex[:12]}"
+    settings.AWS_S3_ENDPOINT_URL = s3_endpoint
+    settings.AWS_ACCESS_KEY_ID = "testing"
+    settings.AWS_SECRET_ACCESS_KEY = "testing"
+    settings.AWS_S3_REGION_NAME = "us-east-1"
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {"BACKEND": "storages.backends.s3.S3Storage"},
+    }
+    s3.ensure_bucket()
+    return settings.AWS_STORAGE_BUCKET_NAME
