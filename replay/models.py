@@ -1,1 +1,329 @@
-"""Models of the replay app arrive with their issue."""
+"""Does it still behave: backends, versioned sample sets, replay runs and their results."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+
+class Backend(models.Model):
+    """An OpenAI-compatible endpoint serving one registered revision."""
+
+    class Engine(models.TextChoices):
+        VLLM = "vllm", "vLLM"
+        SGLANG = "sglang", "SGLang"
+        LMDEPLOY = "lmdeploy", "LMDeploy"
+        TGI = "tgi", "Text Generation Inference"
+        OLLAMA = "ollama", "Ollama"
+        LLAMA_CPP = "llama_cpp", "llama.cpp"
+        TENSORRT_LLM = "tensorrt_llm", "TensorRT-LLM"
+        OTHER = "other", "Other OpenAI-compatible"
+
+    name = models.SlugField(max_length=100, unique=True, help_text="e.g. kb-assistant-vllm-canary")
+    revision = models.ForeignKey(
+        "ledger.Revision", on_delete=models.PROTECT, related_name="backends"
+    )
+    base_url = models.URLField(
+        help_text="Root of the OpenAI-compatible API, without /v1, e.g. http://10.0.0.5:8000"
+    )
+    model_name = models.CharField(
+        max_length=200, help_text="The `model` the server expects in requests."
+    )
+    engine = models.CharField(max_length=16, choices=Engine.choices, default=Engine.VLLM)
+    credential_env = models.CharField(
+        "credential variable",
+        max_length=100,
+        blank=True,
+        help_text="Name of the environment variable holding the API key on the workers "
+        "(the key itself is never stored here), e.g. KB_ASSISTANT_API_KEY.",
+    )
+    concurrency_limit = models.PositiveSmallIntegerField(
+        default=8, validators=[MinValueValidator(1), MaxValueValidator(512)]
+    )
+    connect_timeout_s = models.FloatField(default=5, validators=[MinValueValidator(0.1)])
+    first_token_timeout_s = models.FloatField(default=30, validators=[MinValueValidator(0.1)])
+    idle_timeout_s = models.FloatField(default=30, validators=[MinValueValidator(0.1)])
+    total_timeout_s = models.FloatField(default=300, validators=[MinValueValidator(1)])
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(concurrency_limit__gte=1, concurrency_limit__lte=512),
+                name="replay_backend_concurrency_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(credential_env="") | Q(credential_env__regex=r"^[A-Z_][A-Z0-9_]*$"),
+                name="replay_backend_credential_env_name",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Probe(models.Model):
+    """What a backend reported about itself, and how that compares with its revision."""
+
+    backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="probes")
+    fingerprint = models.CharField(max_length=71)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    reachable = models.BooleanField(default=False)
+    served_models = models.JSONField(default=list, blank=True)
+    max_context = models.PositiveIntegerField(null=True, blank=True)
+    engine_version = models.CharField(max_length=80, blank=True)
+    drift = models.JSONField(
+        default=list, blank=True, help_text="Each disagreement: what, registered, reported."
+    )
+    capability_results = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+        indexes = [
+            # Backend page and drift flags: the latest probe of a backend.
+            models.Index(fields=["backend", "-started_at"], name="replay_probe_latest_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"probe of {self.backend} at {self.started_at:%Y-%m-%d %H:%M}"
+
+
+class SampleSet(models.Model):
+    """One version of a named set of samples; a change makes a new version."""
+
+    name = models.SlugField(max_length=100)
+    version = models.PositiveIntegerField()
+    description = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "-version"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["name", "version"], name="replay_sampleset_name_version_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(version__gte=1), name="replay_sampleset_version_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.version}"
+
+
+class Sample(models.Model):
+    class Category(models.TextChoices):
+        SHORT_QA = "short_qa", "Short Q&A"
+        LONG_CONTEXT = "long_context", "Long context"
+        STRUCTURED_JSON = "structured_json", "Structured JSON"
+        TOOL_CALL = "tool_call", "Tool-call arguments"
+        REFUSAL = "refusal", "Refusal"
+        LONG_STREAM = "long_stream", "Long streamed report"
+        CONCURRENCY_BURST = "concurrency_burst", "Concurrency burst"
+
+    sample_set = models.ForeignKey(SampleSet, on_delete=models.CASCADE, related_name="samples")
+    key = models.SlugField(max_length=100, help_text="Stable id of the sample within its set.")
+    category = models.CharField(max_length=20, choices=Category.choices)
+    messages = models.JSONField(help_text="OpenAI chat messages.")
+    params = models.JSONField(
+        default=dict, blank=True, help_text="Generation parameters, response_format, tools…"
+    )
+    checks = models.JSONField(default=list, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    rerunnable = models.BooleanField(
+        default=True, help_text="False for requests with side effects: they are never sent."
+    )
+    sensitive = models.BooleanField(
+        default=False, help_text="Outputs are stored redacted: hash, length and check results only."
+    )
+    repeat = models.PositiveSmallIntegerField(
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(50)]
+    )
+    min_pass_rate = models.FloatField(
+        default=1.0,
+        validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="Flakiness budget: the share of repeats that must pass.",
+    )
+
+    class Meta:
+        ordering = ["sample_set", "key"]
+        constraints = [
+            models.UniqueConstraint(fields=["sample_set", "key"], name="replay_sample_key_unique"),
+            models.CheckConstraint(
+                condition=Q(repeat__gte=1), name="replay_sample_repeat_positive"
+            ),
+            models.CheckConstraint(
+                condition=Q(min_pass_rate__gte=0, min_pass_rate__lte=1),
+                name="replay_sample_pass_rate_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class RunQuerySet(models.QuerySet):
+    def latest_verdict(self, sample_set_name: str, revision) -> Run | None:
+        """The latest finished run of a set (any version) on a revision: what gates read."""
+        return (
+            self.filter(
+                sample_set__name=sample_set_name, revision=revision, state=Run.State.FINISHED
+            )
+            .order_by("-finished_at")
+            .first()
+        )
+
+
+class Run(models.Model):
+    class State(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        FINISHED = "finished", "Finished"
+        INTERRUPTED = "interrupted", "Interrupted"
+        FAILED = "failed", "Failed"
+
+    class Verdict(models.TextChoices):
+        PENDING = "pending", "Pending"
+        PASSED = "passed", "Passed"
+        FAILED = "failed", "Failed"
+        REGRESSED = "regressed", "Regressed"
+
+    class Trigger(models.TextChoices):
+        MANUAL = "manual", "Manual"
+        SCHEDULE = "schedule", "Schedule"
+        VERIFICATION = "verification", "Rollback-target verification"
+        COMMAND = "command", "Command line"
+
+    sample_set = models.ForeignKey(SampleSet, on_delete=models.PROTECT, related_name="runs")
+    backend = models.ForeignKey(Backend, on_delete=models.PROTECT, related_name="runs")
+    revision = models.ForeignKey(
+        "ledger.Revision", on_delete=models.PROTECT, related_name="replay_runs"
+    )
+    fingerprint = models.CharField(
+        max_length=71, help_text="The revision's fingerprint when the run started."
+    )
+    trigger = models.CharField(max_length=12, choices=Trigger.choices, default=Trigger.MANUAL)
+    state = models.CharField(max_length=12, choices=State.choices, default=State.QUEUED)
+    verdict = models.CharField(max_length=10, choices=Verdict.choices, default=Verdict.PENDING)
+    concurrency = models.PositiveSmallIntegerField(null=True, blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life from the worker."
+    )
+    finished_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    summary = models.JSONField(
+        default=dict, blank=True, help_text="Pass rate, latency percentiles, error codes."
+    )
+    baseline = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    comparison = models.JSONField(
+        default=dict, blank=True, help_text="Deltas against the baseline."
+    )
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            # "Latest verdict of set S on revision R" (gates, incident screen).
+            models.Index(
+                fields=["revision", "state", "-finished_at"], name="replay_run_verdict_idx"
+            ),
+            # The reaper: running runs whose heartbeat is old.
+            models.Index(fields=["state", "heartbeat_at"], name="replay_run_reaper_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} {self.sample_set} on {self.backend}"
+
+
+class Result(models.Model):
+    """One attempt of one sample in one run; unique so a resumed run never duplicates."""
+
+    class Outcome(models.TextChoices):
+        PASSED = "passed", "Passed"
+        FAILED = "failed", "Failed"
+        ERROR = "error", "Error"
+        SKIPPED = "skipped", "Skipped (not re-runnable)"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
+    sample = models.ForeignKey(Sample, on_delete=models.PROTECT, related_name="results")
+    attempt = models.PositiveSmallIntegerField(default=1)
+    outcome = models.CharField(max_length=8, choices=Outcome.choices)
+    error_code = models.CharField(max_length=40, blank=True)
+    error_detail = models.TextField(blank=True)
+    ttft_ms = models.FloatField(null=True, blank=True)
+    tpot_ms = models.FloatField(null=True, blank=True)
+    e2e_ms = models.FloatField(null=True, blank=True)
+    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveIntegerField(null=True, blank=True)
+    finish_reason = models.CharField(max_length=40, blank=True)
+    failed_checks = models.JSONField(default=list, blank=True)
+    output = models.TextField(blank=True, help_text="Empty for sensitive samples.")
+    output_sha256 = models.CharField(max_length=64, blank=True)
+    output_length = models.PositiveIntegerField(default=0)
+    redacted = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "sample__key", "attempt"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "sample", "attempt"], name="replay_result_once_per_attempt"
+            ),
+            models.CheckConstraint(
+                condition=Q(attempt__gte=1), name="replay_result_attempt_positive"
+            ),
+            models.CheckConstraint(
+                condition=~Q(redacted=True) | Q(output=""),
+                name="replay_result_redacted_has_no_output",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.sample} #{self.attempt}: {self.outcome}"
+
+
+class Schedule(models.Model):
+    """A sample set, a backend and a crontab, kept in django-celery-beat's database scheduler."""
+
+    class Purpose(models.TextChoices):
+        REGULAR = "regular", "Regular replay"
+        ROLLBACK_VERIFICATION = "rollback_verification", "Rollback-target verification"
+
+    sample_set_name = models.SlugField(
+        max_length=100, help_text="Runs use the latest version of this set."
+    )
+    backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="schedules")
+    purpose = models.CharField(max_length=24, choices=Purpose.choices, default=Purpose.REGULAR)
+    periodic_task = models.OneToOneField(
+        "django_celery_beat.PeriodicTask", on_delete=models.CASCADE, related_name="replay_schedule"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["backend", "sample_set_name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["backend", "sample_set_name", "purpose"], name="replay_schedule_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.sample_set_name} on {self.backend}"
