@@ -12,7 +12,7 @@ from typing import Any, Literal, TypedDict
 
 import numpy as np
 
-Source = Literal["computed", "tool"]
+SourceKind = Literal["computed", "tool"]
 LATENCY_METRICS = ("ttft", "tpot", "itl", "e2e")
 
 
@@ -108,7 +108,7 @@ class Level:
     """One load level: a benchmark of a sweep, a run, or the whole file."""
 
     name: str
-    source: Source
+    source: SourceKind
     conditions: Conditions = field(default_factory=Conditions)
     ttft: LatencyStats = field(default_factory=LatencyStats)
     tpot: LatencyStats = field(default_factory=LatencyStats)
@@ -131,7 +131,7 @@ class ParsedReport:
     tool: str
     format: str
     variant: str
-    source: Source
+    source: SourceKind
     levels: list[Level]
     tool_version: str | None = None
     meta: dict[str, str | int | float | bool | None] = field(default_factory=dict)
@@ -168,7 +168,7 @@ class ReportJSON(TypedDict):
     tool_version: str | None
     format: str
     variant: str
-    source: Source
+    source: SourceKind
     meta: dict[str, Any]
     warnings: list[str]
     levels: list[dict[str, Any]]
