@@ -41,7 +41,9 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
     if db["ENGINE"].endswith("postgresql"):
         test = db.setdefault("TEST", {})
         base = test.get("NAME") or f"test_{db['NAME']}"
-        test["NAME"] = f"{base}_{_migrations_digest()}"
+        # TEST_DB_SUFFIX keeps two pytest runs of one checkout out of each other's way.
+        suffix = os.environ.get("TEST_DB_SUFFIX", "")
+        test["NAME"] = f"{base}_{_migrations_digest()}{'_' + suffix if suffix else ''}"
 
 
 @pytest.fixture(autouse=True)

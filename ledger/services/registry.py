@@ -42,6 +42,37 @@ MUTABLE_WHEN_LOCKED: dict[type[models.Model], set[str]] = {
 }
 
 
+__all__ = [
+    "CAPABILITY_EXAMPLES",
+    "CAPABILITY_SCHEMAS",
+    "DEFAULT_LICENSE_KIND",
+    "MUTABLE_WHEN_LOCKED",
+    "PROTECTED_FIELDS",
+    "add_team_member",
+    "create_license",
+    "create_revision",
+    "create_runtime",
+    "create_service",
+    "create_team",
+    "declare_capability",
+    "deprecate_asset",
+    "new_revision_from",
+    "record_capability_check",
+    "record_license_acceptance",
+    "register_asset",
+    "retire_asset",
+    "runtime_warnings",
+    "same_fingerprint",
+    "set_license_approval",
+    "set_live_revision",
+    "snapshot",
+    "update_asset",
+    "update_revision",
+    "update_runtime",
+    "update_service",
+    "validate_capability_value",
+]
+
 # ---------------------------------------------------------------- helpers
 
 

@@ -1,0 +1,9 @@
+"""The ledger's domain layer: every change to what the ledger says goes through here.
+
+Split by feature; import the verbs from this package (`from ledger import services`).
+"""
+
+from ledger.services.registry import *  # noqa: F403
+from ledger.services.registry import __all__ as _registry_all
+
+__all__ = [*_registry_all]
