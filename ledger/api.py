@@ -1,9 +1,73 @@
+"""The registry and the event ledger over REST.
+
+Anyone signed in reads everything (auditors included), so querysets are not
+narrowed per user. Writes call the `ledger.services` verbs with the caller as
+actor: the domain validates, enforces who may change what, writes and
+appends the Event in one transaction. This module only translates its
+refusals into HTTP: ValidationError → 400 keyed by field, PermissionDenied → 403.
+"""
+
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
-from rest_framework.generics import RetrieveAPIView
+from collections.abc import Callable
+from typing import Any
 
-from ledger.serializers import WhoAmISerializer
+from django.contrib.auth import get_user_model
+from django.core.exceptions import NON_FIELD_ERRORS
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import Model, Prefetch
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import exceptions, mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.fields import get_error_detail
+from rest_framework.generics import RetrieveAPIView
+from rest_framework.permissions import SAFE_METHODS, BasePermission
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+
+from ledger import permissions, services
+from ledger.chain import verify_chain
+from ledger.filters import (
+    CapabilityFilter,
+    EventFilter,
+    LicenseFilter,
+    ModelAssetFilter,
+    RevisionFilter,
+    RuntimeFilter,
+    ServiceFilter,
+    TeamFilter,
+)
+from ledger.models import (
+    Capability,
+    Event,
+    License,
+    ModelAsset,
+    Revision,
+    Runtime,
+    Service,
+    Team,
+)
+from ledger.serializers import (
+    CapabilitySerializer,
+    ChainReportSerializer,
+    EventSerializer,
+    LicenseReviewSerializer,
+    LicenseSerializer,
+    LifecycleDateSerializer,
+    ModelAssetDetailSerializer,
+    ModelAssetSerializer,
+    NewRevisionSerializer,
+    RevisionDetailSerializer,
+    RevisionSerializer,
+    RuntimeDetailSerializer,
+    RuntimeSerializer,
+    ServiceDetailSerializer,
+    ServiceSerializer,
+    TeamSerializer,
+    WhoAmISerializer,
+)
 
 
 @extend_schema(summary="The authenticated caller and the roles it holds")
@@ -12,3 +76,392 @@ class WhoAmIView(RetrieveAPIView):
 
     def get_object(self):
         return self.request.user
+
+
+# ---------------------------------------------------------------- permissions and errors
+
+
+def _team_of(obj: Model) -> Team:
+    if isinstance(obj, Revision):
+        return obj.service.team
+    if isinstance(obj, Capability):
+        return obj.revision.service.team
+    return obj.team
+
+
+class RegistryWritePermission(BasePermission):
+    """Everyone signed in reads; only model owners write, and only their team's objects.
+
+    The domain enforces the same rule (it has the last word); checking it here
+    first answers 403 before a refused caller's payload is even validated.
+    """
+
+    message = "Only model owners of the object's team can change the registry; you can read it."
+
+    def has_permission(self, request: Request, view) -> bool:
+        if not request.user or not request.user.is_authenticated:
+            return False
+        return request.method in SAFE_METHODS or permissions.can_create_in_any_team(request.user)
+
+    def has_object_permission(self, request: Request, view, obj: Model) -> bool:
+        return request.method in SAFE_METHODS or permissions.can_edit_team_objects(
+            request.user, _team_of(obj)
+        )
+
+
+class LicenseApproverPermission(BasePermission):
+    """Security & compliance (and administrators) create licenses and review them."""
+
+    message = "Only security & compliance can do this."
+
+    def has_permission(self, request: Request, view) -> bool:
+        if not request.user or not request.user.is_authenticated:
+            return False
+        return request.method in SAFE_METHODS or permissions.can_approve_licenses(request.user)
+
+
+def _field_errors(exc: DjangoValidationError) -> dict[str, Any]:
+    detail = get_error_detail(exc)
+    if isinstance(detail, list):
+        return {api_settings.NON_FIELD_ERRORS_KEY: detail}
+    return {
+        (api_settings.NON_FIELD_ERRORS_KEY if key == NON_FIELD_ERRORS else key): errors
+        for key, errors in detail.items()
+    }
+
+
+class DomainVerbMixin:
+    """Calls a domain verb as the requester and answers its refusals in HTTP terms."""
+
+    request: Request
+
+    def call_verb(self, verb: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return verb(*args, actor=self.request.user, **kwargs)
+        except DjangoValidationError as exc:
+            raise exceptions.ValidationError(_field_errors(exc)) from exc
+        except DjangoPermissionDenied as exc:
+            raise exceptions.PermissionDenied(str(exc) or None) from exc
+
+
+class RegistryViewSet(
+    DomainVerbMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """List, detail, create and PATCH; nothing in the registry is deleted over the API."""
+
+    http_method_names = ["get", "post", "patch", "head", "options"]
+    permission_classes = [RegistryWritePermission]
+    detail_serializer_class: type | None = None
+
+    def get_serializer_class(self):
+        if self.action == "retrieve" and self.detail_serializer_class is not None:
+            return self.detail_serializer_class
+        return self.serializer_class
+
+
+# ---------------------------------------------------------------- teams and licenses
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Teams, with their members' usernames"),
+    retrieve=extend_schema(summary="One team"),
+)
+class TeamViewSet(viewsets.ReadOnlyModelViewSet):
+    """Teams are managed by administrators (Django admin); read-only here."""
+
+    queryset = Team.objects.prefetch_related(
+        Prefetch("members", queryset=get_user_model().objects.order_by("username"))
+    )
+    serializer_class = TeamSerializer
+    filterset_class = TeamFilter
+    lookup_field = "slug"
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Licenses the ledger classifies"),
+    retrieve=extend_schema(summary="One license, by SPDX id"),
+    create=extend_schema(summary="Classify a license (security & compliance)"),
+)
+class LicenseViewSet(
+    DomainVerbMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Licenses by SPDX id. No verb edits a license yet, so there is no PATCH."""
+
+    queryset = License.objects.all()
+    serializer_class = LicenseSerializer
+    filterset_class = LicenseFilter
+    permission_classes = [LicenseApproverPermission]
+    lookup_field = "spdx_id"
+    # SPDX ids contain dots (Apache-2.0, LicenseRef-Llama-3.1-Community).
+    lookup_value_regex = "[^/]+"
+
+    def perform_create(self, serializer):
+        serializer.instance = self.call_verb(services.create_license, **serializer.validated_data)
+
+
+# ---------------------------------------------------------------- services
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Service catalog"),
+    retrieve=extend_schema(summary="One service: live revision and its license findings"),
+    create=extend_schema(summary="Register a service"),
+    partial_update=extend_schema(summary="Change a service"),
+)
+class ServiceViewSet(RegistryViewSet):
+    """Governed inference services, by slug. The live revision changes only through releases."""
+
+    serializer_class = ServiceSerializer
+    detail_serializer_class = ServiceDetailSerializer
+    filterset_class = ServiceFilter
+    lookup_field = "slug"
+
+    def get_queryset(self):
+        queryset = Service.objects.for_catalog()
+        if self.action != "list":
+            # Detail shows license findings of the live revision.
+            queryset = queryset.select_related("live_revision__model_asset__license")
+        return queryset
+
+    def perform_create(self, serializer):
+        serializer.instance = self.call_verb(services.create_service, **serializer.validated_data)
+
+    def perform_update(self, serializer):
+        self.call_verb(services.update_service, serializer.instance, **serializer.validated_data)
+
+
+# ---------------------------------------------------------------- model assets
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Model assets"),
+    retrieve=extend_schema(summary="One model asset, with its lineage and lock state"),
+    create=extend_schema(summary="Register a model asset"),
+    partial_update=extend_schema(summary="Change a model asset that has not served"),
+)
+class ModelAssetViewSet(RegistryViewSet):
+    """Model artifacts. Lifecycle and license approval change through their own actions."""
+
+    queryset = ModelAsset.objects.select_related("team", "license")
+    serializer_class = ModelAssetSerializer
+    detail_serializer_class = ModelAssetDetailSerializer
+    filterset_class = ModelAssetFilter
+
+    def perform_create(self, serializer):
+        serializer.instance = self.call_verb(services.register_asset, **serializer.validated_data)
+
+    def perform_update(self, serializer):
+        self.call_verb(services.update_asset, serializer.instance, **serializer.validated_data)
+
+    def _asset_response(self, asset: ModelAsset) -> Response:
+        return Response(
+            ModelAssetDetailSerializer(asset, context=self.get_serializer_context()).data
+        )
+
+    @extend_schema(
+        summary="Approve or reject the license of an asset (security & compliance)",
+        request=LicenseReviewSerializer,
+        responses=ModelAssetDetailSerializer,
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="license-review",
+        permission_classes=[LicenseApproverPermission],
+    )
+    def license_review(self, request: Request, pk: str | None = None) -> Response:
+        asset = self.get_object()
+        review = LicenseReviewSerializer(data=request.data)
+        review.is_valid(raise_exception=True)
+        self.call_verb(
+            services.set_license_approval,
+            asset,
+            approval=review.validated_data["license_approval"],
+            comment=review.validated_data["comment"],
+        )
+        return self._asset_response(asset)
+
+    @extend_schema(
+        summary="Mark an asset deprecated",
+        request=LifecycleDateSerializer,
+        responses=ModelAssetDetailSerializer,
+    )
+    @action(detail=True, methods=["post"])
+    def deprecate(self, request: Request, pk: str | None = None) -> Response:
+        asset = self.get_object()
+        when = LifecycleDateSerializer(data=request.data)
+        when.is_valid(raise_exception=True)
+        self.call_verb(services.deprecate_asset, asset, on=when.validated_data.get("on"))
+        return self._asset_response(asset)
+
+    @extend_schema(
+        summary="Retire an asset: no new revision may use it",
+        request=LifecycleDateSerializer,
+        responses=ModelAssetDetailSerializer,
+    )
+    @action(detail=True, methods=["post"])
+    def retire(self, request: Request, pk: str | None = None) -> Response:
+        asset = self.get_object()
+        when = LifecycleDateSerializer(data=request.data)
+        when.is_valid(raise_exception=True)
+        self.call_verb(services.retire_asset, asset, on=when.validated_data.get("on"))
+        return self._asset_response(asset)
+
+
+# ---------------------------------------------------------------- runtimes
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Runtimes: engine, image, launch parameters, hardware"),
+    retrieve=extend_schema(summary="One runtime, by name, with its lock state"),
+    create=extend_schema(summary="Register a runtime"),
+    partial_update=extend_schema(summary="Change a runtime that has not served"),
+)
+class RuntimeViewSet(RegistryViewSet):
+    """Engine, container image and launch parameters, by name."""
+
+    queryset = Runtime.objects.select_related("team")
+    serializer_class = RuntimeSerializer
+    detail_serializer_class = RuntimeDetailSerializer
+    filterset_class = RuntimeFilter
+    lookup_field = "name"
+
+    def perform_create(self, serializer):
+        serializer.instance = self.call_verb(services.create_runtime, **serializer.validated_data)
+
+    def perform_update(self, serializer):
+        self.call_verb(services.update_runtime, serializer.instance, **serializer.validated_data)
+
+
+# ---------------------------------------------------------------- revisions
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Revisions, with fingerprint and lock state"),
+    retrieve=extend_schema(
+        summary="One revision: fingerprint, lock state, same-fingerprint revisions, capabilities"
+    ),
+    create=extend_schema(summary="Make a revision of a service"),
+    partial_update=extend_schema(
+        summary="Change a revision that has not served (its notes may always change)"
+    ),
+)
+class RevisionViewSet(RegistryViewSet):
+    """What a service runs, exactly. Frozen once it has served: make a new revision instead."""
+
+    serializer_class = RevisionSerializer
+    detail_serializer_class = RevisionDetailSerializer
+    filterset_class = RevisionFilter
+
+    def get_queryset(self):
+        queryset = Revision.objects.with_parts().select_related("service__team", "created_by")
+        if self.action == "retrieve":
+            queryset = queryset.prefetch_related(
+                Prefetch("capabilities", queryset=Capability.objects.select_related("revision"))
+            )
+        return queryset
+
+    def perform_create(self, serializer):
+        fields = dict(serializer.validated_data)
+        service = fields.pop("service")
+        serializer.instance = self.call_verb(services.create_revision, service, **fields)
+
+    def perform_update(self, serializer):
+        self.call_verb(services.update_revision, serializer.instance, **serializer.validated_data)
+
+    @extend_schema(
+        summary="New revision from this one, with the given parts replaced",
+        request=NewRevisionSerializer,
+        responses={201: RevisionSerializer},
+    )
+    @action(detail=True, methods=["post"], url_path="new-revision")
+    def new_revision(self, request: Request, pk: str | None = None) -> Response:
+        revision = self.get_object()
+        overrides = NewRevisionSerializer(data=request.data)
+        overrides.is_valid(raise_exception=True)
+        successor = self.call_verb(services.new_revision_from, revision, **overrides.validated_data)
+        data = RevisionSerializer(successor, context=self.get_serializer_context()).data
+        return Response(data, status=status.HTTP_201_CREATED)
+
+
+# ---------------------------------------------------------------- capabilities
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Capabilities revisions declare, and whether they were verified"),
+    retrieve=extend_schema(summary="One capability"),
+    create=extend_schema(
+        summary="Declare a capability (declaring a kind again re-declares it and clears "
+        "its verification)"
+    ),
+    partial_update=extend_schema(summary="Re-declare a capability's value"),
+)
+class CapabilityViewSet(RegistryViewSet):
+    """What a revision declares it can do; verification is recorded by probes, not here."""
+
+    queryset = Capability.objects.select_related("revision__service__team")
+    serializer_class = CapabilitySerializer
+    filterset_class = CapabilityFilter
+
+    def perform_create(self, serializer):
+        fields = serializer.validated_data
+        serializer.instance = self.call_verb(
+            services.declare_capability,
+            fields["revision"],
+            kind=fields["kind"],
+            value=fields["value"],
+        )
+
+    def perform_update(self, serializer):
+        capability = serializer.instance
+        if "value" in serializer.validated_data:
+            serializer.instance = self.call_verb(
+                services.declare_capability,
+                capability.revision,
+                kind=capability.kind,
+                value=serializer.validated_data["value"],
+            )
+
+
+# ---------------------------------------------------------------- the event ledger
+
+
+@extend_schema_view(
+    list=extend_schema(summary="The event ledger, newest first"),
+    retrieve=extend_schema(summary="One event, by sequence number"),
+)
+class EventViewSet(viewsets.ReadOnlyModelViewSet):
+    """Read-only: events are appended by the domain verbs and never change."""
+
+    queryset = Event.objects.all()
+    serializer_class = EventSerializer
+    filterset_class = EventFilter
+    lookup_field = "sequence"
+    lookup_value_regex = r"\d+"
+
+    @extend_schema(
+        summary="Recompute the whole chain and report the first event that does not match",
+        filters=False,
+        responses={200: OpenApiResponse(ChainReportSerializer)},
+    )
+    @action(detail=False, methods=["get"], pagination_class=None, filterset_class=None)
+    def verify(self, request: Request) -> Response:
+        report = verify_chain()
+        return Response(
+            {
+                "ok": report.ok,
+                "count": report.count,
+                "head_hash": report.head_hash,
+                "first_bad_sequence": report.first_bad_sequence,
+                "problem": report.problem,
+            }
+        )

@@ -1,0 +1,128 @@
+"""Query-string filters of the REST API (django-filter), one FilterSet per list endpoint.
+
+Filters name related objects by their natural keys (team slug, SPDX id,
+runtime name), the same keys the serializers show.
+"""
+
+from __future__ import annotations
+
+import django_filters
+from django.db.models import Q, QuerySet
+
+from ledger.engines import Engine
+from ledger.models import (
+    Capability,
+    Event,
+    License,
+    ModelAsset,
+    Revision,
+    Runtime,
+    Service,
+    Team,
+)
+
+
+class TeamFilter(django_filters.FilterSet):
+    member = django_filters.CharFilter(
+        field_name="members__username", distinct=True, help_text="Username of a member."
+    )
+
+    class Meta:
+        model = Team
+        fields = ["slug"]
+
+
+class LicenseFilter(django_filters.FilterSet):
+    class Meta:
+        model = License
+        fields = ["kind", "gated"]
+
+
+class ServiceFilter(django_filters.FilterSet):
+    team = django_filters.CharFilter(field_name="team__slug", help_text="Team slug.")
+    engine = django_filters.ChoiceFilter(
+        field_name="live_revision__runtime__engine",
+        choices=Engine.choices,
+        help_text="Engine of the live revision's runtime.",
+    )
+    task_type = django_filters.CharFilter(
+        field_name="task_types__slug", distinct=True, help_text="Slug of a task type served."
+    )
+    q = django_filters.CharFilter(method="search", help_text="Words in the slug or name.")
+
+    class Meta:
+        model = Service
+        fields = ["tier", "exposure"]
+
+    def search(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset.filter(Q(slug__icontains=value) | Q(name__icontains=value))
+
+
+class ModelAssetFilter(django_filters.FilterSet):
+    team = django_filters.CharFilter(field_name="team__slug", help_text="Team slug.")
+    license = django_filters.CharFilter(field_name="license__spdx_id", help_text="SPDX id.")
+    q = django_filters.CharFilter(method="search", help_text="Words in the name or source.")
+
+    class Meta:
+        model = ModelAsset
+        fields = [
+            "family",
+            "quantization",
+            "lifecycle",
+            "license_approval",
+            "derivation",
+            "derived_from",
+            "weights_digest",
+        ]
+
+    def search(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset.filter(Q(name__icontains=value) | Q(source_repository__icontains=value))
+
+
+class RuntimeFilter(django_filters.FilterSet):
+    team = django_filters.CharFilter(field_name="team__slug", help_text="Team slug.")
+    q = django_filters.CharFilter(field_name="name", lookup_expr="icontains")
+
+    class Meta:
+        model = Runtime
+        fields = ["engine", "engine_version", "gpu_model"]
+
+
+class RevisionFilter(django_filters.FilterSet):
+    service = django_filters.CharFilter(field_name="service__slug", help_text="Service slug.")
+    team = django_filters.CharFilter(field_name="service__team__slug", help_text="Team slug.")
+    runtime = django_filters.CharFilter(field_name="runtime__name", help_text="Runtime name.")
+    engine = django_filters.ChoiceFilter(field_name="runtime__engine", choices=Engine.choices)
+    served = django_filters.BooleanFilter(
+        field_name="served_at", lookup_expr="isnull", exclude=True, help_text="Has it been live?"
+    )
+
+    class Meta:
+        model = Revision
+        fields = ["fingerprint", "model_asset", "gateway_policy_version"]
+
+
+class CapabilityFilter(django_filters.FilterSet):
+    service = django_filters.CharFilter(
+        field_name="revision__service__slug", help_text="Service slug."
+    )
+
+    class Meta:
+        model = Capability
+        fields = ["revision", "kind", "status"]
+
+
+class EventFilter(django_filters.FilterSet):
+    actor = django_filters.CharFilter(
+        field_name="actor_label", help_text="Username at the time, or 'system'."
+    )
+    created_after = django_filters.IsoDateTimeFilter(
+        field_name="created_at", lookup_expr="gte", help_text="ISO 8601, inclusive."
+    )
+    created_before = django_filters.IsoDateTimeFilter(
+        field_name="created_at", lookup_expr="lt", help_text="ISO 8601, exclusive."
+    )
+
+    class Meta:
+        model = Event
+        fields = ["subject_type", "subject_id", "action"]
