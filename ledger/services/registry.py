@@ -127,7 +127,13 @@ def _create(
 
 
 def _update(
-    obj: models.Model, changes: dict[str, Any], *, actor, action: str, m2m: dict | None = None
+    obj: models.Model,
+    changes: dict[str, Any],
+    *,
+    actor,
+    action: str,
+    m2m: dict | None = None,
+    extra: dict | None = None,
 ) -> bool:
     """Apply changes; append an event with before/after of what really changed.
 
@@ -164,6 +170,7 @@ def _update(
         payload={
             "before": {n: before[n] for n in changed},
             "after": {n: after[n] for n in changed},
+            **(extra or {}),
         },
     )
     return True
@@ -187,17 +194,37 @@ def _refuse_if_locked(obj: models.Model, names: Iterable[str]) -> None:
         )
 
 
-def _task_types(slugs: Iterable[str | TaskType]) -> list[TaskType]:
+def _task_types(slugs: Iterable[str | TaskType], *, actor) -> list[TaskType]:
+    """The task types named; a new slug becomes a task type, recorded like any change."""
     result = []
     for item in slugs:
         if isinstance(item, TaskType):
             result.append(item)
-        else:
-            task_type, _ = TaskType.objects.get_or_create(
-                slug=item, defaults={"name": item.replace("-", " ")}
+            continue
+        task_type = TaskType.objects.filter(slug=item).first()
+        if task_type is None:
+            task_type = _create(
+                TaskType(slug=item, name=item.replace("-", " ")),
+                actor=actor,
+                action="task_type.created",
             )
-            result.append(task_type)
+        result.append(task_type)
     return result
+
+
+def _refresh_fingerprints(revisions: models.QuerySet[Revision], *, actor) -> None:
+    """An asset or runtime changed: the revisions built on it now have another fingerprint."""
+    for revision in revisions.select_related("model_asset", "runtime"):
+        fingerprint = compute_fingerprint(
+            revision.model_asset, revision.runtime, revision.context_limit
+        )
+        if fingerprint != revision.fingerprint:
+            _update(
+                revision,
+                {"fingerprint": fingerprint},
+                actor=actor,
+                action="revision.fingerprint_changed",
+            )
 
 
 # ---------------------------------------------------------------- teams and licenses
@@ -280,7 +307,10 @@ def create_service(*, actor, task_types: Iterable[str | TaskType] = (), **fields
     if service.team_id:
         permissions.ensure_can_edit(actor, service.team)
     return _create(
-        service, actor=actor, action="service.created", m2m={"task_types": _task_types(task_types)}
+        service,
+        actor=actor,
+        action="service.created",
+        m2m={"task_types": _task_types(task_types, actor=actor)},
     )
 
 
@@ -292,7 +322,7 @@ def update_service(
     _guard(Service, changes)
     if "team" in changes and changes["team"] != service.team:
         permissions.ensure_can_edit(actor, changes["team"])
-    m2m = {"task_types": _task_types(task_types)} if task_types is not None else None
+    m2m = {"task_types": _task_types(task_types, actor=actor)} if task_types is not None else None
     return _update(service, changes, actor=actor, action="service.updated", m2m=m2m)
 
 
@@ -344,14 +374,21 @@ def update_asset(asset: ModelAsset, *, actor, **changes: Any) -> bool:
     permissions.ensure_can_edit(actor, asset.team)
     if "license_approval" in changes and changes["license_approval"] != asset.license_approval:
         permissions.ensure_can_approve_licenses(actor)
-    return _update(asset, changes, actor=actor, action="model_asset.updated")
+    changed = _update(asset, changes, actor=actor, action="model_asset.updated")
+    if changed:
+        _refresh_fingerprints(asset.revisions.all(), actor=actor)
+    return changed
 
 
 @transaction.atomic
 def set_license_approval(asset: ModelAsset, *, actor, approval: str, comment: str = "") -> bool:
     permissions.ensure_can_approve_licenses(actor)
     return _update(
-        asset, {"license_approval": approval}, actor=actor, action="model_asset.license_reviewed"
+        asset,
+        {"license_approval": approval},
+        actor=actor,
+        action="model_asset.license_reviewed",
+        extra={"comment": comment} if comment else None,
     )
 
 
@@ -451,7 +488,10 @@ def update_runtime(runtime: Runtime, *, actor, **changes: Any) -> bool:
         }
     )
     _check_runtime_parameters(candidate)
-    return _update(runtime, changes, actor=actor, action="runtime.updated")
+    changed = _update(runtime, changes, actor=actor, action="runtime.updated")
+    if changed:
+        _refresh_fingerprints(runtime.revisions.all(), actor=actor)
+    return changed
 
 
 # ---------------------------------------------------------------- revisions

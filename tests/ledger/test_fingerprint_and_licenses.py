@@ -3,7 +3,7 @@ import pytest
 from ledger import services
 from ledger.compliance import license_findings
 from ledger.fingerprint import compute_fingerprint
-from ledger.models import License, ModelAsset
+from ledger.models import Event, License, ModelAsset
 from tests.ledger.factories import (
     LicenseFactory,
     ModelAssetFactory,
@@ -172,3 +172,37 @@ def test_lineage_runs_from_the_base_to_the_asset(team):
     )
 
     assert awq.lineage() == [base, tuned, awq]
+
+
+def test_editing_an_unlocked_asset_recomputes_the_fingerprints_built_on_it(team):
+    revision = RevisionFactory(service__team=team)
+    before = revision.fingerprint
+
+    services.update_asset(
+        revision.model_asset, actor=None, chat_template_digest=digest("new template")
+    )
+
+    revision.refresh_from_db()
+    assert revision.fingerprint != before
+    event = Event.objects.filter(action="revision.fingerprint_changed").get()
+    assert event.payload_data == {
+        "before": {"fingerprint": before},
+        "after": {"fingerprint": revision.fingerprint},
+    }
+
+
+def test_a_license_review_comment_is_kept_in_the_ledger(team, security):
+    asset = ModelAssetFactory(team=team)
+
+    services.set_license_approval(asset, actor=security, approval="rejected", comment="NC terms")
+
+    event = Event.objects.filter(action="model_asset.license_reviewed").get()
+    assert event.payload_data["comment"] == "NC terms"
+    assert event.actor_label == security.username
+
+
+def test_a_new_task_type_is_recorded_in_the_ledger(team):
+    ServiceFactory(team=team, task_types=["sql-generation"])
+
+    event = Event.objects.filter(action="task_type.created").get()
+    assert event.payload_data["after"]["slug"] == "sql-generation"
