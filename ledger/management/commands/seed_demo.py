@@ -1,16 +1,24 @@
 """Load demonstration data so that `make run` opens on a believable ledger.
 
-Idempotent: running it again updates the demo rows in place and creates
-nothing twice. Later capabilities add their own demo data here.
+Demo users of each role (password "demo"), then the demo registry of
+`ledger.demo` applied through `apply_document` — so through the domain verbs,
+with every event in the chain. `--scale N` adds N fleet services with two
+dozen revisions each, for benchmarks.
+
+Idempotent: running it again changes nothing and appends no event.
 """
 
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from ledger.chain import head_hash
+from ledger.declarative import Document, DocumentError, apply_document
+from ledger.demo import demo_document, history_documents, seed_fleet
+from ledger.models import Event, Service
 from ledger.roles import Role
 
 DEMO_PASSWORD = "demo"  # noqa: S105 - printed on purpose: demo logins for a local run
@@ -27,15 +35,35 @@ DEMO_PEOPLE: list[tuple[str, str, Role | None]] = [
 
 
 class Command(BaseCommand):
-    help = "Create (or refresh) the demo users of each role and the demo data."
+    help = "Create (or refresh) the demo users of each role and the demo registry."
 
     def add_arguments(self, parser):
         parser.add_argument(
             "--quiet-logins", action="store_true", help="Do not print the demo logins."
         )
+        parser.add_argument(
+            "--scale",
+            type=int,
+            default=0,
+            metavar="N",
+            help="Also make sure N fleet services exist, each with 24 revisions, their "
+            "capabilities and live-revision history (for benchmarks).",
+        )
 
-    @transaction.atomic
     def handle(self, *args, **options):
+        if options["scale"] < 0:
+            raise CommandError("--scale must be zero or more")
+        with transaction.atomic():
+            self._users()
+            self._registry()
+        if not options["quiet_logins"]:
+            self.stdout.write(self.style.SUCCESS("Demo logins (password for each: demo):"))
+            for username, _, role in DEMO_PEOPLE:
+                self.stdout.write(f"  {username:<10} {role.label if role else 'administrator'}")
+        if options["scale"]:
+            self._fleet(options["scale"])
+
+    def _users(self) -> None:
         User = get_user_model()
         for username, full_name, role in DEMO_PEOPLE:
             first, last = full_name.split(" ", 1)
@@ -56,7 +84,50 @@ class Command(BaseCommand):
                 user.groups.add(Group.objects.get(name=role.value))
             verb = "created" if created else "kept"
             self.stdout.write(f"{verb} user {username}")
-        if not options["quiet_logins"]:
-            self.stdout.write(self.style.SUCCESS("Demo logins (password for each: demo):"))
-            for username, _, role in DEMO_PEOPLE:
-                self.stdout.write(f"  {username:<10} {role.label if role else 'administrator'}")
+
+    def _registry(self) -> None:
+        final = demo_document()
+        slugs = [service["slug"] for service in final["services"]]
+        # The past is replayed only into a registry that has none of the demo services yet.
+        first_run = not Service.objects.filter(slug__in=slugs).exists()
+        documents = [*history_documents(), final] if first_run else [final]
+        created = updated = events = 0
+        unchanged = 0
+        for data in documents:
+            try:
+                result = apply_document(
+                    Document(data, source="demo registry"), actor=None, reason="seed_demo"
+                )
+            except DocumentError as exc:
+                raise CommandError(f"the demo registry does not apply:\n{exc}") from exc
+            created += result.created
+            updated += result.updated
+            events += result.events
+            unchanged = result.unchanged
+        if not events:
+            self.stdout.write(f"demo registry: no changes ({unchanged} objects unchanged)")
+            return
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"demo registry: {created} created, {updated} updated; {events} events appended"
+            )
+        )
+
+    def _fleet(self, count: int) -> None:
+        self.stdout.write(f"fleet: making sure {count} services exist, 24 revisions each")
+
+        def progress(done: int, total: int, elapsed: float) -> None:
+            rate = done / elapsed if elapsed else 0.0
+            left = (total - done) / rate if rate else 0.0
+            self.stdout.write(
+                f"  fleet: {done}/{total} services ({100 * done // total}%), "
+                f"{elapsed:.0f} s elapsed, about {left:.0f} s to go"
+            )
+
+        made = seed_fleet(count, progress=progress)
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"fleet: {made} services created ({count - made} were there); "
+                f"{Event.objects.count()} events in the chain, head {head_hash()[:16]}…"
+            )
+        )
