@@ -4,6 +4,7 @@ from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from ledger import api as ledger_api
+from ledger import api_evidence
 
 router = DefaultRouter()
 router.register("teams", ledger_api.TeamViewSet, basename="team")
@@ -14,9 +15,15 @@ router.register("runtimes", ledger_api.RuntimeViewSet, basename="runtime")
 router.register("revisions", ledger_api.RevisionViewSet, basename="revision")
 router.register("capabilities", ledger_api.CapabilityViewSet, basename="capability")
 router.register("events", ledger_api.EventViewSet, basename="event")
+router.register("loadtests", api_evidence.LoadTestReportViewSet, basename="loadtest")
 
 app_name = "api"
 urlpatterns = [
     path("me/", ledger_api.WhoAmIView.as_view(), name="me"),
+    path(
+        "revisions/<int:revision_id>/loadtests/",
+        api_evidence.RevisionLoadTestUploadView.as_view(),
+        name="revision_loadtests",
+    ),
     *router.urls,
 ]

@@ -224,6 +224,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Two choice sets share the field name "engine"; name them apart.
+    "ENUM_NAME_OVERRIDES": {
+        "RuntimeEngineEnum": "ledger.engines.Engine",
+        "BackendEngineEnum": "replay.models.Backend.Engine",
+    },
 }
 
 # Security. HTTPS=true behind a TLS-terminating proxy turns on secure cookies.
@@ -245,6 +250,70 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "INFO"}},
+}
+
+# Load-test evidence. An upload over the limit is refused before it is stored.
+LOADTEST_MAX_UPLOAD_BYTES = env_int("LOADTEST_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)
+# A report older than its service tier's limit is stale: release gates do not accept it.
+EVIDENCE_MAX_AGE_DAYS = {
+    "production": env_int("EVIDENCE_MAX_AGE_DAYS_PRODUCTION", 90),
+    "internal": env_int("EVIDENCE_MAX_AGE_DAYS_INTERNAL", 180),
+    "experimental": env_int("EVIDENCE_MAX_AGE_DAYS_EXPERIMENTAL", 365),
+}
+if LOADTEST_MAX_UPLOAD_BYTES < 1:
+    raise ImproperlyConfigured(
+        f"LOADTEST_MAX_UPLOAD_BYTES={LOADTEST_MAX_UPLOAD_BYTES} must be at least 1 byte."
+    )
+for _tier, _days in EVIDENCE_MAX_AGE_DAYS.items():
+    if _days < 1:
+        raise ImproperlyConfigured(
+            f"EVIDENCE_MAX_AGE_DAYS_{_tier.upper()}={_days} must be at least 1 day."
+        )
+
+# Replay. Workers beat every REPLAY_HEARTBEAT_SECONDS while they run a replay; the
+# reaper interrupts and resumes a run silent for REPLAY_STALE_AFTER_SECONDS, and
+# fails it after REPLAY_MAX_ATTEMPTS claims. A run regressed against its baseline
+# when its pass rate fell by more than the tolerance (percentage points), or its p95
+# TTFT/TPOT rose by more than the tolerance (percent) and by at least the floor (ms).
+REPLAY_HEARTBEAT_SECONDS = env_int("REPLAY_HEARTBEAT_SECONDS", 10)
+REPLAY_STALE_AFTER_SECONDS = env_int("REPLAY_STALE_AFTER_SECONDS", 120)
+REPLAY_MAX_ATTEMPTS = env_int("REPLAY_MAX_ATTEMPTS", 5)
+REPLAY_RUN_TIME_LIMIT = env_int("REPLAY_RUN_TIME_LIMIT", 6 * 3600)
+REPLAY_PASS_RATE_TOLERANCE_PCT = env_int("REPLAY_PASS_RATE_TOLERANCE_PCT", 5)
+REPLAY_LATENCY_TOLERANCE_PCT = env_int("REPLAY_LATENCY_TOLERANCE_PCT", 20)
+REPLAY_LATENCY_FLOOR_MS = env_int("REPLAY_LATENCY_FLOOR_MS", 10)
+REPLAY_REAP_EVERY_SECONDS = env_int("REPLAY_REAP_EVERY_SECONDS", 60)
+REPLAY_PROBE_EVERY_MINUTES = env_int("REPLAY_PROBE_EVERY_MINUTES", 30)
+if REPLAY_HEARTBEAT_SECONDS < 1 or REPLAY_STALE_AFTER_SECONDS < 2 * REPLAY_HEARTBEAT_SECONDS:
+    raise ImproperlyConfigured(
+        f"REPLAY_STALE_AFTER_SECONDS={REPLAY_STALE_AFTER_SECONDS} must be at least twice "
+        f"REPLAY_HEARTBEAT_SECONDS={REPLAY_HEARTBEAT_SECONDS} (which must be at least 1), "
+        "or live runs would be reaped between two heartbeats."
+    )
+for _name, _value in (
+    ("REPLAY_MAX_ATTEMPTS", REPLAY_MAX_ATTEMPTS),
+    ("REPLAY_RUN_TIME_LIMIT", REPLAY_RUN_TIME_LIMIT),
+    ("REPLAY_REAP_EVERY_SECONDS", REPLAY_REAP_EVERY_SECONDS),
+    ("REPLAY_PROBE_EVERY_MINUTES", REPLAY_PROBE_EVERY_MINUTES),
+):
+    if _value < 1:
+        raise ImproperlyConfigured(f"{_name}={_value} must be at least 1.")
+# A replay outlives the default task limits; a run cut short resumes where it stopped.
+CELERY_TASK_ANNOTATIONS = {
+    "run_replay": {
+        "time_limit": REPLAY_RUN_TIME_LIMIT,
+        "soft_time_limit": max(REPLAY_RUN_TIME_LIMIT - 60, 1),
+    }
+}
+CELERY_BEAT_SCHEDULE = {
+    "reap-stale-replay-runs": {
+        "task": "reap_stale_runs",
+        "schedule": float(REPLAY_REAP_EVERY_SECONDS),
+    },
+    "probe-replay-backends": {
+        "task": "probe_backends",
+        "schedule": float(REPLAY_PROBE_EVERY_MINUTES * 60),
+    },
 }
 
 # Health: how long /readyz waits for each dependency before calling it down.

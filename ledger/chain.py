@@ -57,10 +57,12 @@ def compute_hash(
     subject_id: str,
     payload: str,
     prev_hash: str,
+    service_id: int | None = None,
 ) -> str:
     body = canonical_json(
         {
             "sequence": sequence,
+            "service": service_id,
             "created_at": created_at,
             "actor": actor_label,
             "action": action,
@@ -77,13 +79,35 @@ def subject_of(obj: models.Model) -> tuple[str, str]:
     return obj._meta.label_lower, str(obj.pk)
 
 
-def _lock_chain() -> None:
-    # PostgreSQL: one transaction-scoped advisory lock serializes appenders until
-    # commit, so two writers never read the same head. SQLite's IMMEDIATE
-    # transactions (see settings) already admit one writer at a time.
+def _locked_head() -> tuple[int, str] | None:
+    """Take the chain lock, then read the head.
+
+    PostgreSQL: a transaction-scoped advisory lock serializes appenders until
+    commit. The head must be read by a statement that starts after the lock is
+    held: under READ COMMITTED a statement sees the data committed when it
+    began, so reading it in the locking statement would see a stale head and
+    fork the chain. SQLite's IMMEDIATE transactions (see settings) already
+    admit one writer at a time.
+    """
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CHAIN_LOCK_KEY])
+    return Event.objects.order_by("-sequence").values_list("sequence", "hash").first()
+
+
+def service_id_of(subject: models.Model | None) -> int | None:
+    """The service a subject belongs to: itself, or through its revision."""
+    from ledger.models import Service
+
+    if subject is None:
+        return None
+    if isinstance(subject, Service):
+        return subject.pk
+    if getattr(subject, "service_id", None):
+        return subject.service_id
+    if getattr(subject, "revision_id", None):
+        return subject.revision.service_id
+    return None
 
 
 def append_event(
@@ -93,8 +117,12 @@ def append_event(
     subject: models.Model | tuple[str, str],
     payload: dict[str, Any],
     subject_label: str | None = None,
+    service_id: int | None = None,
 ) -> Event:
-    """Append one event to the chain; must run inside the caller's transaction."""
+    """Append one event to the chain; must run inside the caller's transaction.
+
+    `service_id` defaults to the service the subject belongs to.
+    """
     if not connection.in_atomic_block:
         raise RuntimeError(
             "append_event must run inside transaction.atomic() with the change it records"
@@ -102,11 +130,12 @@ def append_event(
     if isinstance(subject, models.Model):
         subject_type, subject_id = subject_of(subject)
         label = subject_label if subject_label is not None else str(subject)
+        if service_id is None:
+            service_id = service_id_of(subject)
     else:
         subject_type, subject_id = subject
         label = subject_label or ""
-    _lock_chain()
-    head = Event.objects.order_by("-sequence").values_list("sequence", "hash").first()
+    head = _locked_head()
     sequence, prev_hash = (head[0] + 1, head[1]) if head else (1, GENESIS_HASH)
     actor_label = actor.get_username() if actor is not None else "system"
     payload_text = canonical_json(payload)
@@ -120,6 +149,7 @@ def append_event(
         subject_type=subject_type,
         subject_id=str(subject_id),
         subject_label=label[:200],
+        service_id=service_id,
         payload=payload_text,
         prev_hash=prev_hash,
         hash=compute_hash(
@@ -131,6 +161,7 @@ def append_event(
             subject_id=str(subject_id),
             payload=payload_text,
             prev_hash=prev_hash,
+            service_id=service_id,
         ),
     )
     event.save(force_insert=True)
@@ -159,6 +190,7 @@ def _rows(batch: int) -> Iterator[dict]:
             "payload",
             "prev_hash",
             "hash",
+            "service_id",
         )
         .iterator(chunk_size=batch)
     )
@@ -196,6 +228,7 @@ def verify_chain(batch: int = 5000) -> ChainReport:
             subject_id=row["subject_id"],
             payload=row["payload"],
             prev_hash=row["prev_hash"],
+            service_id=row["service_id"],
         )
         if recomputed != row["hash"]:
             return ChainReport(

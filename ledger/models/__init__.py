@@ -1,4 +1,5 @@
 from ledger.models.events import Event
+from ledger.models.evidence import LoadTestReport, LoadTestRequestData
 from ledger.models.registry import (
     Capability,
     License,
@@ -16,6 +17,8 @@ __all__ = [
     "Event",
     "License",
     "LicenseAcceptance",
+    "LoadTestReport",
+    "LoadTestRequestData",
     "ModelAsset",
     "Revision",
     "Runtime",

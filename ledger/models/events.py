@@ -29,9 +29,20 @@ class Event(models.Model):
     subject_type = models.CharField(max_length=80)
     subject_id = models.CharField(max_length=64)
     subject_label = models.CharField(max_length=200, blank=True)
+    # The service a change belongs to, so a service page and an auditor's
+    # per-service filter read one index instead of chasing subjects. No database
+    # constraint: an append-only table never cascades.
+    service = models.ForeignKey(
+        "ledger.Service",
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="events",
+    )
     payload = models.TextField(help_text="Canonical JSON: sorted keys, no spaces.")
     prev_hash = models.CharField(max_length=64)
-    hash = models.CharField(max_length=64, unique=True)
+    hash = models.CharField(max_length=64)
 
     objects = EventQuerySet.as_manager()
 
@@ -42,6 +53,8 @@ class Event(models.Model):
             models.Index(
                 fields=["subject_type", "subject_id", "-sequence"], name="ledger_event_subject_idx"
             ),
+            # Service page timeline and the auditor's per-service filter.
+            models.Index(fields=["service", "-sequence"], name="ledger_event_service_idx"),
             # Auditor filters by period.
             models.Index(fields=["created_at"], name="ledger_event_created_idx"),
         ]

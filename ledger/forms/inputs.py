@@ -1,0 +1,89 @@
+"""Inline validation and the small form fields the registry forms share."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+# ---------------------------------------------------------------- inline validation
+
+
+class InlineValidationMixin:
+    """Each visible widget posts the whole form to `validate_url` as the user types.
+
+    The endpoint answers with the partial of the one field that fired (named by
+    htmx in HX-Trigger-Name), so errors appear beside the field before the form
+    is submitted, and nothing is written.
+    """
+
+    def __init__(self, *args: Any, validate_url: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.field_warnings: dict[str, list[str]] = {}
+        if not validate_url:
+            return
+        for name, field in self.fields.items():
+            widget = field.widget
+            if widget.is_hidden or field.disabled:
+                continue
+            typed = not isinstance(widget, forms.Select | forms.CheckboxInput | forms.DateInput)
+            widget.attrs.update(
+                {
+                    "hx-post": validate_url,
+                    "hx-trigger": "input changed delay:400ms" if typed else "change",
+                    "hx-target": f"#field-{self[name].html_name}",
+                    "hx-swap": "outerHTML",
+                    "hx-include": "closest form",
+                }
+            )
+
+    def warn(self, name: str, message: str) -> None:
+        self.field_warnings.setdefault(name, []).append(message)
+
+    def rows(self) -> list[tuple[forms.BoundField, list[str]]]:
+        """Each visible field with its warnings, in order, for the form template."""
+        return [(field, self.field_warnings.get(field.name, [])) for field in self.visible_fields()]
+
+
+class CommaListField(forms.CharField):
+    """A short list typed as words separated by commas: 'chat, rag, sql'."""
+
+    def __init__(self, *, item_validator=None, **kwargs: Any) -> None:
+        self.item_validator = item_validator
+        kwargs.setdefault("required", False)
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return ", ".join(str(item) for item in value)
+        return value
+
+    def to_python(self, value: Any) -> list[str]:
+        text = super().to_python(value)
+        items = [item.strip() for item in text.split(",")]
+        return list(dict.fromkeys(item for item in items if item))
+
+    def validate(self, value: list[str]) -> None:
+        if self.required and not value:
+            raise ValidationError(self.error_messages["required"], code="required")
+        if self.item_validator:
+            for item in value:
+                try:
+                    self.item_validator(item)
+                except ValidationError as error:
+                    raise ValidationError(
+                        f"{item!r}: use lowercase letters, digits and hyphens, e.g. chat, rag, sql."
+                    ) from error
+
+
+class PrettyJSONField(forms.JSONField):
+    """A JSON textarea that shows stored objects indented, one key a line."""
+
+    widget = forms.Textarea
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, forms.fields.InvalidJSONInput):
+            return value
+        return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)

@@ -1,0 +1,169 @@
+"""Filter sets of the list pages (the API has its own in `ledger.filters`)."""
+
+from __future__ import annotations
+
+import django_filters
+from django import forms
+from django.db.models import Q, QuerySet
+
+from ledger.engines import Engine
+from ledger.models import Event, ModelAsset, Runtime, Service, TaskType, Team
+
+# ---------------------------------------------------------------- list filters
+
+
+class LiveFilterSet(django_filters.FilterSet):
+    """A list's filters: a plain GET form, which with htmx refreshes only the
+    results as the filters change and keeps them in the address bar."""
+
+    @property
+    def form(self) -> forms.Form:
+        form = super().form
+        if getattr(form, "live", False) or self.request is None:
+            return form
+        for field in form.fields.values():
+            widget = field.widget
+            typed = isinstance(widget, forms.TextInput) and not isinstance(widget, forms.DateInput)
+            if typed:
+                widget.input_type = "search"
+            widget.attrs.update(
+                {
+                    "hx-get": self.request.path,
+                    "hx-trigger": "input changed delay:250ms, search" if typed else "change",
+                    "hx-target": "#results",
+                    "hx-push-url": "true",
+                    "hx-include": "closest form",
+                    "hx-sync": "closest form:replace",
+                    "hx-indicator": "closest form",
+                    "autocomplete": "off",
+                }
+            )
+        form.live = True
+        return form
+
+
+class CatalogFilter(LiveFilterSet):
+    q = django_filters.CharFilter(
+        label="Search", method="search", help_text="Slug, name or model of the live revision."
+    )
+    tier = django_filters.ChoiceFilter(choices=Service.Tier.choices, empty_label="Any tier")
+    team = django_filters.ModelChoiceFilter(
+        queryset=Team.objects.all(), to_field_name="slug", empty_label="Any team"
+    )
+    engine = django_filters.ChoiceFilter(
+        field_name="live_revision__runtime__engine",
+        choices=Engine.choices,
+        empty_label="Any engine",
+        label="Engine (live)",
+    )
+    task_type = django_filters.ModelChoiceFilter(
+        field_name="task_types",
+        queryset=TaskType.objects.all(),
+        to_field_name="slug",
+        empty_label="Any task type",
+        label="Task type",
+    )
+
+    class Meta:
+        model = Service
+        fields: list[str] = []
+
+    def search(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset.filter(
+            Q(slug__icontains=value)
+            | Q(name__icontains=value)
+            | Q(live_revision__model_asset__name__icontains=value)
+        )
+
+
+class AssetListFilter(LiveFilterSet):
+    q = django_filters.CharFilter(
+        label="Search", method="search", help_text="Name, revision, family or source."
+    )
+    team = django_filters.ModelChoiceFilter(
+        queryset=Team.objects.all(), to_field_name="slug", empty_label="Any team"
+    )
+    quantization = django_filters.ChoiceFilter(
+        choices=ModelAsset.Quantization.choices, empty_label="Any quantization"
+    )
+    lifecycle = django_filters.ChoiceFilter(
+        choices=ModelAsset.Lifecycle.choices, empty_label="Any lifecycle"
+    )
+    license_approval = django_filters.ChoiceFilter(
+        choices=ModelAsset.LicenseApproval.choices,
+        empty_label="Any approval",
+        label="License approval",
+    )
+
+    class Meta:
+        model = ModelAsset
+        fields: list[str] = []
+
+    def search(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset.filter(
+            Q(name__icontains=value)
+            | Q(revision__icontains=value)
+            | Q(family__icontains=value)
+            | Q(source_repository__icontains=value)
+        )
+
+
+class RuntimeListFilter(LiveFilterSet):
+    q = django_filters.CharFilter(
+        label="Search", method="search", help_text="Name, image or GPU model."
+    )
+    team = django_filters.ModelChoiceFilter(
+        queryset=Team.objects.all(), to_field_name="slug", empty_label="Any team"
+    )
+    engine = django_filters.ChoiceFilter(choices=Engine.choices, empty_label="Any engine")
+
+    class Meta:
+        model = Runtime
+        fields: list[str] = []
+
+    def search(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset.filter(
+            Q(name__icontains=value) | Q(image__icontains=value) | Q(gpu_model__icontains=value)
+        )
+
+
+def _subject_type_choices() -> list[tuple[str, str]]:
+    types = Event.objects.order_by("subject_type").values_list("subject_type", flat=True)
+    return [(t, t) for t in types.distinct()]
+
+
+class EventListFilter(LiveFilterSet):
+    subject_type = django_filters.ChoiceFilter(
+        choices=_subject_type_choices, empty_label="Any subject", label="Subject type"
+    )
+    actor = django_filters.CharFilter(
+        field_name="actor_label", label="Actor", help_text="A username, or system."
+    )
+    action = django_filters.CharFilter(
+        lookup_expr="startswith",
+        help_text="An action or its start, e.g. service. or revision.created",
+    )
+    date_from = django_filters.DateFilter(
+        field_name="created_at",
+        lookup_expr="date__gte",
+        label="From",
+        widget=forms.DateInput(attrs={"type": "date"}),
+        help_text="First day included.",
+    )
+    date_to = django_filters.DateFilter(
+        field_name="created_at",
+        lookup_expr="date__lte",
+        label="To",
+        widget=forms.DateInput(attrs={"type": "date"}),
+        help_text="Last day included.",
+    )
+
+    class Meta:
+        model = Event
+        fields: list[str] = []
+
+    def filter_queryset(self, queryset: QuerySet) -> QuerySet:
+        start, end = self.form.cleaned_data.get("date_from"), self.form.cleaned_data.get("date_to")
+        if start and end and start > end:
+            self.form.add_error("date_to", "The period ends before it starts.")
+        return super().filter_queryset(queryset)

@@ -1,0 +1,146 @@
+"""Shapes of load-test evidence over REST (and in `import_loadtest`'s JSON output)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from ledger import evidence
+from ledger.importers import FORMATS
+from ledger.models import LoadTestReport
+
+
+@extend_schema_field(OpenApiTypes.BINARY)
+class ReportFileField(serializers.FileField):
+    """A file in a multipart body (documented as binary, not as the URL a response would hold)."""
+
+
+class LoadTestUploadSerializer(serializers.Serializer):
+    """The multipart body of an upload."""
+
+    workload = serializers.ChoiceField(
+        choices=LoadTestReport.Workload.choices, help_text="The workload class the file measured."
+    )
+    # Empty files reach the importer, whose message names the file.
+    file = ReportFileField(
+        allow_empty_file=True,
+        help_text="The report as the tool wrote it (JSON, JSON Lines or CSV).",
+    )
+    format = serializers.ChoiceField(
+        choices=list(FORMATS),
+        required=False,
+        allow_null=True,
+        help_text="Force an importer instead of detecting the format from the content.",
+    )
+    measured_at = serializers.DateTimeField(
+        required=False, help_text="When the test ran; default: the time of the upload."
+    )
+
+
+def _status(report: LoadTestReport, context: dict[str, Any]) -> evidence.EvidenceStatus:
+    # `status` and `status_reason` share one computation per report per response.
+    if not hasattr(report, "_api_status"):
+        report._api_status = evidence.evidence_status(report, now=context.get("now"))
+    return report._api_status
+
+
+class LoadTestReportSerializer(serializers.ModelSerializer):
+    service = serializers.CharField(source="revision.service.slug", read_only=True)
+    revision_label = serializers.CharField(source="revision.label", read_only=True)
+    uploaded_by = serializers.SlugRelatedField(read_only=True, slug_field="username")
+    status = serializers.SerializerMethodField(
+        help_text="current, or stale: older than the tier allows, or measured another "
+        "fingerprint or hardware. Release gates accept only current evidence."
+    )
+    status_reason = serializers.SerializerMethodField()
+
+    class Meta:
+        model = LoadTestReport
+        fields = [
+            "id",
+            "service",
+            "revision",
+            "revision_label",
+            "workload",
+            "status",
+            "status_reason",
+            "tool",
+            "tool_version",
+            "format",
+            "variant",
+            "source",
+            "filename",
+            "raw_sha256",
+            "raw_size",
+            "fingerprint",
+            "hardware",
+            "measured_at",
+            "created_at",
+            "uploaded_by",
+            "level_count",
+            "requests",
+            "errored",
+            "error_rate",
+            "ttft_p95_ms",
+            "ttft_p99_ms",
+            "tpot_p95_ms",
+            "output_tokens_per_s",
+            "has_request_data",
+            "goodput",
+            "goodput_slo",
+            "warnings",
+        ]
+        read_only_fields = fields
+
+    def get_status(self, report: LoadTestReport) -> str:
+        return _status(report, self.context).status
+
+    def get_status_reason(self, report: LoadTestReport) -> str:
+        return _status(report, self.context).reason
+
+
+class GoodputSerializer(serializers.Serializer):
+    value = serializers.FloatField(allow_null=True, help_text="0 to 1, first load level.")
+    reason = serializers.CharField(help_text="Why there is no value, when there is none.")
+
+
+class CapacitySerializer(serializers.Serializer):
+    axis = serializers.CharField(allow_null=True)
+    load = serializers.FloatField(allow_null=True)
+    level = serializers.CharField(allow_null=True)
+    output_tokens_per_s = serializers.FloatField(allow_null=True)
+    gpu_count = serializers.IntegerField(allow_null=True)
+    gpu_hours_per_million_output_tokens = serializers.FloatField(allow_null=True)
+    levels_within_slo = serializers.IntegerField()
+    levels = serializers.IntegerField()
+    reason = serializers.CharField()
+
+
+class LoadTestReportDetailSerializer(LoadTestReportSerializer):
+    """One report with everything parsed, and what it says against today's SLOs."""
+
+    results = serializers.JSONField(
+        read_only=True,
+        help_text="Every load level: conditions, latency percentiles (ms), throughput.",
+    )
+    goodput_now = serializers.SerializerMethodField(
+        help_text="Goodput against the service's SLOs of today (recomputed if they changed)."
+    )
+    capacity = serializers.SerializerMethodField(
+        help_text="Highest load within today's SLOs, and GPU-hours per million output tokens there."
+    )
+
+    class Meta(LoadTestReportSerializer.Meta):
+        fields = [*LoadTestReportSerializer.Meta.fields, "goodput_now", "capacity", "results"]
+        read_only_fields = fields
+
+    @extend_schema_field(GoodputSerializer)
+    def get_goodput_now(self, report: LoadTestReport) -> dict[str, Any]:
+        return evidence.report_goodput(report)._asdict()
+
+    @extend_schema_field(CapacitySerializer)
+    def get_capacity(self, report: LoadTestReport) -> dict[str, Any]:
+        return dict(evidence.report_capacity(report))

@@ -1,0 +1,350 @@
+"""Load-test evidence verbs: import a report (raw file kept, parsed, recorded), or preview one.
+
+The raw file is streamed three times and never held whole in memory: once to
+hash and measure it, once to parse it (the importers stream JSON Lines and
+CSV), once into storage. Uploads are seekable (Django spools big ones to a
+temporary file); the command opens the file from disk.
+
+A failed import leaves nothing behind: the stored object is deleted when
+anything after storing it fails, and the row and its Event are one transaction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import os
+from typing import IO, Any
+
+import numpy as np
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.files import File
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from ledger import permissions
+from ledger.chain import append_event
+from ledger.evidence import goodput_slo, level_goodputs
+from ledger.importers import FORMATS, ParsedReport, ReportFormatError, parse_report
+from ledger.importers.report import ReportJSON
+from ledger.models import LoadTestReport, LoadTestRequestData, Revision
+
+__all__ = [
+    "hardware_for",
+    "import_loadtest_report",
+    "preview_loadtest_report",
+]
+
+logger = logging.getLogger(__name__)
+
+_CHUNK = 1024 * 1024
+# measured_at may be a little ahead: clocks of CI runners drift.
+_CLOCK_SKEW = dt.timedelta(minutes=5)
+
+# Keys a tool's metadata may use to say which hardware it ran on.
+_FILE_GPU_MODEL_KEYS = ("gpu_model", "gpu_type", "gpu")
+_FILE_GPU_COUNT_KEYS = ("gpu_count", "num_gpus")
+
+
+def _max_bytes() -> int:
+    return settings.LOADTEST_MAX_UPLOAD_BYTES
+
+
+def _too_large(filename: str, size: int | None, limit: int) -> ValidationError:
+    what = f"is {size:,} bytes" if size is not None else "is larger than that"
+    return ValidationError(
+        {
+            "file": ValidationError(
+                f"{filename}: the file {what}; the limit is {limit:,} bytes "
+                f"({limit / 1024 / 1024:g} MB, LOADTEST_MAX_UPLOAD_BYTES).",
+                code="too_large",
+            )
+        }
+    )
+
+
+def _hash_and_measure(stream: IO[bytes], filename: str) -> tuple[str, int]:
+    """sha256 and size of the whole stream, read in chunks; refuses a file over the limit."""
+    limit = _max_bytes()
+    declared = getattr(stream, "size", None)
+    if isinstance(declared, int) and declared > limit:
+        raise _too_large(filename, declared, limit)
+    stream.seek(0)
+    digest = hashlib.sha256()
+    size = 0
+    while chunk := stream.read(_CHUNK):
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(filename, None, limit)
+        digest.update(chunk)
+    stream.seek(0)
+    return digest.hexdigest(), size
+
+
+def _parse(stream: IO[bytes], filename: str, format: str | None) -> ParsedReport:
+    stream.seek(0)
+    try:
+        return parse_report(stream, filename=filename, format=format, max_bytes=_max_bytes())
+    except ReportFormatError as exc:
+        raise ValidationError({"file": ValidationError(str(exc), code="invalid")}) from exc
+
+
+def _check_choices(workload: str | None, format: str | None) -> None:
+    errors: dict[str, str] = {}
+    if workload is not None and workload not in LoadTestReport.Workload.values:
+        errors["workload"] = (
+            f"Unknown workload class {workload!r}; expected one of "
+            f"{', '.join(LoadTestReport.Workload.values)}."
+        )
+    if format is not None and format not in FORMATS:
+        errors["format"] = f"Unknown format {format!r}; expected one of {', '.join(FORMATS)}."
+    if errors:
+        raise ValidationError(errors)
+
+
+def _binary(file: Any) -> IO[bytes]:
+    if isinstance(file, str | os.PathLike):
+        raise TypeError("pass an open binary file (or an uploaded file), not a path")
+    return file
+
+
+class Preview(ReportJSON):
+    sha256: str
+    size_bytes: int
+
+
+def preview_loadtest_report(
+    file: IO[bytes], *, filename: str, format: str | None = None
+) -> Preview:
+    """Parse an upload without storing or recording anything: what the upload
+    form shows before the model owner saves. Same checks and errors as the import."""
+    stream = _binary(file)
+    _check_choices(None, format)
+    sha256, size = _hash_and_measure(stream, filename)
+    parsed = _parse(stream, filename, format)
+    stream.seek(0)
+    return {**parsed.to_json(), "sha256": sha256, "size_bytes": size}  # type: ignore[typeddict-item]
+
+
+def hardware_for(revision: Revision, parsed: ParsedReport) -> tuple[dict[str, Any], list[str]]:
+    """What the report ran on: the revision's runtime, unless the file says otherwise.
+
+    Returns the hardware and warnings (when the file names other hardware than
+    the runtime, the report is stale from the start: see evidence_status).
+    """
+    runtime = revision.runtime
+    hardware: dict[str, Any] = {
+        "gpu_model": runtime.gpu_model,
+        "gpu_count": runtime.gpu_count,
+        "gpu_memory_gb": runtime.gpu_memory_gb,
+        "source": "runtime",
+    }
+    meta = parsed.meta
+    model = next((str(meta[k]) for k in _FILE_GPU_MODEL_KEYS if meta.get(k)), None)
+    count = next((meta[k] for k in _FILE_GPU_COUNT_KEYS if isinstance(meta.get(k), int)), None)
+    if model is None and count is None:
+        return hardware, []
+    if model is not None:
+        hardware["gpu_model"] = model
+    if count is not None:
+        hardware["gpu_count"] = count
+    hardware["source"] = "file"
+    warnings = []
+    if (hardware["gpu_model"].lower(), hardware["gpu_count"]) != (
+        (runtime.gpu_model or "").lower(),
+        runtime.gpu_count,
+    ):
+        warnings.append(
+            f"the file says it ran on {hardware['gpu_count']} x {hardware['gpu_model']}; "
+            f"runtime {runtime.name} has {runtime.gpu_count} x {runtime.gpu_model or 'unnamed GPU'}"
+        )
+    return hardware, warnings
+
+
+def _request_arrays(parsed: ParsedReport) -> list[dict[str, np.ndarray | None]] | None:
+    if not parsed.levels or any(level.requests is None for level in parsed.levels):
+        return None
+    return [
+        {
+            "ttft": level.requests.ttft_ms,
+            "tpot": level.requests.tpot_ms,
+            "error": level.requests.error,
+        }
+        for level in parsed.levels
+        if level.requests is not None
+    ]
+
+
+def _build_report(
+    revision: Revision,
+    parsed: ParsedReport,
+    *,
+    actor,
+    workload: str,
+    filename: str,
+    sha256: str,
+    size: int,
+    measured_at: dt.datetime,
+) -> tuple[LoadTestReport, LoadTestRequestData | None]:
+    hardware, hardware_warnings = hardware_for(revision, parsed)
+    results = parsed.to_json()
+    first = parsed.levels[0]
+    slo = goodput_slo(revision.service)
+    arrays = _request_arrays(parsed)
+    packed = None
+    goodputs = []
+    if arrays is not None:
+        packed = LoadTestRequestData.pack(arrays)
+        # Computed from the stored (float32) arrays, so a recomputation agrees exactly.
+        goodputs = level_goodputs(LoadTestRequestData.unpack(packed), slo)
+    report = LoadTestReport(
+        revision=revision,
+        workload=workload,
+        tool=parsed.tool,
+        tool_version=(parsed.tool_version or "")[:40],
+        format=parsed.format,
+        variant=parsed.variant,
+        source=parsed.source,
+        raw_sha256=sha256,
+        raw_size=size,
+        filename=filename[:255],
+        fingerprint=revision.fingerprint,
+        hardware=hardware,
+        measured_at=measured_at,
+        uploaded_by=actor if actor is not None and actor.is_authenticated else None,
+        results=results,
+        warnings=[*parsed.warnings, *hardware_warnings],
+        level_count=len(parsed.levels),
+        requests=first.conditions.requests,
+        errored=first.conditions.errored,
+        error_rate=first.conditions.error_rate,
+        ttft_p95_ms=first.ttft.p95,
+        ttft_p99_ms=first.ttft.p99,
+        tpot_p95_ms=first.tpot.p95,
+        output_tokens_per_s=first.throughput.output_tokens_per_s,
+        has_request_data=packed is not None,
+        goodput=goodputs[0].value if goodputs else None,
+        goodput_reason=goodputs[0].reason if goodputs else "the file has no per-request data",
+        goodput_levels=[g.value for g in goodputs],
+        goodput_slo=slo if packed is not None else {},
+    )
+    data = None
+    if packed is not None:
+        data = LoadTestRequestData(
+            report=report, request_count=sum(len(a["error"]) for a in arrays), arrays=packed
+        )
+    return report, data
+
+
+def _delete_quietly(storage, name: str) -> None:
+    try:
+        storage.delete(name)
+    except Exception:
+        # The import already failed; say where the orphan is rather than hide the first error.
+        logger.exception("could not delete %s after a failed load-test import", name)
+
+
+def import_loadtest_report(
+    revision: Revision,
+    *,
+    actor,
+    workload: str,
+    file: IO[bytes],
+    filename: str,
+    format: str | None = None,
+    measured_at: dt.datetime | None = None,
+) -> tuple[LoadTestReport, bool]:
+    """Attach a load-test file to a revision as evidence for one workload class.
+
+    Returns (report, created). The same file uploaded again for the same
+    revision returns the existing report and records nothing. Raises
+    PermissionDenied unless the actor is a model owner of the service's team
+    (None is the system), and ValidationError keyed by `file` (naming the file
+    and the line or JSON path), `workload`, `format` or `measured_at`.
+    """
+    stream = _binary(file)
+    revision = Revision.objects.select_related("service__team", "runtime").get(pk=revision.pk)
+    team = revision.service.team
+    if actor is not None and not permissions.can_edit_team_objects(actor, team):
+        raise PermissionDenied(
+            f"Only model owners of team {team.slug!r} can attach load-test reports to {revision}."
+        )
+    _check_choices(workload, format)
+    now = timezone.now()
+    if measured_at is not None and measured_at > now + _CLOCK_SKEW:
+        raise ValidationError({"measured_at": f"{measured_at:%Y-%m-%d %H:%M %Z} is in the future."})
+
+    sha256, size = _hash_and_measure(stream, filename)
+    existing = LoadTestReport.objects.filter(revision=revision, raw_sha256=sha256).first()
+    if existing is not None:
+        return existing, False
+    parsed = _parse(stream, filename, format)
+    report, data = _build_report(
+        revision,
+        parsed,
+        actor=actor,
+        workload=workload,
+        filename=filename,
+        sha256=sha256,
+        size=size,
+        measured_at=measured_at or now,
+    )
+    report.clean_fields(exclude=["raw_file", "revision", "uploaded_by"])
+
+    stream.seek(0)
+    storage = report.raw_file.storage
+    # Stores under raw_file_key: loadtest/<revision>/<sha256>/<filename>.
+    report.raw_file.save(filename, File(stream, name=filename), save=False)
+    stored = report.raw_file.name
+    try:
+        with transaction.atomic():
+            report.save(force_insert=True)
+            if data is not None:
+                data.report = report
+                data.save(force_insert=True)
+            append_event(
+                actor=actor,
+                action="loadtest_report.imported",
+                subject=report,
+                payload=_event_payload(report),
+            )
+    except IntegrityError:
+        # Someone imported the same file for this revision at the same moment.
+        winner = LoadTestReport.objects.filter(revision=revision, raw_sha256=sha256).first()
+        if winner is None:
+            _delete_quietly(storage, stored)
+            raise
+        if winner.raw_file.name != stored:
+            _delete_quietly(storage, stored)
+        return winner, False
+    except BaseException:
+        _delete_quietly(storage, stored)
+        raise
+    return report, True
+
+
+def _event_payload(report: LoadTestReport) -> dict[str, Any]:
+    return {
+        "revision": report.revision_id,
+        "workload": report.workload,
+        "filename": report.filename,
+        "raw_file": report.raw_file.name,
+        "raw_sha256": report.raw_sha256,
+        "raw_size": report.raw_size,
+        "tool": report.tool,
+        "tool_version": report.tool_version,
+        "format": report.format,
+        "source": report.source,
+        "fingerprint": report.fingerprint,
+        "hardware": report.hardware,
+        "measured_at": report.measured_at,
+        "levels": report.level_count,
+        "requests": report.requests,
+        "error_rate": report.error_rate,
+        "ttft_p95_ms": report.ttft_p95_ms,
+        "tpot_p95_ms": report.tpot_p95_ms,
+        "goodput": report.goodput,
+        "goodput_slo": report.goodput_slo,
+    }

@@ -1,0 +1,66 @@
+"""Registry pages. URL names equal the view functions."""
+
+from django.urls import path
+
+from ledger.views import assets, catalog, events, revisions, runtimes
+
+app_name = "ledger"
+
+urlpatterns = [
+    path("services/", catalog.service_list, name="service_list"),
+    path("services/new", catalog.service_create, name="service_create"),
+    path("services/new/validate", catalog.service_create_validate, name="service_create_validate"),
+    path("services/<slug:slug>/", catalog.service_detail, name="service_detail"),
+    path("services/<slug:slug>/edit", catalog.service_edit, name="service_edit"),
+    path(
+        "services/<slug:slug>/edit/validate",
+        catalog.service_edit_validate,
+        name="service_edit_validate",
+    ),
+    path("services/<slug:slug>/revisions/new", revisions.revision_create, name="revision_create"),
+    path(
+        "services/<slug:slug>/revisions/new/validate",
+        revisions.revision_create_validate,
+        name="revision_create_validate",
+    ),
+    path(
+        "services/<slug:slug>/r<int:number>/",
+        revisions.revision_detail,
+        name="revision_detail",
+    ),
+    path(
+        "services/<slug:slug>/r<int:number>/new-revision",
+        revisions.revision_new_from,
+        name="revision_new_from",
+    ),
+    path(
+        "services/<slug:slug>/r<int:number>/capabilities/new",
+        revisions.capability_declare,
+        name="capability_declare",
+    ),
+    path(
+        "services/<slug:slug>/r<int:number>/capabilities/new/validate",
+        revisions.capability_declare_validate,
+        name="capability_declare_validate",
+    ),
+    path("assets/", assets.asset_list, name="asset_list"),
+    path("assets/new", assets.asset_create, name="asset_create"),
+    path("assets/new/validate", assets.asset_create_validate, name="asset_create_validate"),
+    path("assets/<int:pk>/", assets.asset_detail, name="asset_detail"),
+    path("assets/<int:pk>/edit", assets.asset_edit, name="asset_edit"),
+    path("assets/<int:pk>/edit/validate", assets.asset_edit_validate, name="asset_edit_validate"),
+    path("assets/<int:pk>/deprecate", assets.asset_deprecate, name="asset_deprecate"),
+    path("assets/<int:pk>/retire", assets.asset_retire, name="asset_retire"),
+    path("runtimes/", runtimes.runtime_list, name="runtime_list"),
+    path("runtimes/new", runtimes.runtime_create, name="runtime_create"),
+    path("runtimes/new/validate", runtimes.runtime_create_validate, name="runtime_create_validate"),
+    path("runtimes/<slug:name>/", runtimes.runtime_detail, name="runtime_detail"),
+    path("runtimes/<slug:name>/edit", runtimes.runtime_edit, name="runtime_edit"),
+    path(
+        "runtimes/<slug:name>/edit/validate",
+        runtimes.runtime_edit_validate,
+        name="runtime_edit_validate",
+    ),
+    path("events/", events.event_list, name="event_list"),
+    path("events/verify", events.event_verify, name="event_verify"),
+]

@@ -1,0 +1,221 @@
+"""Model asset pages and forms: what each model artifact is, where it came from, its license."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.db.models import F
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from ledger import services
+from ledger.forms import ASSET_FIELDS, AssetForm, AssetListFilter, LifecycleForm
+from ledger.models import ModelAsset
+from ledger.permissions import can_create_in_any_team, can_edit_team_objects
+from ledger.views._common import (
+    apply_errors,
+    changed_values,
+    editable_teams,
+    ensure_can_create,
+    ensure_can_edit,
+    paginate,
+    render_field,
+    render_form,
+    render_list,
+)
+
+
+@require_GET
+@login_required
+@vary_on_headers("HX-Request")
+def asset_list(request: HttpRequest) -> HttpResponse:
+    assets = AssetListFilter(
+        request.GET or None,
+        queryset=ModelAsset.objects.select_related("team", "license", "derived_from").order_by(
+            "name", "revision"
+        ),
+        request=request,
+    )
+    context = {
+        "filter": assets,
+        "page": paginate(request, assets.qs),
+        "filtered": any(request.GET.get(name) for name in assets.filters),
+        "can_create": can_create_in_any_team(request.user),
+    }
+    return render_list(request, "ledger/asset_list.html", context)
+
+
+def _asset(pk: int) -> ModelAsset:
+    return get_object_or_404(ModelAsset.objects.select_related("team", "license"), pk=pk)
+
+
+@require_GET
+@login_required
+def asset_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    asset = _asset(pk)
+    revisions = list(
+        asset.revisions.select_related("service", "runtime")
+        .annotate(live_id=F("service__live_revision"))
+        .order_by("service__slug", "-number")
+    )
+    context = {
+        "asset": asset,
+        "lineage": asset.lineage(),
+        "derivatives": list(asset.derivatives.order_by("name", "revision")),
+        "acceptances": list(asset.license_acceptances.select_related("license")),
+        "revisions": revisions,
+        "lock_reasons": asset.lock_reasons(),
+        "can_edit": can_edit_team_objects(request.user, asset.team),
+    }
+    return render(request, "ledger/asset_detail.html", context)
+
+
+def _prefill(pk: str | None) -> dict:
+    """'New asset from this one': every field but the artifact's own revision."""
+    if not pk or not pk.isdigit():
+        return {}
+    source = ModelAsset.objects.filter(pk=int(pk)).first()
+    if source is None:
+        return {}
+    attnames = {name: ModelAsset._meta.get_field(name).attname for name in ASSET_FIELDS}
+    return {name: getattr(source, attnames[name]) for name in ASSET_FIELDS if name != "revision"}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def asset_create(request: HttpRequest) -> HttpResponse:
+    teams = ensure_can_create(request.user)
+    form = AssetForm(
+        request.POST if request.method == "POST" else None,
+        teams=teams,
+        initial=_prefill(request.GET.get("from")),
+        validate_url=reverse("ledger:asset_create_validate"),
+    )
+    if request.method == "POST" and form.is_valid():
+        try:
+            asset = services.register_asset(actor=request.user, **form.cleaned_data)
+        except ValidationError as error:
+            apply_errors(form, error)
+        else:
+            messages.success(request, f"Registered {asset}.")
+            return redirect("ledger:asset_detail", pk=asset.pk)
+    return render_form(
+        request,
+        form,
+        title="Register a model asset",
+        intro="Every digest is checked as you type; nothing is saved until you register.",
+        submit="Register asset",
+        cancel_url=reverse("ledger:asset_list"),
+    )
+
+
+@require_POST
+@login_required
+def asset_create_validate(request: HttpRequest) -> HttpResponse:
+    teams = ensure_can_create(request.user)
+    return render_field(request, AssetForm(request.POST, validate_url=request.path, teams=teams))
+
+
+def _asset_for_edit(request: HttpRequest, pk: int) -> ModelAsset:
+    asset = _asset(pk)
+    ensure_can_edit(request.user, asset.team)
+    return asset
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def asset_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    asset = _asset_for_edit(request, pk)
+    title = f"Edit {asset}"
+    lock_reasons = asset.lock_reasons()
+    form = AssetForm(
+        request.POST if request.method == "POST" else None,
+        instance=asset,
+        teams=editable_teams(request.user),
+        locked=bool(lock_reasons),
+        validate_url=reverse("ledger:asset_edit_validate", args=[pk]),
+    )
+    if request.method == "POST" and form.is_valid():
+        stored = ModelAsset.objects.select_related("team").get(pk=pk)
+        try:
+            changed = services.update_asset(stored, actor=request.user, **changed_values(form))
+        except ValidationError as error:
+            apply_errors(form, error)
+        else:
+            messages.success(request, "Saved." if changed else "Nothing changed.")
+            return redirect("ledger:asset_detail", pk=pk)
+    return render_form(
+        request,
+        form,
+        title=title,
+        submit="Save asset",
+        cancel_url=reverse("ledger:asset_detail", args=[pk]),
+        lock_reasons=lock_reasons,
+        new_from_url=f"{reverse('ledger:asset_create')}?from={pk}",
+        new_from_label="Register a new asset from this one",
+    )
+
+
+@require_POST
+@login_required
+def asset_edit_validate(request: HttpRequest, pk: int) -> HttpResponse:
+    asset = _asset_for_edit(request, pk)
+    form = AssetForm(
+        request.POST,
+        validate_url=request.path,
+        instance=asset,
+        teams=editable_teams(request.user),
+        locked=bool(asset.lock_reasons()),
+    )
+    return render_field(request, form)
+
+
+def _lifecycle_change(request: HttpRequest, pk: int, *, retire: bool) -> HttpResponse:
+    asset = _asset_for_edit(request, pk)
+    live_revisions = list(
+        asset.revisions.filter(service__live_revision=F("pk")).select_related("service")
+    )
+    refused = ""
+    if asset.lifecycle == ModelAsset.Lifecycle.RETIRED:
+        refused = (
+            f"{asset} was retired on {asset.retired_on:%Y-%m-%d}; it cannot change lifecycle again."
+        )
+    elif not retire and asset.lifecycle == ModelAsset.Lifecycle.DEPRECATED:
+        refused = f"{asset} is already deprecated since {asset.deprecated_on:%Y-%m-%d}."
+    form = LifecycleForm(request.POST if request.method == "POST" else None)
+    if request.method == "POST" and not refused and form.is_valid():
+        verb = services.retire_asset if retire else services.deprecate_asset
+        try:
+            verb(asset, actor=request.user, on=form.cleaned_data["on"])
+        except ValidationError as error:
+            apply_errors(form, error)
+        else:
+            word = "Retired" if retire else "Deprecated"
+            messages.success(request, f"{word} {asset}.")
+            return redirect("ledger:asset_detail", pk=pk)
+    context = {
+        "asset": asset,
+        "form": form,
+        "retire": retire,
+        "refused": refused,
+        "live_revisions": live_revisions,
+    }
+    return render(request, "ledger/asset_lifecycle_confirm.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def asset_deprecate(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET asks for confirmation and says what will happen; POST deprecates."""
+    return _lifecycle_change(request, pk, retire=False)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def asset_retire(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET asks for confirmation and says what will happen; POST retires."""
+    return _lifecycle_change(request, pk, retire=True)

@@ -1,0 +1,218 @@
+"""Revision pages and forms: what one service runs, exactly, and what it can do."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from ledger import services
+from ledger.fingerprint import compute_fingerprint, fingerprint_components
+from ledger.forms import CapabilityForm, RevisionForm
+from ledger.models import Capability, Revision, Service
+from ledger.permissions import can_edit_team_objects
+from ledger.views._common import (
+    apply_errors,
+    ensure_can_edit,
+    render_field,
+    render_form,
+    with_display_values,
+)
+
+COMPONENT_LABELS = {
+    "weights_digest": "Weights digest",
+    "tokenizer_digest": "Tokenizer digest",
+    "chat_template_digest": "Chat template digest",
+    "generation_config_digest": "Generation config digest",
+    "image_digest": "Image digest",
+    "launch_parameters": "Launch parameters",
+    "context_limit": "Context limit (tokens)",
+}
+
+
+def _revision(slug: str, number: int) -> Revision:
+    return get_object_or_404(
+        Revision.objects.select_related(
+            "service__team", "model_asset__license", "runtime", "based_on", "created_by"
+        ),
+        service__slug=slug,
+        number=number,
+    )
+
+
+@require_GET
+@login_required
+def revision_detail(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    revision = _revision(slug, number)
+    components = fingerprint_components(
+        revision.model_asset, revision.runtime, revision.context_limit
+    )
+    rows = [
+        {
+            "label": COMPONENT_LABELS.get(name, name),
+            "value": json.dumps(value, sort_keys=True) if isinstance(value, dict) else value,
+        }
+        for name, value in components.items()
+    ]
+    current = compute_fingerprint(revision.model_asset, revision.runtime, revision.context_limit)
+    lock_reasons = revision.lock_reasons()
+    can_edit = can_edit_team_objects(request.user, revision.service.team)
+    context = {
+        "revision": revision,
+        "service": revision.service,
+        "components": rows,
+        # The verbs keep fingerprints true; a mismatch means a row was changed
+        # outside them, and the page must not pretend otherwise.
+        "fingerprint_stale": current != revision.fingerprint,
+        "same": list(services.same_fingerprint(revision).order_by("service__slug", "number")),
+        "capabilities": with_display_values(
+            list(revision.capabilities.all()), revision.fingerprint
+        ),
+        "lock_reasons": lock_reasons,
+        "is_live": revision.service.live_revision_id == revision.pk,
+        "can_edit": can_edit,
+        # A served revision may gain new capabilities but not change declared ones.
+        "can_declare": can_edit and not lock_reasons,
+    }
+    return render(request, "ledger/revision_detail.html", context)
+
+
+@require_POST
+@login_required
+def revision_new_from(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    """'New revision from this one': open the revision form prefilled with its parts."""
+    revision = _revision(slug, number)
+    ensure_can_edit(request.user, revision.service.team)
+    url = reverse("ledger:revision_create", args=[slug])
+    return redirect(f"{url}?{urlencode({'from': revision.number})}", permanent=False)
+
+
+def _service_for_edit(request: HttpRequest, slug: str) -> Service:
+    service = get_object_or_404(Service.objects.select_related("team"), slug=slug)
+    ensure_can_edit(request.user, service.team)
+    return service
+
+
+def _prefill(service: Service, number: str | None) -> dict:
+    if not number or not number.isdigit():
+        return {}
+    based_on = service.revisions.filter(number=int(number)).first()
+    if based_on is None:
+        return {}
+    return {
+        "model_asset": based_on.model_asset_id,
+        "runtime": based_on.runtime_id,
+        "context_limit": based_on.context_limit,
+        "gateway_policy_version": based_on.gateway_policy_version,
+        "notes": f"Based on {based_on.label}. ",
+        "based_on": based_on.pk,
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def revision_create(request: HttpRequest, slug: str) -> HttpResponse:
+    service = _service_for_edit(request, slug)
+    form = RevisionForm(
+        request.POST if request.method == "POST" else None,
+        service=service,
+        initial=_prefill(service, request.GET.get("from")),
+        validate_url=reverse("ledger:revision_create_validate", args=[slug]),
+    )
+    if request.method == "POST" and form.is_valid():
+        fields = dict(form.cleaned_data)
+        try:
+            revision = services.create_revision(service, actor=request.user, **fields)
+        except ValidationError as error:
+            apply_errors(form, error)
+        else:
+            messages.success(request, f"Created {service.slug} {revision.label}.")
+            return redirect("ledger:revision_detail", slug=slug, number=revision.number)
+    based_on = form["based_on"].value()
+    return render_form(
+        request,
+        form,
+        title=f"New revision of {service.slug}",
+        intro=(
+            "Prefilled from an earlier revision: change what differs."
+            if based_on
+            else "A revision is what a release rolls out and rolls back to: "
+            "model asset + runtime + context limit + gateway policy."
+        ),
+        submit="Create revision",
+        cancel_url=reverse("ledger:service_detail", args=[slug]),
+    )
+
+
+@require_POST
+@login_required
+def revision_create_validate(request: HttpRequest, slug: str) -> HttpResponse:
+    service = _service_for_edit(request, slug)
+    return render_field(
+        request, RevisionForm(request.POST, validate_url=request.path, service=service)
+    )
+
+
+def _revision_for_edit(request: HttpRequest, slug: str, number: int) -> Revision:
+    revision = _revision(slug, number)
+    ensure_can_edit(request.user, revision.service.team)
+    return revision
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def capability_declare(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    revision = _revision_for_edit(request, slug, number)
+    initial = {}
+    kind = request.GET.get("kind")
+    if kind:
+        existing = revision.capabilities.filter(kind=kind).first()
+        initial = {"kind": kind, "value": existing.value if existing else None}
+    form = CapabilityForm(
+        request.POST if request.method == "POST" else None,
+        revision=revision,
+        initial=initial,
+        validate_url=reverse("ledger:capability_declare_validate", args=[slug, number]),
+    )
+    if request.method == "POST" and form.is_valid():
+        try:
+            capability = services.declare_capability(
+                revision,
+                actor=request.user,
+                kind=form.cleaned_data["kind"],
+                value=form.cleaned_data["value"],
+            )
+        except ValidationError as error:
+            apply_errors(form, error)
+        else:
+            messages.success(
+                request,
+                f"Declared {capability.get_kind_display().lower()} for {slug} {revision.label}.",
+            )
+            return redirect("ledger:revision_detail", slug=slug, number=number)
+    return render_form(
+        request,
+        form,
+        title=f"Declare a capability of {slug} {revision.label}",
+        submit="Declare capability",
+        cancel_url=reverse("ledger:revision_detail", args=[slug, number]),
+        examples=[
+            (label, services.CAPABILITY_EXAMPLES[value]) for value, label in Capability.Kind.choices
+        ],
+    )
+
+
+@require_POST
+@login_required
+def capability_declare_validate(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    revision = _revision_for_edit(request, slug, number)
+    return render_field(
+        request, CapabilityForm(request.POST, validate_url=request.path, revision=revision)
+    )

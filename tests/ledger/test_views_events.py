@@ -1,0 +1,141 @@
+"""The event ledger page and its chain check, through the client."""
+
+from __future__ import annotations
+
+import pgtrigger
+import pytest
+import time_machine
+
+from ledger import services
+from ledger.models import Event
+from tests.ledger.factories import ModelAssetFactory, RevisionFactory, ServiceFactory
+
+
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings):
+    # Hashing the cast's passwords with PBKDF2 is most of each test's time.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def history(owner, team):
+    """Events in January (system) and in March (the owner)."""
+    with time_machine.travel("2026-01-10 12:00Z"):
+        service = ServiceFactory(team=team, slug="kb-assistant", name="KB")
+        revision = RevisionFactory(service=service)
+    with time_machine.travel("2026-03-05 12:00Z"):
+        services.update_service(service, actor=owner, name="Knowledge base")
+        services.declare_capability(revision, actor=owner, kind="streaming", value="sse")
+    return service, revision
+
+
+def test_event_list_shows_sequence_time_actor_action_subject_and_short_hash(
+    client, auditor, history
+):
+    _service, revision = history
+    client.force_login(auditor)
+
+    response = client.get("/events/")
+
+    page = response.content.decode()
+    newest = Event.objects.order_by("-sequence").first()
+    assert response.status_code == 200
+    assert f'<td data-label="#" class="num">{newest.sequence}</td>' in page
+    assert "2026-03-05 12:00 UTC" in page
+    assert f'<code title="{newest.hash}">{newest.hash[:12]}</code>' in page
+    assert 'href="/services/kb-assistant/"' in page
+    assert 'href="/services/kb-assistant/r1/"' in page
+    assert f'href="/assets/{revision.model_asset_id}/"' in page
+    assert f'href="/runtimes/{revision.runtime.name}/"' in page
+
+
+def test_event_list_filters_by_subject_actor_action_and_period(client, auditor, owner, history):
+    client.force_login(auditor)
+
+    def actions(**params):
+        return [e.action for e in client.get("/events/", params).context["page"].object_list]
+
+    assert actions(subject_type="ledger.service") == ["service.updated", "service.created"]
+    assert actions(actor=owner.username) == ["capability.declared", "service.updated"]
+    assert actions(action="revision.") == ["revision.created"]
+    assert actions(date_from="2026-03-01") == ["capability.declared", "service.updated"]
+    assert "service.created" in actions(date_to="2026-01-31")
+    assert "service.updated" not in actions(date_to="2026-01-31")
+
+
+def test_event_list_says_when_a_period_ends_before_it_starts(client, auditor, history):
+    client.force_login(auditor)
+
+    page = client.get("/events/", {"date_from": "2026-03-01", "date_to": "2026-01-01"})
+
+    assert "The period ends before it starts." in page.content.decode()
+
+
+def test_event_list_pages_and_keeps_the_filters(client, auditor, owner, team):
+    asset = ModelAssetFactory(team=team)
+    for n in range(30):
+        services.update_asset(asset, actor=owner, family=f"family-{n}")
+    client.force_login(auditor)
+
+    response = client.get("/events/", {"action": "model_asset.updated"})
+
+    assert response.context["page"].paginator.count == 30
+    assert 'href="?action=model_asset.updated&amp;page=2"' in response.content.decode()
+
+
+def test_event_list_empty_state(client, auditor):
+    client.force_login(auditor)
+
+    assert "The ledger is empty" in client.get("/events/").content.decode()
+    filtered = client.get("/events/", {"actor": "nobody"}).content.decode()
+    assert "No event matches these filters" in filtered
+
+
+def test_event_list_does_not_verify_the_chain_on_load(client, auditor, history):
+    client.force_login(auditor)
+
+    page = client.get("/events/").content.decode()
+
+    assert 'hx-get="/events/verify"' in page
+    assert 'href="/events/verify"' in page
+    assert "intact" not in page
+
+
+def test_verify_chain_with_htmx_returns_the_status_fragment(client, auditor, history):
+    client.force_login(auditor)
+
+    response = client.get("/events/verify", HTTP_HX_REQUEST="true")
+
+    body = response.content.decode()
+    count = Event.objects.count()
+    assert "<html" not in body
+    assert body.startswith('<div class="panel chain-status" id="chain-status"')
+    assert f"All {count} events match their hashes" in body
+    assert Event.objects.order_by("-sequence").first().hash in body
+
+
+def test_verify_chain_without_javascript_renders_a_page(client, auditor, history):
+    client.force_login(auditor)
+
+    response = client.get("/events/verify")
+
+    assert "<html" in response.content.decode()
+    assert '<span class="badge ok">intact</span>' in response.content.decode()
+
+
+def test_verify_chain_names_the_first_altered_event(client, auditor, history):
+    victim = Event.objects.order_by("sequence")[1]
+    with pgtrigger.ignore("ledger.Event:ledger_event_append_only"):
+        Event.objects.filter(pk=victim.pk).update(actor_label="mallory")
+    client.force_login(auditor)
+
+    body = client.get("/events/verify", HTTP_HX_REQUEST="true").content.decode()
+
+    assert '<span class="badge bad">broken</span>' in body
+    assert f"Event #{victim.sequence}" in body
+
+
+def test_verify_chain_takes_only_get(client, auditor):
+    client.force_login(auditor)
+
+    assert client.post("/events/verify").status_code == 405
