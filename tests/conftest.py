@@ -60,6 +60,12 @@ def _media_in_tmp(settings, tmp_path):
         }
 
 
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings):
+    # Hashing the cast's passwords with PBKDF2 would be most of each test's time.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 # The cast (healthchecks' alice/bob/charlie): one person per role and an outsider.
 @pytest.fixture
 def owner(db):

@@ -20,12 +20,6 @@ from tests.ledger.factories import (
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    # Hashing the cast's passwords with PBKDF2 is most of each test's time.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def log_in(page, live_server, user):
     page.goto(f"{live_server.url}/accounts/login/")
     page.get_by_label("Username").fill(user.username)

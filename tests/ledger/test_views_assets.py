@@ -20,12 +20,6 @@ from tests.ledger.factories import (
 BAD_DIGEST = "sha256:abc123"
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    # Hashing the cast's passwords with PBKDF2 is most of each test's time.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def asset_data(team, license_, **overrides):
     data = {
         "name": "Qwen2.5-7B-Instruct-AWQ",

@@ -17,12 +17,6 @@ from tests.ledger.factories import (
 CATALOG = "/services/"
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    # Hashing the cast's passwords with PBKDF2 is most of each test's time.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def live_service(team, slug, *, engine="vllm", asset_name=None, task_types=(), **fields):
     """A service with one revision, live."""
     service = ServiceFactory(team=team, slug=slug, task_types=list(task_types), **fields)

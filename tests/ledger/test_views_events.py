@@ -11,12 +11,6 @@ from ledger.models import Event
 from tests.ledger.factories import ModelAssetFactory, RevisionFactory, ServiceFactory
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    # Hashing the cast's passwords with PBKDF2 is most of each test's time.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def history(owner, team):
     """Events in January (system) and in March (the owner)."""

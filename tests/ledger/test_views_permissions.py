@@ -12,12 +12,6 @@ from tests.factories import UserFactory
 from tests.ledger.factories import RevisionFactory, ServiceFactory
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    # Hashing the cast's passwords with PBKDF2 is most of each test's time.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def registry(team):
     service = ServiceFactory(team=team, slug="kb-assistant")

@@ -14,12 +14,6 @@ from tests.ledger.factories import (
 )
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    # Hashing the cast's passwords with PBKDF2 is most of each test's time.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def kb(team):
     """kb-assistant r1 (live) on an asset and a vLLM runtime with max_model_len 32768."""

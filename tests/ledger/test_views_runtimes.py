@@ -4,20 +4,12 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from ledger import services
 from ledger.models import Event, Runtime
 from tests.ledger.factories import RevisionFactory, RuntimeFactory, ServiceFactory, digest
 
 PINNED = f"registry.example.com/vllm-openai:v0.6.3@{digest('image')}"
 TAG_ONLY = "registry.example.com/vllm-openai:v0.6.3"
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    # Hashing the cast's passwords with PBKDF2 is most of each test's time.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def runtime_data(team, **overrides):
