@@ -113,6 +113,11 @@ class CapabilityFilter(django_filters.FilterSet):
 
 
 class EventFilter(django_filters.FilterSet):
+    service = django_filters.CharFilter(
+        field_name="service__slug",
+        help_text="Events of one service and everything that belongs to it.",
+    )
+    tier = django_filters.ChoiceFilter(field_name="service__tier", choices=Service.Tier.choices)
     actor = django_filters.CharFilter(
         field_name="actor_label", help_text="Username at the time, or 'system'."
     )

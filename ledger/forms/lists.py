@@ -136,6 +136,17 @@ class EventListFilter(LiveFilterSet):
     subject_type = django_filters.ChoiceFilter(
         choices=_subject_type_choices, empty_label="Any subject", label="Subject type"
     )
+    service = django_filters.CharFilter(
+        field_name="service__slug",
+        label="Service",
+        help_text="A service slug: its own events and those of its revisions, evidence and runs.",
+    )
+    tier = django_filters.ChoiceFilter(
+        field_name="service__tier",
+        choices=Service.Tier.choices,
+        empty_label="Any tier",
+        label="Tier",
+    )
     actor = django_filters.CharFilter(
         field_name="actor_label", label="Actor", help_text="A username, or system."
     )

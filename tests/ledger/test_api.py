@@ -469,3 +469,16 @@ def test_schema_endpoint_lists_the_registry(client, auditor):
     assert {"get", "post"} <= set(paths["/api/services/"])
     assert {"get", "patch"} == set(paths["/api/services/{slug}/"])
     assert set(paths["/api/events/{sequence}/"]) == {"get"}
+
+
+def test_events_filter_by_service_slug(client, auditor, team):
+    from tests.ledger.factories import RevisionFactory
+
+    kept = RevisionFactory(service__team=team, service__slug="kb-assistant")
+    RevisionFactory(service__team=team, service__slug="other-service")
+    client.force_login(auditor)
+
+    response = client.get("/api/events/", {"service": "kb-assistant"})
+
+    subjects = {(e["subject_type"], e["subject_id"]) for e in response.json()["results"]}
+    assert subjects == {("ledger.service", str(kept.service_id)), ("ledger.revision", str(kept.pk))}

@@ -133,3 +133,24 @@ def test_verify_chain_takes_only_get(client, auditor):
     client.force_login(auditor)
 
     assert client.post("/events/verify").status_code == 405
+
+
+def test_auditor_filters_events_by_service_and_tier(client, auditor, team):
+    production = RevisionFactory(
+        service__team=team, service__slug="kb-assistant", service__tier="production"
+    )
+    RevisionFactory(service__team=team, service__slug="doc-translate", service__tier="internal")
+    services.declare_capability(production, actor=None, kind="tool_calling", value=True)
+    client.force_login(auditor)
+
+    by_service = client.get("/events/", {"service": "kb-assistant"}).context["page"].object_list
+    by_tier = client.get("/events/", {"tier": "internal"}).context["page"].object_list
+
+    assert {e.service_id for e in by_service} == {production.service_id}
+    # The service, its revision and the capability declared on that revision.
+    assert {e.action for e in by_service} >= {
+        "service.created",
+        "revision.created",
+        "capability.declared",
+    }
+    assert by_tier and all(e.service.slug == "doc-translate" for e in by_tier)
