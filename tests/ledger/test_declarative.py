@@ -466,3 +466,14 @@ def test_the_example_in_the_format_documentation_applies_and_round_trips(owner, 
     assert "Applied" in output
     assert Service.objects.get(slug="kb-assistant").live_revision.number == 2
     assert "No changes" in apply(path)
+
+
+def test_the_example_in_the_readme_applies(owner, write):
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    section = readme.read_text().split("## The declarative registry", 1)[1]
+    example = re.search(r"```yaml\n(.*?)```", section, re.S)
+    path = write(example.group(1))
+
+    assert "Applied" in apply(path)
+    assert Service.objects.get(slug="kb-assistant").live_revision.number == 1
+    assert "No changes" in apply(path)
