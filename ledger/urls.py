@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from ledger.views import assets, catalog, events, revisions, runtimes
+from ledger.views import assets, catalog, events, evidence, revisions, runtimes
 
 app_name = "ledger"
 
@@ -42,6 +42,26 @@ urlpatterns = [
         "services/<slug:slug>/r<int:number>/capabilities/new/validate",
         revisions.capability_declare_validate,
         name="capability_declare_validate",
+    ),
+    path(
+        "services/<slug:slug>/r<int:number>/loadtests/new",
+        evidence.loadtest_upload,
+        name="loadtest_upload",
+    ),
+    path(
+        "services/<slug:slug>/r<int:number>/loadtests/preview",
+        evidence.loadtest_preview,
+        name="loadtest_preview",
+    ),
+    path(
+        "services/<slug:slug>/r<int:number>/loadtests/<int:pk>/",
+        evidence.loadtest_detail,
+        name="loadtest_detail",
+    ),
+    path(
+        "services/<slug:slug>/r<int:number>/loadtests/<int:pk>/raw",
+        evidence.loadtest_raw,
+        name="loadtest_raw",
     ),
     path("assets/", assets.asset_list, name="asset_list"),
     path("assets/new", assets.asset_create, name="asset_create"),

@@ -1,6 +1,7 @@
 """Forms of the registry pages, split by feature: shared inputs, the object
 forms, and the list filters. Import them from here."""
 
+from ledger.forms.evidence import LoadTestUploadForm
 from ledger.forms.inputs import CommaListField, InlineValidationMixin, PrettyJSONField
 from ledger.forms.lists import (
     AssetListFilter,
@@ -30,6 +31,7 @@ __all__ = [
     "InlineValidationMixin",
     "LifecycleForm",
     "LiveFilterSet",
+    "LoadTestUploadForm",
     "PrettyJSONField",
     "RevisionForm",
     "RuntimeForm",

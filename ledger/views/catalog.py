@@ -29,6 +29,7 @@ from ledger.views._common import (
     render_list,
     with_display_values,
 )
+from ledger.views.evidence import service_evidence
 
 RECENT_EVENTS = 20
 
@@ -96,6 +97,7 @@ def service_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "revisions": revisions,
         "events": events,
         "can_edit": can_edit_team_objects(request.user, service.team),
+        **service_evidence(service),
     }
     return render(request, "ledger/service_detail.html", context)
 

@@ -25,6 +25,7 @@ from ledger.views._common import (
     render_form,
     with_display_values,
 )
+from ledger.views.evidence import revision_evidence
 
 COMPONENT_LABELS = {
     "weights_digest": "Weights digest",
@@ -80,6 +81,8 @@ def revision_detail(request: HttpRequest, slug: str, number: int) -> HttpRespons
         "can_edit": can_edit,
         # A served revision may gain new capabilities but not change declared ones.
         "can_declare": can_edit and not lock_reasons,
+        # Evidence may be attached to any revision, locked or not.
+        **revision_evidence(revision, can_upload=can_edit),
     }
     return render(request, "ledger/revision_detail.html", context)
 

@@ -344,9 +344,10 @@ def test_service_page_query_count_does_not_grow_with_revisions_and_events(
     # license and runtime, 4 the revisions with their parts, 5 the last 20
     # events (service, revisions and capabilities in one query), 6 the live
     # revision's capabilities, 7 the service's task types, 8 the user's groups
-    # and 9 team membership (may they edit?). The license is not gated, so no
-    # acceptance lookup.
-    with django_assert_num_queries(9):
+    # and 9 team membership (may they edit?), then the SLO matrix's 10 live and
+    # candidate revisions and 11 their load-test reports. The license is not
+    # gated, so no acceptance lookup.
+    with django_assert_num_queries(11):
         response = client.get("/services/kb-assistant/")
 
     assert len(response.context["revisions"]) == 3 + extra_revisions

@@ -1,0 +1,69 @@
+"""The load-test upload form of the revision page.
+
+It only collects the three inputs; reading the file, the size limit and who
+may attach evidence are `services.import_loadtest_report`'s business, whose
+refusals the view puts back onto the form.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+
+from ledger.importers import FORMATS
+from ledger.models import LoadTestReport
+
+FORMAT_LABELS = {
+    "aiperf": "NVIDIA AIPerf (profile_export.jsonl, profile_export_aiperf.json/.csv)",
+    "genai_perf": "NVIDIA GenAI-Perf / perf_analyzer (profile_export*.json/.csv)",
+    "guidellm": "GuideLLM report (benchmarks.json/.csv)",
+    "inference_perf": "Kubernetes inference-perf lifecycle report",
+    "sglang": "SGLang bench_serving output",
+    "vllm": "vLLM bench serve / benchmark_serving.py result",
+    "generic": "Generic per-request CSV or JSON Lines",
+}
+
+
+class LoadTestUploadForm(forms.Form):
+    """Workload class, the file as the tool wrote it, and an optional format override."""
+
+    workload = forms.ChoiceField(
+        label="Workload class",
+        choices=[("", "Pick the workload class…"), *LoadTestReport.Workload.choices],
+        help_text="The kind of traffic the test sent. A revision keeps one current report "
+        "per workload class; the newest one counts.",
+        error_messages={"required": "Pick the workload class this file measured."},
+    )
+    file = forms.FileField(
+        label="Report file",
+        # The importer names an empty file itself, with the file's name.
+        allow_empty_file=True,
+        help_text="Drop the file here or choose it: the JSON, JSON Lines or CSV file exactly "
+        "as the benchmark tool wrote it.",
+        error_messages={"required": "Choose the report file to attach."},
+    )
+    format = forms.ChoiceField(
+        label="Format",
+        required=False,
+        choices=[("", "Detect from the content"), *((k, FORMAT_LABELS.get(k, k)) for k in FORMATS)],
+        help_text="Only when detection picks the wrong importer.",
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        limit = settings.LOADTEST_MAX_UPLOAD_BYTES
+        self.fields["file"].help_text += f" Up to {limit / 1024 / 1024:g} MB."
+        if self.is_bound:
+            # htmx keeps the chosen file when it swaps the form after a preview or an
+            # error; a fresh form (after a save) must come back empty, so only bound ones.
+            self.fields["file"].widget.attrs["hx-preserve"] = "true"
+
+    def clean_format(self) -> str | None:
+        return self.cleaned_data["format"] or None
+
+    def is_valid_for_preview(self) -> bool:
+        """Valid as far as the preview goes: it reads the file; the workload class is
+        asked for when saving, so a missing one is not an error yet."""
+        self.is_valid()
+        self.errors.pop("workload", None)
+        return not self.errors
