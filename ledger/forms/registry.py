@@ -22,10 +22,6 @@ from ledger.models import (
     Service,
     Team,
 )
-
-# The domain's revision check, run without writing so the form can say "no" as the
-# user types. It has no public name yet (see the Registry issue's report).
-from ledger.services.registry import _check_revision
 from ledger.validators import parse_image, unpinned_image_message, validate_json_object
 
 # ---------------------------------------------------------------- services
@@ -292,7 +288,9 @@ class RevisionForm(InlineValidationMixin, forms.Form):
         if asset is None or runtime is None:
             return cleaned
         try:
-            _check_revision(self.service, asset, runtime, context_limit)
+            # The domain's revision check, run without writing so the form can say
+            # "no" as the user types.
+            services.check_revision(self.service, asset, runtime, context_limit)
         except ValidationError as error:
             for name, messages in error.message_dict.items():
                 for message in messages:

@@ -49,6 +49,7 @@ __all__ = [
     "MUTABLE_WHEN_LOCKED",
     "PROTECTED_FIELDS",
     "add_team_member",
+    "check_revision",
     "create_license",
     "create_revision",
     "create_runtime",
@@ -56,6 +57,7 @@ __all__ = [
     "create_team",
     "declare_capability",
     "deprecate_asset",
+    "lifecycle_refusal",
     "new_revision_from",
     "record_capability_check",
     "record_license_acceptance",
@@ -392,9 +394,37 @@ def set_license_approval(asset: ModelAsset, *, actor, approval: str, comment: st
     )
 
 
+def lifecycle_refusal(asset: ModelAsset, *, retire: bool) -> str:
+    """Why the asset cannot be deprecated (or, with `retire`, retired) now; empty when it can.
+
+    The confirmation page asks this before offering the button; `deprecate_asset`
+    itself refuses a retired asset, whoever calls it.
+    """
+    if asset.lifecycle == ModelAsset.Lifecycle.RETIRED:
+        return (
+            f"{asset} was retired on {asset.retired_on:%Y-%m-%d}; it cannot change lifecycle again."
+        )
+    if not retire and asset.lifecycle == ModelAsset.Lifecycle.DEPRECATED:
+        return f"{asset} is already deprecated since {asset.deprecated_on:%Y-%m-%d}."
+    return ""
+
+
+def _lock_lifecycle(asset: ModelAsset) -> None:
+    """Take the asset's row lock and read its lifecycle as stored, so two concurrent
+    lifecycle changes apply one after the other, each seeing the other's result."""
+    asset.refresh_from_db(
+        from_queryset=ModelAsset.objects.select_for_update(),
+        fields=["lifecycle", "deprecated_on", "retired_on"],
+    )
+
+
 @transaction.atomic
 def deprecate_asset(asset: ModelAsset, *, actor, on: dt.date | None = None) -> bool:
+    """Mark an active (or deprecated) asset deprecated; a retired one stays retired."""
     permissions.ensure_can_edit(actor, asset.team)
+    _lock_lifecycle(asset)
+    if asset.lifecycle == ModelAsset.Lifecycle.RETIRED:
+        raise ValidationError({"lifecycle": lifecycle_refusal(asset, retire=False)}, code="retired")
     changes = {
         "lifecycle": ModelAsset.Lifecycle.DEPRECATED,
         "deprecated_on": on or timezone.localdate(),
@@ -405,6 +435,7 @@ def deprecate_asset(asset: ModelAsset, *, actor, on: dt.date | None = None) -> b
 @transaction.atomic
 def retire_asset(asset: ModelAsset, *, actor, on: dt.date | None = None) -> bool:
     permissions.ensure_can_edit(actor, asset.team)
+    _lock_lifecycle(asset)
     today = on or timezone.localdate()
     changes = {
         "lifecycle": ModelAsset.Lifecycle.RETIRED,
@@ -497,9 +528,14 @@ def update_runtime(runtime: Runtime, *, actor, **changes: Any) -> bool:
 # ---------------------------------------------------------------- revisions
 
 
-def _check_revision(
+def check_revision(
     service: Service, asset: ModelAsset, runtime: Runtime, context_limit: int | None
 ) -> None:
+    """Refuse parts a revision of `service` may not combine, keyed by field.
+
+    Writes nothing: `create_revision` and `update_revision` run it, and the
+    revision form runs it as the user types.
+    """
     errors: dict[str, list[str]] = {}
     if asset.lifecycle == ModelAsset.Lifecycle.RETIRED:
         errors.setdefault("model_asset", []).append(
@@ -541,7 +577,7 @@ def create_revision(
     permissions.ensure_can_edit(actor, service.team)
     # Lock the service row so two revisions of one service never get the same number.
     service = Service.objects.select_for_update().get(pk=service.pk)
-    _check_revision(service, model_asset, runtime, context_limit)
+    check_revision(service, model_asset, runtime, context_limit)
     number = (service.revisions.aggregate(top=Max("number"))["top"] or 0) + 1
     revision = Revision(
         service=service,
@@ -592,7 +628,7 @@ def update_revision(revision: Revision, *, actor, **changes: Any) -> bool:
     runtime = changes.get("runtime", revision.runtime)
     context_limit = changes.get("context_limit", revision.context_limit)
     if set(changes) & {"model_asset", "runtime", "context_limit"}:
-        _check_revision(revision.service, asset, runtime, context_limit)
+        check_revision(revision.service, asset, runtime, context_limit)
         changes["fingerprint"] = compute_fingerprint(asset, runtime, context_limit)
     return _update(revision, changes, actor=actor, action="revision.updated")
 

@@ -11,11 +11,13 @@ from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, Validatio
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, render
 from django_htmx.http import push_url
 
-from ledger.models import Team
-from ledger.permissions import can_edit_team_objects
+from ledger.models import Service, Team
+
+# The domain's own check, re-exported: a view answers 403 before showing a form.
+from ledger.permissions import ensure_can_edit
 from ledger.roles import Role, has_role
 
 PAGE_SIZE = 25
@@ -67,9 +69,11 @@ def ensure_can_create(user) -> QuerySet[Team]:
     return teams
 
 
-def ensure_can_edit(user, team: Team) -> None:
-    if not can_edit_team_objects(user, team):
-        raise PermissionDenied(f"Only model owners of team {team.slug!r} can change this.")
+def service_for_edit(request: HttpRequest, slug: str) -> Service:
+    """The service of a form that changes it or adds to it: 404, or 403 unless editable."""
+    service = get_object_or_404(Service.objects.select_related("team"), slug=slug)
+    ensure_can_edit(request.user, service.team)
+    return service
 
 
 # ---------------------------------------------------------------- forms

@@ -179,13 +179,7 @@ def _lifecycle_change(request: HttpRequest, pk: int, *, retire: bool) -> HttpRes
     live_revisions = list(
         asset.revisions.filter(service__live_revision=F("pk")).select_related("service")
     )
-    refused = ""
-    if asset.lifecycle == ModelAsset.Lifecycle.RETIRED:
-        refused = (
-            f"{asset} was retired on {asset.retired_on:%Y-%m-%d}; it cannot change lifecycle again."
-        )
-    elif not retire and asset.lifecycle == ModelAsset.Lifecycle.DEPRECATED:
-        refused = f"{asset} is already deprecated since {asset.deprecated_on:%Y-%m-%d}."
+    refused = services.lifecycle_refusal(asset, retire=retire)
     form = LifecycleForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and not refused and form.is_valid():
         verb = services.retire_asset if retire else services.deprecate_asset

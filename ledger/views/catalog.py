@@ -21,12 +21,12 @@ from ledger.views._common import (
     changed_values,
     editable_teams,
     ensure_can_create,
-    ensure_can_edit,
     event_changes,
     paginate,
     render_field,
     render_form,
     render_list,
+    service_for_edit,
     with_display_values,
 )
 from ledger.views.evidence import service_evidence
@@ -138,16 +138,10 @@ def service_create_validate(request: HttpRequest) -> HttpResponse:
     return render_field(request, ServiceForm(request.POST, validate_url=request.path, teams=teams))
 
 
-def _service_for_edit(request: HttpRequest, slug: str) -> Service:
-    service = get_object_or_404(Service.objects.select_related("team"), slug=slug)
-    ensure_can_edit(request.user, service.team)
-    return service
-
-
 @login_required
 @require_http_methods(["GET", "POST"])
 def service_edit(request: HttpRequest, slug: str) -> HttpResponse:
-    service = _service_for_edit(request, slug)
+    service = service_for_edit(request, slug)
     title = f"Edit service {service.slug}"
     form = ServiceForm(
         request.POST if request.method == "POST" else None,
@@ -182,7 +176,7 @@ def service_edit(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 @login_required
 def service_edit_validate(request: HttpRequest, slug: str) -> HttpResponse:
-    service = _service_for_edit(request, slug)
+    service = service_for_edit(request, slug)
     form = ServiceForm(
         request.POST,
         validate_url=request.path,

@@ -23,6 +23,7 @@ from ledger.views._common import (
     ensure_can_edit,
     render_field,
     render_form,
+    service_for_edit,
     with_display_values,
 )
 from ledger.views.evidence import revision_evidence
@@ -97,12 +98,6 @@ def revision_new_from(request: HttpRequest, slug: str, number: int) -> HttpRespo
     return redirect(f"{url}?{urlencode({'from': revision.number})}", permanent=False)
 
 
-def _service_for_edit(request: HttpRequest, slug: str) -> Service:
-    service = get_object_or_404(Service.objects.select_related("team"), slug=slug)
-    ensure_can_edit(request.user, service.team)
-    return service
-
-
 def _prefill(service: Service, number: str | None) -> dict:
     if not number or not number.isdigit():
         return {}
@@ -122,7 +117,7 @@ def _prefill(service: Service, number: str | None) -> dict:
 @login_required
 @require_http_methods(["GET", "POST"])
 def revision_create(request: HttpRequest, slug: str) -> HttpResponse:
-    service = _service_for_edit(request, slug)
+    service = service_for_edit(request, slug)
     form = RevisionForm(
         request.POST if request.method == "POST" else None,
         service=service,
@@ -157,7 +152,7 @@ def revision_create(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 @login_required
 def revision_create_validate(request: HttpRequest, slug: str) -> HttpResponse:
-    service = _service_for_edit(request, slug)
+    service = service_for_edit(request, slug)
     return render_field(
         request, RevisionForm(request.POST, validate_url=request.path, service=service)
     )

@@ -195,6 +195,19 @@ def test_owner_deprecates_and_retires_an_asset(api, team):
     ]
 
 
+def test_deprecating_a_retired_asset_is_refused_and_names_the_field(api, team):
+    asset = ModelAssetFactory(team=team)
+    api.post(f"/api/assets/{asset.pk}/retire/", {"on": "2025-06-01"})
+    before = Event.objects.count()
+
+    response = api.post(f"/api/assets/{asset.pk}/deprecate/", {})
+
+    assert response.status_code == 400
+    assert "cannot change lifecycle again" in response.json()["lifecycle"][0]
+    assert ModelAsset.objects.get(pk=asset.pk).lifecycle == "retired"
+    assert Event.objects.count() == before
+
+
 # ---------------------------------------------------------------- refusals that name the field
 
 

@@ -1,4 +1,5 @@
 import pytest
+from django.core.exceptions import PermissionDenied, ValidationError
 
 from ledger import services
 from ledger.compliance import license_findings
@@ -144,7 +145,7 @@ def test_pending_approval_blocks_production_and_warns_elsewhere(team, security):
 def test_only_security_and_compliance_approve_licenses(team, owner):
     asset = ModelAssetFactory(team=team)
 
-    with pytest.raises(Exception, match="Only security & compliance"):
+    with pytest.raises(PermissionDenied, match="Only security & compliance"):
         services.set_license_approval(asset, actor=owner, approval="approved")
 
 
@@ -156,6 +157,31 @@ def test_asset_lifecycle_moves_from_active_to_deprecated_to_retired(team):
     services.retire_asset(asset, actor=None)
     assert asset.lifecycle == "retired" and asset.retired_on
     assert not ModelAsset.objects.usable().filter(pk=asset.pk).exists()
+
+
+def test_a_retired_asset_cannot_be_deprecated_again(team):
+    asset = ModelAssetFactory(team=team)
+    services.retire_asset(asset, actor=None)
+    before = Event.objects.count()
+
+    with pytest.raises(ValidationError, match="cannot change lifecycle again") as refused:
+        services.deprecate_asset(asset, actor=None)
+
+    assert set(refused.value.message_dict) == {"lifecycle"}
+    asset.refresh_from_db()
+    assert asset.lifecycle == "retired"
+    assert Event.objects.count() == before
+
+
+def test_deprecating_reads_the_lifecycle_as_stored_not_as_the_caller_saw_it(team):
+    asset = ModelAssetFactory(team=team)
+    stale = ModelAsset.objects.get(pk=asset.pk)
+    services.retire_asset(asset, actor=None)
+
+    with pytest.raises(ValidationError, match="cannot change lifecycle again"):
+        services.deprecate_asset(stale, actor=None)
+
+    assert ModelAsset.objects.get(pk=asset.pk).lifecycle == "retired"
 
 
 def test_lineage_runs_from_the_base_to_the_asset(team):
