@@ -282,9 +282,8 @@ def create_license(
     gated: bool = False,
     terms_url: str = "",
 ) -> License:
-    permissions.ensure_can_approve_licenses(
-        actor
-    ) if actor is not None and not actor.is_superuser else None
+    # ensure_can_approve_licenses lets the system (None) and superusers through.
+    permissions.ensure_can_approve_licenses(actor)
     kind = kind or DEFAULT_LICENSE_KIND.get(spdx_id)
     if kind is None:
         raise ValidationError(
