@@ -5,6 +5,7 @@ from rest_framework.routers import DefaultRouter
 
 from ledger import api as ledger_api
 from ledger import api_evidence
+from replay import api as replay_api
 
 router = DefaultRouter()
 router.register("teams", ledger_api.TeamViewSet, basename="team")
@@ -16,6 +17,9 @@ router.register("revisions", ledger_api.RevisionViewSet, basename="revision")
 router.register("capabilities", ledger_api.CapabilityViewSet, basename="capability")
 router.register("events", ledger_api.EventViewSet, basename="event")
 router.register("loadtests", api_evidence.LoadTestReportViewSet, basename="loadtest")
+router.register("replay/backends", replay_api.BackendViewSet, basename="replay-backend")
+router.register("replay/sample-sets", replay_api.SampleSetViewSet, basename="replay-sampleset")
+router.register("replay/runs", replay_api.RunViewSet, basename="replay-run")
 
 app_name = "api"
 urlpatterns = [

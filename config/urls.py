@@ -9,6 +9,7 @@ from ledger import views as ledger_views
 urlpatterns = [
     path("", ledger_views.home, name="home"),
     path("", include("ledger.urls")),
+    path("replay/", include("replay.urls")),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path(

@@ -19,6 +19,16 @@ os.environ.setdefault("XDG_CONFIG_HOME", str(_ARTIFACTS / "xdg-config"))
 os.environ.setdefault("XDG_CACHE_HOME", str(_ARTIFACTS / "xdg-cache"))
 
 
+def pytest_collection_modifyitems(config, items):
+    """Browser tests run last.
+
+    Playwright's sync API leaves an event loop running in the test thread, after
+    which asyncio.run() (the replay client's tests) refuses to start. Sorting
+    them last also holds under xdist, which hands tests out in this order.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+
+
 def _migrations_digest() -> str:
     digest = hashlib.sha256()
     for path in sorted(ROOT.glob("*/migrations/*.py")):

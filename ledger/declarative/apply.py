@@ -23,6 +23,7 @@ from django.db.models import Max
 
 from ledger.declarative import steps
 from ledger.declarative.document import Document, DocumentError, Problem
+from ledger.declarative.extensions import extensions
 from ledger.declarative.resolve import resolve
 from ledger.declarative.run import Change, Run
 from ledger.declarative.schema import validate
@@ -76,7 +77,7 @@ def _head_sequence() -> int:
 
 
 def _run_steps(run: Run) -> None:
-    """Each kind in dependency order; retirements last (see the module docstring)."""
+    """Each kind in dependency order, then other apps' sections; retirements last."""
     doc = run.doc
     for entry in doc.teams:
         run.each(entry, "team", lambda e: steps.apply_team(run, e))
@@ -101,5 +102,8 @@ def _run_steps(run: Run) -> None:
     for entry in doc.services:
         if entry.has("live_revision") and ("service", entry.identity) not in run.failed:
             run.each(entry, "live revision", lambda e: steps.apply_live_revision(run, e))
+    for extension in extensions():
+        if extension.key in doc.extensions:
+            extension.apply(run, doc.extensions[extension.key])
     for entry, asset, changes in run.late_retirements:
         run.each(entry, "retirement", lambda e, a=asset, c=changes: steps.retire(run, e, a, c))

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 from django.db.models import Prefetch
 
+from ledger.declarative.extensions import extensions
 from ledger.declarative.schema import FORMAT_VERSION, SLO_FIELDS
 from ledger.models import (
     Capability,
@@ -296,6 +297,10 @@ def export_document() -> dict[str, Any]:
     ):
         if entries:
             document[key] = entries
+    for extension in extensions():
+        entries = extension.export()
+        if entries:
+            document[extension.key] = entries
     return document
 
 

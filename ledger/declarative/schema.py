@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from ledger.declarative import extensions as extension_registry
 from ledger.declarative.document import Document, DocumentError, Path, Problem, format_path
 from ledger.engines import Engine
 from ledger.models import Capability, License, ModelAsset, Service
@@ -217,6 +218,8 @@ class ValidDocument:
     model_assets: list[Entry]
     runtimes: list[Entry]
     services: list[Entry]
+    # Sections other apps add (see `extensions`): key -> the extension's normalized value.
+    extensions: dict[str, Any] = field(default_factory=dict)
 
 
 class _Bad(Exception):
@@ -390,6 +393,8 @@ def _check_entry(data: Any, section: Section, path: Path, problems: list[Problem
             ok = False
             continue
         key_path = (*path, name)
+        if key.type == "extension":
+            continue  # validated by its extension (see `validate`)
         if value is None:
             if key.nullable:
                 entry.values[name] = None
@@ -524,7 +529,13 @@ def validate(document: Document) -> ValidDocument:
             )
         )
         raise DocumentError(problems, document.source)
-    top = _check_entry(data, TOP, (), problems)
+    added = {extension.key: extension for extension in extension_registry.extensions()}
+    top_section = Section(TOP.noun, {**TOP.keys, **{key: Key("extension") for key in added}})
+    top = _check_entry(data, top_section, (), problems)
+    extra = {}
+    for key, extension in added.items():
+        if data.get(key) is not None:
+            extra[key] = extension.validate(data[key], (key,), document, problems)
     if top is not None and top.get("version", FORMAT_VERSION) != FORMAT_VERSION:
         problems.append(
             Problem(
@@ -540,4 +551,5 @@ def validate(document: Document) -> ValidDocument:
         model_assets=top.children.get("model_assets", []),
         runtimes=top.children.get("runtimes", []),
         services=top.children.get("services", []),
+        extensions=extra,
     )

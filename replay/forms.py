@@ -1,0 +1,183 @@
+"""Forms of the replay pages: they shape and check input; `replay.services` writes it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.db.models import OuterRef, QuerySet, Subquery
+
+from ledger.forms import InlineValidationMixin
+from ledger.models import Revision
+from replay.models import Backend, SampleSet, Schedule
+
+CRONTAB_HELP = (
+    "Five fields: minute hour day-of-month month day-of-week, in the schedule's time zone. "
+    "e.g. 0 */6 * * * (every six hours) or 30 2 * * 1-5 (02:30 on weekdays)."
+)
+MAX_IMPORT_BYTES = 5 * 1024 * 1024
+
+
+class BackendForm(InlineValidationMixin, forms.ModelForm):
+    # Inference servers inside the network mostly speak plain http.
+    base_url = forms.URLField(
+        label="Base URL",
+        assume_scheme="http",
+        help_text=Backend._meta.get_field("base_url").help_text,
+    )
+
+    class Meta:
+        model = Backend
+        fields = [
+            "name",
+            "revision",
+            "base_url",
+            "model_name",
+            "engine",
+            "credential_env",
+            "concurrency_limit",
+            "connect_timeout_s",
+            "first_token_timeout_s",
+            "idle_timeout_s",
+            "total_timeout_s",
+            "enabled",
+        ]
+        labels = {
+            "connect_timeout_s": "Connect timeout (s)",
+            "first_token_timeout_s": "First-token timeout (s)",
+            "idle_timeout_s": "Idle timeout between chunks (s)",
+            "total_timeout_s": "Total timeout (s)",
+            "credential_env": "Credential variable",
+        }
+        help_texts = {
+            "name": "A slug that says what serves where, e.g. kb-assistant-vllm-canary.",
+            "revision": "The registered revision this endpoint serves; replays are recorded "
+            "against it.",
+            "engine": "The inference engine behind the endpoint; probes read its version endpoint.",
+            "concurrency_limit": "Requests a replay keeps in flight at most, 1 to 512.",
+            "connect_timeout_s": "Seconds to open the connection.",
+            "first_token_timeout_s": "Seconds to wait for the first token before "
+            "timeout_first_token.",
+            "idle_timeout_s": "Seconds allowed between two chunks before timeout_idle.",
+            "total_timeout_s": "Seconds for the whole answer before timeout_total.",
+            "enabled": "Disabled backends are neither replayed on schedule nor probed.",
+        }
+
+    def __init__(self, *args: Any, revisions: QuerySet[Revision], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["revision"].queryset = revisions
+        self.fields["revision"].label_from_instance = lambda r: f"{r.service.slug} {r.label}"
+        if self.instance.pk:
+            # The name is how pages, schedules and the API address it.
+            self.fields["name"].disabled = True
+
+    def _get_validation_exclusions(self):
+        # The model's rules are checked by `services.create_backend`/`update_backend`,
+        # whose messages say what to do (a database constraint's name does not).
+        return {field.name for field in self.instance._meta.fields}
+
+
+class RunStartForm(forms.Form):
+    sample_set = forms.ModelChoiceField(
+        queryset=SampleSet.objects.none(),
+        label="Sample set",
+        help_text="The latest version of each set; the run records the version it used.",
+    )
+    concurrency = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=512,
+        help_text="Requests in flight; leave empty for the backend's limit.",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["sample_set"].queryset = latest_versions()
+        self.fields["sample_set"].empty_label = None
+
+
+class ScheduleForm(InlineValidationMixin, forms.Form):
+    sample_set_name = forms.ChoiceField(
+        label="Sample set",
+        help_text="Each firing replays the latest version of this set.",
+    )
+    crontab = forms.CharField(label="When (crontab)", max_length=200, help_text=CRONTAB_HELP)
+    purpose = forms.ChoiceField(
+        choices=Schedule.Purpose.choices,
+        initial=Schedule.Purpose.REGULAR,
+        help_text="Rollback-target verification is what a service's 'last verified' reads.",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        names = SampleSet.objects.order_by("name").values_list("name", flat=True).distinct()
+        self.fields["sample_set_name"].choices = [(name, name) for name in names]
+
+
+class ScheduleEditForm(InlineValidationMixin, forms.Form):
+    crontab = forms.CharField(label="When (crontab)", max_length=200, help_text=CRONTAB_HELP)
+    enabled = forms.BooleanField(
+        required=False, help_text="A disabled schedule stays here but does not fire."
+    )
+
+
+class SampleSetImportForm(forms.Form):
+    name = forms.SlugField(
+        max_length=100,
+        help_text="The set's name, e.g. kb-smoke. Importing into an existing name makes a new "
+        "version when anything changed.",
+    )
+    description = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="What the set covers and when it is replayed.",
+    )
+    jsonl_file = forms.FileField(
+        label="JSONL file",
+        required=False,
+        widget=forms.ClearableFileInput(attrs={"accept": ".jsonl,.ndjson,application/x-ndjson"}),
+        help_text="One sample per line, as the export writes it. Or paste the lines below.",
+    )
+    jsonl_text = forms.CharField(
+        label="Or paste JSONL",
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 10, "spellcheck": "false"}),
+        help_text='e.g. {"key": "capital-fr", "category": "short_qa", "messages": [{"role": '
+        '"user", "content": "Capital of France?"}], "checks": [{"type": "contains", '
+        '"value": "Paris"}]}',
+    )
+
+    def clean_jsonl_file(self) -> str | None:
+        upload = self.cleaned_data.get("jsonl_file")
+        if not upload:
+            return None
+        if upload.size > MAX_IMPORT_BYTES:
+            raise ValidationError(
+                f"The file has {upload.size:,} bytes; at most {MAX_IMPORT_BYTES:,} are accepted."
+            )
+        try:
+            return upload.read().decode("utf-8-sig")
+        except UnicodeDecodeError as error:
+            raise ValidationError(
+                f"The file is not UTF-8 text (byte {error.start} cannot be decoded)."
+            ) from None
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        from_file, pasted = data.get("jsonl_file"), data.get("jsonl_text", "")
+        if self.errors.get("jsonl_file"):
+            return data
+        if from_file and pasted.strip():
+            raise ValidationError("Give a file or pasted lines, not both.")
+        if not from_file and not pasted.strip():
+            self.add_error("jsonl_text", "Choose a .jsonl file or paste its lines here.")
+        data["jsonl"] = from_file or pasted
+        return data
+
+
+def latest_versions() -> QuerySet[SampleSet]:
+    """The newest version of every sample set, by name (SQLite has no DISTINCT ON)."""
+    newest = SampleSet.objects.filter(name=OuterRef("name")).order_by("-version")
+    return SampleSet.objects.filter(version=Subquery(newest.values("version")[:1])).order_by("name")

@@ -1,0 +1,186 @@
+"""Replay a sample set against a backend now, in this process, and print the run summary.
+
+The same code as the `run_replay` task (`services.start_run` + `services.execute_run`),
+without a worker: for CI pipelines, for an SRE checking a backend by hand, and for
+replaying the starter sets against a local model. The run is recorded like any other
+(trigger `command`), compared with its baseline and given a verdict.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from django.core.serializers.json import DjangoJSONEncoder
+
+from replay import services
+from replay.management.commands._common import messages, sample_set_arg
+from replay.models import Backend, Run
+
+
+def run_report(run: Run) -> dict:
+    """The run as the command prints it with --json."""
+    summary = run.summary or {}
+    return {
+        "run": run.pk,
+        "backend": run.backend.name,
+        "sample_set": str(run.sample_set),
+        "revision": run.revision_id,
+        "fingerprint": run.fingerprint,
+        "state": run.state,
+        "verdict": run.verdict,
+        "reasons": summary.get("verdict_reasons", []),
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "summary": summary,
+        "baseline": run.baseline_id,
+        "comparison": run.comparison,
+    }
+
+
+def _ms(summary: dict, name: str, percentile: str) -> str:
+    value = (summary.get(name) or {}).get(percentile)
+    return "n/a" if value is None else f"{value:.1f} ms"
+
+
+class Command(BaseCommand):
+    help = (
+        "Replay a sample set (NAME or NAME@VERSION) against a backend synchronously and print "
+        "the run summary; --json prints it as JSON."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--backend", required=True, metavar="NAME", help="Backend name.")
+        parser.add_argument(
+            "--sample-set",
+            required=True,
+            action="append",
+            metavar="NAME[@VERSION]",
+            help="The set to replay (latest version without @VERSION); repeat to replay several.",
+        )
+        parser.add_argument(
+            "--concurrency",
+            type=int,
+            metavar="N",
+            help="Requests in flight at once (default and maximum: the backend's limit).",
+        )
+        parser.add_argument("--json", action="store_true", help="Print the run(s) as JSON.")
+        parser.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="Print what would be sent and skipped; send nothing, record nothing.",
+        )
+        parser.add_argument(
+            "--strict",
+            action="store_true",
+            help="Exit with status 1 when a run's verdict is failed or regressed (for CI).",
+        )
+
+    def handle(self, *args, **options):
+        backend = (
+            Backend.objects.select_related("revision__service")
+            .filter(name=options["backend"])
+            .first()
+        )
+        if backend is None:
+            known = ", ".join(Backend.objects.values_list("name", flat=True)) or "none yet"
+            raise CommandError(
+                f"--backend: no backend named {options['backend']!r} (known: {known})"
+            )
+        sample_sets = [sample_set_arg(value) for value in options["sample_set"]]
+        if options["dry_run"]:
+            for sample_set in sample_sets:
+                self._plan(backend, sample_set, options["concurrency"])
+            return
+        runs = []
+        for sample_set in sample_sets:
+            try:
+                run = services.start_run(
+                    actor=None,
+                    backend=backend,
+                    sample_set=sample_set,
+                    trigger=Run.Trigger.COMMAND,
+                    concurrency=options["concurrency"],
+                    enqueue=False,
+                )
+            except ValidationError as error:
+                raise CommandError("; ".join(messages(error))) from error
+            runs.append(services.execute_run(run.pk))
+        if options["json"]:
+            reports = [run_report(run) for run in runs]
+            data = reports[0] if len(reports) == 1 else reports
+            self.stdout.write(json.dumps(data, indent=2, cls=DjangoJSONEncoder))
+        else:
+            for run in runs:
+                self._print(run)
+        bad = [run for run in runs if run.verdict != Run.Verdict.PASSED]
+        if options["strict"] and bad:
+            raise CommandError(
+                ", ".join(f"run {run.pk} {run.sample_set}: {run.verdict}" for run in bad)
+            )
+
+    def _plan(self, backend: Backend, sample_set, concurrency: int | None) -> None:
+        samples = list(sample_set.samples.order_by("key"))
+        sent = [s for s in samples if s.rerunnable]
+        attempts = sum(s.repeat for s in sent)
+        self.stdout.write(
+            self.style.MIGRATE_HEADING(
+                f"Dry run: {sample_set} on {backend.name} ({backend.revision}), "
+                f"concurrency {concurrency or backend.concurrency_limit}"
+            )
+        )
+        for sample in samples:
+            if sample.rerunnable:
+                what = f"send {sample.repeat} times" if sample.repeat > 1 else "send"
+            else:
+                what = "skip (not re-runnable)"
+            extra = " sensitive: output stored redacted" if sample.sensitive else ""
+            self.stdout.write(f"  {sample.key:<40} {sample.category:<18} {what}{extra}")
+        self.stdout.write(
+            f"{attempts} requests to send, {len(samples) - len(sent)} samples skipped. "
+            "Nothing was sent or recorded."
+        )
+
+    def _print(self, run: Run) -> None:
+        summary = run.summary or {}
+        style = {
+            Run.Verdict.PASSED: self.style.SUCCESS,
+            Run.Verdict.FAILED: self.style.ERROR,
+            Run.Verdict.REGRESSED: self.style.ERROR,
+        }.get(run.verdict, self.style.WARNING)
+        verdict = run.verdict if run.state == Run.State.FINISHED else run.state
+        self.stdout.write(
+            style(
+                f"Run {run.pk}: {run.sample_set} on {run.backend.name} ({run.revision}) — {verdict}"
+            )
+        )
+        if "error" in summary:
+            self.stdout.write(f"  {summary['error']}")
+            return
+        rate = summary.get("pass_rate")
+        shown = "n/a" if rate is None else f"{rate:.1%}"
+        self.stdout.write(
+            f"  pass rate {shown} ({summary.get('passed', 0)}/{summary.get('attempts', 0)} "
+            f"attempts); {summary.get('samples_ok', 0)} of {summary.get('samples', 0)} samples "
+            f"within budget; {summary.get('skipped', 0)} skipped (not re-runnable)"
+        )
+        self.stdout.write(
+            f"  TTFT p50 {_ms(summary, 'ttft_ms', 'p50')}, p95 {_ms(summary, 'ttft_ms', 'p95')}; "
+            f"TPOT p50 {_ms(summary, 'tpot_ms', 'p50')}, p95 {_ms(summary, 'tpot_ms', 'p95')}"
+        )
+        codes = summary.get("error_codes") or {}
+        if codes:
+            self.stdout.write(
+                "  errors: " + ", ".join(f"{code} ({count})" for code, count in codes.items())
+            )
+        for key, sample in (summary.get("per_sample") or {}).items():
+            if sample.get("ok") is False:
+                self.stdout.write(
+                    f"  below budget: {key} {sample['passed']}/{sample['attempts']} "
+                    f"(needs {sample['min_pass_rate']:.0%})"
+                )
+        if run.baseline_id:
+            self.stdout.write(f"  baseline: run {run.baseline_id}")
+        for reason in (run.comparison or {}).get("regressions", []):
+            self.stdout.write(self.style.ERROR(f"  regression: {reason['detail']}"))

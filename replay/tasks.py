@@ -1,0 +1,75 @@
+"""Replay's Celery tasks. Their names are a public API (beat entries, PeriodicTasks).
+
+Each takes ids, re-fetches, returns early when the row is gone, and calls a verb in
+``replay.services``. All are idempotent, so ``acks_late`` is safe: ``run_replay``
+claims its run with a conditional update and results are unique per (run, sample,
+attempt); the periodic ones take a lock.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+from celery import shared_task
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from replay import services
+from replay.models import Backend, Probe, Run
+from replay.services.common import try_singleton_lock
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name="run_replay", acks_late=True)
+def run_replay(run_id: int) -> dict[str, object] | None:
+    """Execute (or resume) one run. A run already finished, or held by a live worker, is left alone."""
+    if not Run.objects.filter(pk=run_id).exists():
+        logger.info("run_replay: run %s is gone", run_id)
+        return None
+    run = services.execute_run(run_id)
+    return {"run": run.pk, "state": run.state, "verdict": run.verdict}
+
+
+@shared_task(name="replay_scheduled", acks_late=True)
+def replay_scheduled(schedule_id: int) -> int | None:
+    """Beat's entry point for a Schedule: queue a run of the set's latest version."""
+    run = services.fire_schedule(schedule_id)
+    return run.pk if run is not None else None
+
+
+@shared_task(name="reap_stale_runs", acks_late=True)
+def reap_stale_runs() -> list[int]:
+    """Periodic: interrupt runs whose worker died and queue them again to resume."""
+    return services.reap_stale_runs()
+
+
+@shared_task(name="probe_backend", acks_late=True)
+def probe_backend(backend_id: int) -> int | None:
+    backend = Backend.objects.filter(pk=backend_id, enabled=True).first()
+    if backend is None:
+        return None
+    probe = services.probe_backend(backend, actor=None, record_unchanged=False)
+    return probe.pk
+
+
+@shared_task(name="probe_backends", acks_late=True)
+def probe_backends() -> list[int]:
+    """Periodic sweep: one ``probe_backend`` task per enabled backend not probed lately.
+
+    One task per backend, so a slow backend does not hold up the others' probes.
+    """
+    recent = timezone.now() - dt.timedelta(minutes=settings.REPLAY_PROBE_EVERY_MINUTES / 2)
+    queued: list[int] = []
+    with transaction.atomic():
+        if not try_singleton_lock("probe_backends"):
+            return []
+        fresh = Probe.objects.filter(started_at__gte=recent).values("backend_id")
+        for backend_id in (
+            Backend.objects.filter(enabled=True).exclude(pk__in=fresh).values_list("pk", flat=True)
+        ):
+            probe_backend.delay_on_commit(backend_id)
+            queued.append(backend_id)
+    return queued

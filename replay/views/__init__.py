@@ -1,0 +1,1 @@
+"""Replay pages, one module per feature: backends, schedules, sample sets, runs."""

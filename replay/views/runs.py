@@ -1,0 +1,345 @@
+"""Runs: the list, the run page with its results and live progress, and two runs compared."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Sum
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import floatformat
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRefresh
+
+from ledger.views._common import paginate, render_list, wants_fragment
+from replay import charts, services
+from replay.filters import ResultFilter, RunListFilter
+from replay.models import Result, Run, Sample
+
+ACTIVE = (Run.State.QUEUED, Run.State.RUNNING)
+CATEGORY_LABELS = dict(Sample.Category.choices)
+OTHER_RUNS = 10
+
+
+def _run(pk: int) -> Run:
+    return get_object_or_404(
+        Run.objects.select_related(
+            "sample_set",
+            "backend",
+            "revision__service",
+            "baseline__backend",
+            "baseline__sample_set",
+            "requested_by",
+        ),
+        pk=pk,
+    )
+
+
+@require_GET
+@login_required
+@vary_on_headers("HX-Request")
+def run_list(request: HttpRequest) -> HttpResponse:
+    runs = RunListFilter(
+        request.GET or None,
+        queryset=Run.objects.select_related("sample_set", "backend", "revision__service").order_by(
+            "-created_at"
+        ),
+        request=request,
+    )
+    context = {
+        "filter": runs,
+        "page": paginate(request, runs.qs),
+        "filtered": any(request.GET.get(name) for name in runs.filters),
+    }
+    return render_list(request, "replay/run_list.html", context)
+
+
+# ---------------------------------------------------------------- one run
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _percentile(summary: dict, metric: str, pct: str) -> float | None:
+    """`summary[metric][pct]` as the aggregates store it, or a flat `metric_pct` key."""
+    nested = summary.get(f"{metric}_ms") or summary.get(metric)
+    if isinstance(nested, dict):
+        return _number(nested.get(pct))
+    return _number(summary.get(f"{metric}_{pct}") or summary.get(f"{metric}_{pct}_ms"))
+
+
+def summary_numbers(summary: dict) -> dict[str, Any]:
+    """What the run page shows of `Run.summary` (see `replay.services.verdicts.RunSummary`)."""
+    summary = summary if isinstance(summary, dict) else {}
+    codes = summary.get("error_codes")
+    reasons = summary.get("verdict_reasons")
+    return {
+        "pass_rate": _number(summary.get("pass_rate")),
+        "attempts": _number(summary.get("attempts")),
+        "samples_ok": summary.get("samples_ok"),
+        "samples": summary.get("samples"),
+        "ttft_p50": _percentile(summary, "ttft", "p50"),
+        "ttft_p95": _percentile(summary, "ttft", "p95"),
+        "tpot_p50": _percentile(summary, "tpot", "p50"),
+        "tpot_p95": _percentile(summary, "tpot", "p95"),
+        "error_codes": sorted(codes.items()) if isinstance(codes, dict) else [],
+        "reasons": [r for r in reasons if isinstance(r, str)] if isinstance(reasons, list) else [],
+        "error": summary.get("error") if isinstance(summary.get("error"), str) else "",
+    }
+
+
+def _progress(run: Run, done: int | None = None) -> dict[str, Any]:
+    """How far the run is: results written (`done`, if counted already) of the attempts
+    the set asks for."""
+    expected = (
+        Sample.objects.filter(sample_set=run.sample_set_id).aggregate(n=Sum("repeat"))["n"] or 0
+    )
+    if done is None:
+        done = run.results.count()
+    return {
+        "done": done,
+        "expected": expected,
+        "percent": round(100 * done / expected) if expected else 0,
+        "active": run.state in ACTIVE,
+    }
+
+
+@require_GET
+@login_required
+@vary_on_headers("HX-Request")
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = _run(pk)
+    outcomes = dict(run.results.order_by().values_list("outcome").annotate(n=Count("pk")))
+    error_codes = list(
+        run.results.exclude(error_code="")
+        .order_by("error_code")
+        .values_list("error_code", flat=True)
+        .distinct()
+    )
+    results = ResultFilter(
+        request.GET or None,
+        queryset=run.results.select_related("sample").order_by("sample__key", "attempt"),
+        request=request,
+        error_codes=error_codes,
+    )
+    others = (
+        Run.objects.filter(sample_set__name=run.sample_set.name, state=Run.State.FINISHED)
+        .exclude(pk=run.pk)
+        .select_related("backend", "sample_set")
+        .order_by("-finished_at")[:OTHER_RUNS]
+    )
+    context = {
+        "run": run,
+        "progress": _progress(run, done=sum(outcomes.values())),
+        "numbers": summary_numbers(run.summary),
+        "outcomes": [(o, label, outcomes.get(o, 0)) for o, label in Result.Outcome.choices],
+        "comparison": comparison_view(run.comparison),
+        "others": list(others),
+        "filter": results,
+        "page": paginate(request, results.qs),
+        "filtered": any(request.GET.get(name) for name in results.filters),
+    }
+    return render_list(request, "replay/run_detail.html", context)
+
+
+@require_GET
+@login_required
+@vary_on_headers("HX-Request")
+def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
+    """The progress panel htmx polls every 2 s while the run is queued or running.
+
+    When the run has finished since the page was drawn, the whole page reloads so
+    the verdict, the summary and the results appear together.
+    """
+    run = _run(pk)
+    if not wants_fragment(request):
+        return redirect("replay:run_detail", pk=pk)
+    if run.state not in ACTIVE and request.GET.get("was") in ACTIVE:
+        return HttpResponseClientRefresh()
+    context = {"run": run, "progress": _progress(run)}
+    return render(request, "replay/run_detail.html#progress", context)
+
+
+def _fmt_ms(value: Any) -> str:
+    # floatformat, as the templates round: half up, so a table and its chart agree.
+    return "—" if _number(value) is None else f"{floatformat(value, 1)} ms"
+
+
+def _fmt_rate(value: Any) -> str:
+    return "—" if _number(value) is None else f"{floatformat(value * 100, 1)} %"
+
+
+def _signed(value: float) -> str:
+    text = floatformat(value, 1)
+    return text if text.startswith("-") else f"+{text}"
+
+
+def _change_ms(delta: dict) -> str:
+    if _number(delta.get("delta")) is None:
+        return "—"
+    text = f"{_signed(delta['delta'])} ms"
+    pct = delta.get("change_pct")
+    return f"{text} ({_signed(pct)} %)" if _number(pct) is not None else text
+
+
+def _change_points(delta: dict) -> str:
+    if _number(delta.get("delta")) is None:
+        return "—"
+    return f"{_signed(delta['delta'] * 100)} pts"
+
+
+def comparison_view(comparison: dict) -> dict[str, Any] | None:
+    """`services.compare_runs` output (also what `Run.comparison` stores) ready to show.
+
+    Rows of pass rate and latency percentiles with A, B and B's change; each row
+    says whether the domain counted it as a regression.
+    """
+    if not isinstance(comparison, dict) or "pass_rate" not in comparison:
+        return None
+    regressions = [r for r in comparison.get("regressions") or [] if isinstance(r, dict)]
+    kinds = {r.get("kind") for r in regressions}
+    rows = [
+        {
+            "metric": "Pass rate",
+            "a": _fmt_rate(comparison["pass_rate"].get("a")),
+            "b": _fmt_rate(comparison["pass_rate"].get("b")),
+            "change": _change_points(comparison["pass_rate"]),
+            "regressed": "pass_rate" in kinds,
+        }
+    ]
+    for key, name in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT")):
+        for pct in ("p50", "p95"):
+            delta = (comparison.get(key) or {}).get(pct) or {}
+            rows.append(
+                {
+                    "metric": f"{pct} {name}",
+                    "a": _fmt_ms(delta.get("a")),
+                    "b": _fmt_ms(delta.get("b")),
+                    "change": _change_ms(delta),
+                    "regressed": f"{key.removesuffix('_ms')}_{pct}" in kinds,
+                }
+            )
+    codes = comparison.get("error_codes") or {}
+    return {
+        "rows": rows,
+        "regressions": [r.get("detail", "") for r in regressions],
+        "new_codes": codes.get("new") or [],
+        "gone_codes": codes.get("gone") or [],
+        "changed_samples": [s for s in comparison.get("samples") or [] if s.get("changed")],
+        "same_model_asset": comparison.get("same_model_asset"),
+        "same_fingerprint": comparison.get("same_fingerprint"),
+        "tolerances": comparison.get("tolerances") or {},
+    }
+
+
+# ---------------------------------------------------------------- two runs
+
+
+def _per_sample(run_a: Run, run_b: Run, comparison: dict) -> list[charts.SampleComparison]:
+    """The domain's per-sample pass rates, with each sample's category from the summaries."""
+    categories: dict[str, str] = {}
+    for run in (run_b, run_a):
+        for key, sample in ((run.summary or {}).get("per_sample") or {}).items():
+            categories[key] = sample.get("category", "")
+    return [
+        {
+            "key": sample["key"],
+            "category": CATEGORY_LABELS.get(categories.get(sample["key"], ""), ""),
+            "a": sample.get("a_rate"),
+            "b": sample.get("b_rate"),
+        }
+        for sample in comparison.get("samples") or []
+    ]
+
+
+def _latency_metrics(comparison: dict) -> list[charts.LatencyComparison]:
+    return [
+        {
+            "metric": f"{pct} {name}",
+            "a": ((comparison.get(key) or {}).get(pct) or {}).get("a"),
+            "b": ((comparison.get(key) or {}).get(pct) or {}).get("b"),
+        }
+        for key, name in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"))
+        for pct in ("p50", "p95")
+    ]
+
+
+def _run_label(run: Run) -> str:
+    return f"run {run.pk} · {run.backend.name}"
+
+
+def _comparison_context(run_a: Run, run_b: Run) -> dict[str, Any]:
+    comparison = services.compare_runs(run_a, run_b)
+    samples = _per_sample(run_a, run_b, comparison)
+    metrics = _latency_metrics(comparison)
+    label_a, label_b = _run_label(run_a), _run_label(run_b)
+    view = comparison_view(comparison)
+    regressed = {row["metric"] for row in view["rows"] if row["regressed"]} if view else set()
+    latency_rows = charts.latency_comparison_rows(metrics)
+    for row in latency_rows:
+        row["regressed"] = row["metric"] in regressed
+    pass_fig = charts.pass_rate_comparison_figure(samples, label_a=label_a, label_b=label_b)
+    latency_fig = charts.latency_comparison_figure(metrics, label_a=label_a, label_b=label_b)
+    return {
+        "run_a": run_a,
+        "run_b": run_b,
+        "pair": [("A", run_a), ("B", run_b)],
+        "comparison": view,
+        "pass_html": charts.figure_html(pass_fig) if samples else "",
+        "pass_rows": charts.pass_rate_comparison_rows(samples),
+        "latency_html": charts.figure_html(latency_fig),
+        "latency_rows": latency_rows,
+        "same_version": run_a.sample_set_id == run_b.sample_set_id,
+    }
+
+
+@require_GET
+@login_required
+def run_compare(request: HttpRequest) -> HttpResponse:
+    """Two runs of the same sample set: candidate against live, or one engine against another."""
+    ids = {side: request.GET.get(side, "") for side in ("a", "b")}
+    problems = []
+    runs: dict[str, Run] = {}
+    for side, value in ids.items():
+        if not value:
+            continue
+        if not value.isdigit():
+            problems.append(f"Run {side.upper()}: {value!r} is not a run number.")
+            continue
+        run = (
+            Run.objects.select_related("sample_set", "backend", "revision__service")
+            .filter(pk=int(value))
+            .first()
+        )
+        if run is None:
+            problems.append(f"Run {side.upper()}: there is no run {value}.")
+        else:
+            runs[side] = run
+    context: dict[str, Any] = {"ids": ids, "problems": problems, "runs": runs}
+    if "a" in runs and "b" in runs:
+        run_a, run_b = runs["a"], runs["b"]
+        if run_a.sample_set.name != run_b.sample_set.name:
+            problems.append(
+                f"Run {run_a.pk} replayed {run_a.sample_set.name} and run {run_b.pk} replayed "
+                f"{run_b.sample_set.name}: only runs of the same set compare."
+            )
+        else:
+            unfinished = [r for r in (run_a, run_b) if r.state != Run.State.FINISHED]
+            for run in unfinished:
+                problems.append(
+                    f"Run {run.pk} is {run.state}: runs compare once both have finished."
+                )
+            if not unfinished:
+                context.update(_comparison_context(run_a, run_b))
+    if "a" in runs and "b" not in runs:
+        context["pick_for"] = runs["a"]
+        context["candidates"] = list(
+            Run.objects.filter(sample_set__name=runs["a"].sample_set.name, state=Run.State.FINISHED)
+            .exclude(pk=runs["a"].pk)
+            .select_related("backend", "sample_set", "revision__service")
+            .order_by("-finished_at")[:OTHER_RUNS]
+        )
+    return render(request, "replay/run_compare.html", context)

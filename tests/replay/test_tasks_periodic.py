@@ -1,0 +1,82 @@
+"""Task bodies called in this process: early returns, the probe sweep, the beat entries."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+
+from config.celery import app
+from replay import services, tasks
+from replay.models import Probe
+from tests.replay.helpers import backend_on, make_set, sample
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_tasks_are_registered_under_their_public_names():
+    app.loader.import_default_modules()
+
+    assert {
+        "run_replay",
+        "replay_scheduled",
+        "reap_stale_runs",
+        "probe_backends",
+        "probe_backend",
+    } <= set(app.tasks)
+    assert tasks.run_replay.acks_late is True
+
+
+def test_beat_runs_the_reaper_and_the_probe_sweep():
+    schedule = {
+        entry["task"]: entry["schedule"] for entry in settings.CELERY_BEAT_SCHEDULE.values()
+    }
+
+    assert schedule == {"reap_stale_runs": 60.0, "probe_backends": 1800.0}
+
+
+def test_tasks_return_early_when_their_row_is_gone():
+    assert tasks.run_replay(987654) is None
+    assert tasks.replay_scheduled(987654) is None
+    assert tasks.probe_backend(987654) is None
+
+
+def test_run_replay_executes_the_run_and_a_second_delivery_does_nothing(fake):
+    backend = backend_on(fake)
+    sample_set = make_set("smoke", [sample("four", "fake: reply=4")])
+    run = services.start_run(actor=None, backend=backend, sample_set=sample_set, enqueue=False)
+
+    first = tasks.run_replay(run.pk)
+    second = tasks.run_replay(run.pk)
+
+    assert first == {"run": run.pk, "state": "finished", "verdict": "passed"}
+    assert second == first
+    assert len(fake.chat_requests) == 1
+
+
+def test_the_probe_sweep_queues_enabled_backends_not_probed_lately(
+    fake, django_capture_on_commit_callbacks
+):
+    fresh = backend_on(fake, name="fresh")
+    stale = backend_on(fake, name="stale")
+    backend_on(fake, name="disabled", enabled=False)
+    Probe.objects.create(backend=fresh, fingerprint="x", started_at=timezone.now())
+    Probe.objects.create(
+        backend=stale, fingerprint="x", started_at=timezone.now() - dt.timedelta(hours=1)
+    )
+
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        queued = tasks.probe_backends()
+
+    assert queued == [stale.pk]
+    assert len(callbacks) == 1
+
+
+def test_the_probe_task_probes_without_recording_unchanged_capabilities(fake):
+    backend = backend_on(fake)
+
+    probe_id = tasks.probe_backend(backend.pk)
+
+    assert Probe.objects.get(pk=probe_id).reachable is True
