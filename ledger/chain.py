@@ -79,20 +79,36 @@ def subject_of(obj: models.Model) -> tuple[str, str]:
     return obj._meta.label_lower, str(obj.pk)
 
 
-def _locked_head() -> tuple[int, str] | None:
-    """Take the chain lock, then read the head.
+def _lock_chain() -> None:
+    """Serialize appenders until commit.
 
-    PostgreSQL: a transaction-scoped advisory lock serializes appenders until
-    commit. The head must be read by a statement that starts after the lock is
-    held: under READ COMMITTED a statement sees the data committed when it
-    began, so reading it in the locking statement would see a stale head and
-    fork the chain. SQLite's IMMEDIATE transactions (see settings) already
-    admit one writer at a time.
+    PostgreSQL: a transaction-scoped advisory lock. The head must then be read
+    by a later statement: under READ COMMITTED a statement sees what was
+    committed when it began, so a head read in the locking statement itself
+    would be stale and fork the chain. SQLite's IMMEDIATE transactions (see
+    settings) already admit one writer at a time.
     """
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CHAIN_LOCK_KEY])
-    return Event.objects.order_by("-sequence").values_list("sequence", "hash").first()
+
+
+def _insert(event: Event) -> None:
+    """INSERT the event with plain SQL: the ORM's per-save work would be spent
+    while every other writer waits for the chain lock."""
+    fields = [f for f in Event._meta.concrete_fields if not f.primary_key]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    placeholders = ", ".join(["%s"] * len(fields))
+    params = [f.get_db_prep_save(getattr(event, f.attname), connection) for f in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {Event._meta.db_table} ({columns}) VALUES ({placeholders}) "  # noqa: S608 - names from the model
+            f"RETURNING {connection.ops.quote_name(Event._meta.pk.column)}",
+            params,
+        )
+        event.pk = cursor.fetchone()[0]
+    event._state.adding = False
+    event._state.db = connection.alias
 
 
 def service_id_of(subject: models.Model | None) -> int | None:
@@ -135,36 +151,35 @@ def append_event(
     else:
         subject_type, subject_id = subject
         label = subject_label or ""
-    head = _locked_head()
-    sequence, prev_hash = (head[0] + 1, head[1]) if head else (1, GENESIS_HASH)
-    actor_label = actor.get_username() if actor is not None else "system"
-    payload_text = canonical_json(payload)
-    created_at = timezone.now()
     event = Event(
-        sequence=sequence,
-        created_at=created_at,
         actor=actor,
-        actor_label=actor_label,
+        actor_label=actor.get_username() if actor is not None else "system",
         action=action,
         subject_type=subject_type,
         subject_id=str(subject_id),
         subject_label=label[:200],
         service_id=service_id,
-        payload=payload_text,
-        prev_hash=prev_hash,
-        hash=compute_hash(
-            sequence=sequence,
-            created_at=created_at,
-            actor_label=actor_label,
-            action=action,
-            subject_type=subject_type,
-            subject_id=str(subject_id),
-            payload=payload_text,
-            prev_hash=prev_hash,
-            service_id=service_id,
-        ),
+        payload=canonical_json(payload),
     )
-    event.save(force_insert=True)
+    # Everything above is prepared before the lock; what follows holds it.
+    _lock_chain()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT sequence, hash FROM ledger_event ORDER BY sequence DESC LIMIT 1")
+        head = cursor.fetchone()
+    event.sequence, event.prev_hash = (head[0] + 1, head[1]) if head else (1, GENESIS_HASH)
+    event.created_at = timezone.now()
+    event.hash = compute_hash(
+        sequence=event.sequence,
+        created_at=event.created_at,
+        actor_label=event.actor_label,
+        action=action,
+        subject_type=subject_type,
+        subject_id=event.subject_id,
+        payload=event.payload,
+        prev_hash=event.prev_hash,
+        service_id=service_id,
+    )
+    _insert(event)
     return event
 
 
