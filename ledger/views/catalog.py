@@ -30,6 +30,7 @@ from ledger.views._common import (
     with_display_values,
 )
 from ledger.views.evidence import service_evidence
+from replay import queries as replay_queries
 
 RECENT_EVENTS = 20
 
@@ -97,6 +98,9 @@ def service_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "revisions": revisions,
         "events": events,
         "can_edit": can_edit_team_objects(request.user, service.team),
+        # Replay composes onto the SRE's one screen: does it still behave?
+        "drift_flags": replay_queries.drift_flags(service),
+        "regressions": replay_queries.regressions(service, limit=5),
         **service_evidence(service),
     }
     return render(request, "ledger/service_detail.html", context)

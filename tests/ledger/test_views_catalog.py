@@ -345,9 +345,10 @@ def test_service_page_query_count_does_not_grow_with_revisions_and_events(
     # events (service, revisions and capabilities in one query), 6 the live
     # revision's capabilities, 7 the service's task types, 8 the user's groups
     # and 9 team membership (may they edit?), then the SLO matrix's 10 live and
-    # candidate revisions and 11 their load-test reports. The license is not
-    # gated, so no acceptance lookup.
-    with django_assert_num_queries(11):
+    # candidate revisions and 11 their load-test reports, replay's 12 backends
+    # with their latest probe (no backend here, so no query for the probes) and
+    # 13 regressed runs. The license is not gated, so no acceptance lookup.
+    with django_assert_num_queries(13):
         response = client.get("/services/kb-assistant/")
 
     assert len(response.context["revisions"]) == 3 + extra_revisions
@@ -513,3 +514,40 @@ def test_the_slug_cannot_be_renamed_from_the_edit_form(client, owner, team):
 
     assert Service.objects.filter(slug="kb-assistant").exists()
     assert not Service.objects.filter(slug="renamed").exists()
+
+
+def test_service_page_flags_replay_drift_and_regressions(client, sre, kb):
+    from django.utils import timezone
+
+    from replay.models import Probe, Run
+    from tests.replay.factories import BackendFactory, RunFactory
+
+    backend = BackendFactory(name="kb-vllm", revision=kb.live_revision)
+    Probe.objects.create(
+        backend=backend,
+        fingerprint=kb.live_revision.fingerprint,
+        started_at=timezone.now(),
+        reachable=True,
+        drift=[{"what": "max_context", "registered": 32768, "reported": 8192}],
+    )
+    run = RunFactory(
+        backend=backend,
+        verdict=Run.Verdict.REGRESSED,
+        state=Run.State.FINISHED,
+        finished_at=timezone.now(),
+    )
+    client.force_login(sre)
+
+    page = client.get("/services/kb-assistant/").content.decode()
+
+    assert '<span class="badge bad">drift</span>' in page
+    assert "max_context registered <code>32768</code>, reported <code>8192</code>" in page
+    assert f'href="/replay/runs/{run.pk}/"' in page
+
+
+def test_service_page_says_when_replay_found_nothing(client, sre, kb):
+    client.force_login(sre)
+
+    page = client.get("/services/kb-assistant/").content.decode()
+
+    assert "No backend of this service reports drift and no replay run regressed." in page
