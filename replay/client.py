@@ -195,6 +195,7 @@ class _Stream:
     text: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
     calls: dict[int, ToolCall] = field(default_factory=dict)
+    secret: str | None = field(default=None, repr=False)  # redacted from snippets
 
 
 def _redact(text: str, secret: str | None) -> str:
@@ -203,8 +204,9 @@ def _redact(text: str, secret: str | None) -> str:
     return text
 
 
-def _snippet(text: str) -> str:
-    text = " ".join(text.split())
+def _snippet(text: str, secret: str | None = None) -> str:
+    # Redact before cutting: a key straddling the cut would otherwise survive in part.
+    text = " ".join(_redact(text, secret).split())
     return text if len(text) <= _SNIPPET_CHARS else text[:_SNIPPET_CHARS] + "…"
 
 
@@ -238,7 +240,7 @@ async def replay_one(
         async with make_client(backend) as own:
             return await replay_one(backend, request, client=own)
     result = ReplayResult(request_id=str(uuid.uuid4()))
-    state = _Stream(started=time.perf_counter(), result=result)
+    state = _Stream(started=time.perf_counter(), result=result, secret=backend.credential)
     try:
         await _stream(backend, body, client, state)
     except _Deadline as deadline:
@@ -261,6 +263,7 @@ async def replay_one(
         result.output_text = _redact(result.output_text, secret)
         result.reasoning_text = _redact(result.reasoning_text, secret)
     for call in result.tool_calls:
+        call.name = _redact(call.name, secret)
         call.arguments = _redact(call.arguments, secret)
     if result.error_code:
         logger.info("replay %s: %s", result.request_id, result.error_code)
@@ -307,7 +310,7 @@ async def _stream(
                 headers=_headers(backend, state.result.request_id),
             ) as response:
                 if response.status_code != 200:
-                    await _http_error(response, state.result)
+                    await _http_error(response, state.result, state.secret)
                     return
                 content_type = response.headers.get("content-type", "")
                 if not content_type.startswith("text/event-stream"):
@@ -336,7 +339,7 @@ async def _stream(
         raise _Deadline(code, seconds) from None
 
 
-async def _http_error(response: httpx.Response, result: ReplayResult) -> None:
+async def _http_error(response: httpx.Response, result: ReplayResult, secret: str | None) -> None:
     raw = b""
     async for part in response.aiter_bytes():
         raw += part
@@ -348,7 +351,7 @@ async def _http_error(response: httpx.Response, result: ReplayResult) -> None:
     except orjson.JSONDecodeError:
         parsed = None
     message = _error_message(parsed) or text
-    _fail(result, http_error_code(response.status_code), _snippet(message))
+    _fail(result, http_error_code(response.status_code), _snippet(message, secret))
 
 
 def _error_message(parsed: Any) -> str | None:
@@ -373,15 +376,19 @@ def _on_event(data: str, state: _Stream) -> bool:
     try:
         chunk = orjson.loads(data)
     except orjson.JSONDecodeError as error:
-        _fail(result, ErrorCode.MALFORMED_CHUNK, f"{error}: {_snippet(data)}")
+        _fail(result, ErrorCode.MALFORMED_CHUNK, f"{error}: {_snippet(data, state.secret)}")
         return False
     if not isinstance(chunk, dict):
-        _fail(result, ErrorCode.MALFORMED_CHUNK, f"chunk is not an object: {_snippet(data)}")
+        _fail(
+            result,
+            ErrorCode.MALFORMED_CHUNK,
+            f"chunk is not an object: {_snippet(data, state.secret)}",
+        )
         return False
     if "error" in chunk and not chunk.get("choices"):
         error = chunk["error"]
         status = error.get("code") if isinstance(error, dict) else None
-        message = _snippet(_error_message(chunk) or data)
+        message = _snippet(_error_message(chunk) or data, state.secret)
         if isinstance(status, int) and 400 <= status <= 599:
             _fail(result, http_error_code(status), f"error event in stream: {message}")
         else:
@@ -397,7 +404,11 @@ def _on_event(data: str, state: _Stream) -> bool:
             result.prompt_tokens = usage["prompt_tokens"]
     choices = chunk.get("choices") or []
     if not isinstance(choices, list):
-        _fail(result, ErrorCode.MALFORMED_CHUNK, f"choices is not a list: {_snippet(data)}")
+        _fail(
+            result,
+            ErrorCode.MALFORMED_CHUNK,
+            f"choices is not a list: {_snippet(data, state.secret)}",
+        )
         return False
     for choice in choices:
         # Only the first choice is replayed (n=1 is enforced on the request).
@@ -405,7 +416,11 @@ def _on_event(data: str, state: _Stream) -> bool:
             continue
         delta = choice.get("delta") or {}
         if not isinstance(delta, dict):
-            _fail(result, ErrorCode.MALFORMED_CHUNK, f"delta is not an object: {_snippet(data)}")
+            _fail(
+                result,
+                ErrorCode.MALFORMED_CHUNK,
+                f"delta is not an object: {_snippet(data, state.secret)}",
+            )
             return False
         if _on_delta(delta, state):
             now = time.perf_counter()

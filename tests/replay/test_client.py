@@ -285,6 +285,19 @@ def test_credential_never_in_error_details_results_or_logs(fake, caplog):
     assert SECRET not in caplog.text
 
 
+def test_a_long_credential_cut_by_the_error_snippet_leaves_no_part_behind(fake):
+    # A JWT-sized key echoed in a 401 body runs past the snippet's cut: redacting after
+    # cutting would miss the truncated key and keep its first few hundred characters.
+    long_secret = "sk-" + "0123456789abcdef" * 25
+    fake.configure(api_key="the-right-key")
+
+    result = ask(fake, backend=backend_for(fake, credential=long_secret))
+
+    assert result.error_code == "http_401"
+    assert "[redacted]" in result.error_detail
+    assert long_secret[:40] not in result.error_detail
+
+
 def test_credential_echoed_in_an_answer_is_redacted(fake):
     fake.configure(api_key=SECRET)
     backend = backend_for(fake, credential=SECRET)

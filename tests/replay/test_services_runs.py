@@ -238,9 +238,14 @@ def test_the_credential_is_read_from_the_named_variable_and_never_stored(fake, m
     fake.configure(api_key=SECRET)
     monkeypatch.setenv("KB_REPLAY_KEY", SECRET)
     backend = backend_on(fake, credential_env="KB_REPLAY_KEY")
-    # The server echoes what it got in an error body; the run must not pass it on.
+    # A server may echo the key in an answer or an error body; the run must not pass it on.
     sample_set = make_set(
-        "auth", [sample("four", "fake: reply=4"), sample("boom", "x\nfake: fault=http_error")]
+        "auth",
+        [
+            sample("four", "fake: reply=4"),
+            sample("boom", "x\nfake: fault=http_error"),
+            sample("echo", f'x\nfake: reply="your key is {SECRET}"'),
+        ],
     )
 
     run = replay_now(backend, sample_set)
