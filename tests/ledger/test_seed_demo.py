@@ -127,3 +127,18 @@ def test_seed_demo_scale_again_creates_nothing(db):
 
     assert Event.objects.count() == events
     assert "fleet: 0 services created (2 were there)" in output
+
+
+def test_seed_demo_attaches_evidence_and_replay_data_once(db):
+    from ledger.models import LoadTestReport
+    from replay.models import Backend, SampleSet
+
+    call_command("seed_demo", "--quiet-logins", stdout=StringIO())
+    call_command("seed_demo", "--quiet-logins", stdout=StringIO())
+
+    live = Service.objects.get(slug="kb-assistant").live_revision
+    reports = LoadTestReport.objects.filter(revision=live)
+    assert sorted(reports.values_list("tool", flat=True)) == ["guidellm", "vllm"]
+    assert reports.get(tool="guidellm").level_count == 3
+    assert SampleSet.objects.filter(name__startswith="starter-").count() == 7
+    assert Backend.objects.get(name="kb-assistant-live").revision == live

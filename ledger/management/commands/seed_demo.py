@@ -18,6 +18,7 @@ from django.db import transaction
 from ledger.chain import head_hash
 from ledger.declarative import Document, DocumentError, apply_document
 from ledger.demo import demo_document, history_documents, seed_fleet
+from ledger.demo.extras import seed_evidence, seed_replay
 from ledger.models import Event, Service
 from ledger.roles import Role
 
@@ -56,6 +57,7 @@ class Command(BaseCommand):
         with transaction.atomic():
             self._users()
             self._registry()
+            self._extras()
         if not options["quiet_logins"]:
             self.stdout.write(self.style.SUCCESS("Demo logins (password for each: demo):"))
             for username, _, role in DEMO_PEOPLE:
@@ -111,6 +113,14 @@ class Command(BaseCommand):
             self.style.SUCCESS(
                 f"demo registry: {created} created, {updated} updated; {events} events appended"
             )
+        )
+
+    def _extras(self) -> None:
+        reports = seed_evidence()
+        sets, backends = seed_replay([service["slug"] for service in demo_document()["services"]])
+        self.stdout.write(
+            f"demo evidence and replay: {reports} load-test reports, {sets} sample sets, "
+            f"{backends} backends added"
         )
 
     def _fleet(self, count: int) -> None:
