@@ -222,22 +222,7 @@ def _parse_csv(probe: Probe) -> ParsedReport:
         None if successful is None else int(successful),
         None if errored is None else int(errored),
     )
-    cond.prompt_tokens = metric_table.tokens(rows, "Input Sequence Length")
-    cond.output_tokens = metric_table.tokens(rows, "Output Sequence Length")
-    level = Level(
-        name=level_name(cond),
-        source="tool",
-        conditions=cond,
-        throughput=Throughput(
-            requests_per_s=metric_table.value(rows, "Request Throughput"),
-            output_tokens_per_s=metric_table.value(rows, "Output Token Throughput"),
-            total_tokens_per_s=metric_table.value(rows, "Total Token Throughput"),
-        ),
-    )
-    for attr, name in _CSV_LATENCIES.items():
-        setattr(level, attr, metric_table.latency(source, rows, name))
-    if level.ttft.is_empty() and level.e2e.is_empty():
-        raise source.error(None, "no latency rows: expected e.g. 'Request Latency (ms)'")
+    level = metric_table.summary_level(source, rows, cond, _CSV_LATENCIES)
     return _report(probe, "summary-csv", level)
 
 

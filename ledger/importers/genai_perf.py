@@ -175,22 +175,7 @@ def _summary_csv(probe: Probe) -> Level:
     cond = Conditions()
     if count is not None:
         cond.successful = cond.requests = int(count)
-    cond.prompt_tokens = metric_table.tokens(rows, "Input Sequence Length")
-    cond.output_tokens = metric_table.tokens(rows, "Output Sequence Length")
-    level = Level(
-        name=level_name(cond),
-        source="tool",
-        conditions=cond,
-        throughput=Throughput(
-            requests_per_s=metric_table.value(rows, "Request Throughput"),
-            output_tokens_per_s=metric_table.value(rows, "Output Token Throughput"),
-        ),
-    )
-    for attr, name in _CSV_LATENCIES.items():
-        setattr(level, attr, metric_table.latency(source, rows, name))
-    if level.ttft.is_empty() and level.e2e.is_empty():
-        raise source.error(None, "no latency rows: expected e.g. 'Request Latency (ms)'")
-    return level
+    return metric_table.summary_level(source, rows, cond, _CSV_LATENCIES)
 
 
 # --- perf_analyzer per-request export --------------------------------------------

@@ -7,8 +7,9 @@ import csv
 import re
 from dataclasses import dataclass
 
-from .report import LatencyStats, TokenStats
+from .report import Conditions, LatencyStats, Level, Throughput, TokenStats
 from .source import Source
+from .stats import level_name
 
 _NAME_UNIT = re.compile(r"^(.*?)(?: \(([^()]*)\))?$")
 TO_MS = {"ms": 1.0, "sec": 1000.0, "s": 1000.0, "us": 1e-3, "ns": 1e-6}
@@ -99,3 +100,29 @@ def tokens(rows: dict[str, Row], name: str) -> TokenStats:
     return TokenStats(
         mean=row.values.get("avg"), p50=row.values.get("p50"), p90=row.values.get("p90")
     )
+
+
+def summary_level(
+    source: Source, rows: dict[str, Row], cond: Conditions, latencies: dict[str, str]
+) -> Level:
+    """The one load level of an AIPerf or GenAI-Perf summary CSV.
+
+    `latencies` maps a Level attribute (ttft, tpot, itl, e2e) to the tool's row name.
+    """
+    cond.prompt_tokens = tokens(rows, "Input Sequence Length")
+    cond.output_tokens = tokens(rows, "Output Sequence Length")
+    level = Level(
+        name=level_name(cond),
+        source="tool",
+        conditions=cond,
+        throughput=Throughput(
+            requests_per_s=value(rows, "Request Throughput"),
+            output_tokens_per_s=value(rows, "Output Token Throughput"),
+            total_tokens_per_s=value(rows, "Total Token Throughput"),
+        ),
+    )
+    for attr, name in latencies.items():
+        setattr(level, attr, latency(source, rows, name))
+    if level.ttft.is_empty() and level.e2e.is_empty():
+        raise source.error(None, "no latency rows: expected e.g. 'Request Latency (ms)'")
+    return level
