@@ -1,35 +1,73 @@
-"""Who may change what in the registry. The domain layer enforces these."""
+"""Who may change what in the registry: one function per rule.
+
+Pages, the API, admin and the domain verbs all ask these, so a page never
+offers what the API refuses, nor the reverse. The `ensure_*` forms raise
+PermissionDenied with the reason; `actor=None` is the system itself
+(commands, tasks, `manage.py apply`), which may do anything.
+"""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import PermissionDenied
 
 from ledger.roles import Role, has_role
 
+if TYPE_CHECKING:
+    from django.db.models import QuerySet
 
-def can_edit_team_objects(user, team) -> bool:
-    """Model owners edit the services, assets and runtimes of their own teams."""
-    if user is None or not user.is_authenticated:
+    from ledger.models import Team
+
+
+def _signed_in(user: Any) -> bool:
+    return user is not None and user.is_authenticated
+
+
+def editable_teams(user: Any) -> QuerySet[Team]:
+    """The teams whose services, assets and runtimes this person may change."""
+    from ledger.models import Team
+
+    if not _signed_in(user):
+        return Team.objects.none()
+    if user.is_superuser:
+        return Team.objects.all()
+    if has_role(user, Role.MODEL_OWNER):
+        return Team.objects.filter(members=user)
+    return Team.objects.none()
+
+
+def can_edit_team_objects(user: Any, team: Team) -> bool:
+    """Model owners change the services, assets and runtimes of their own teams."""
+    if not _signed_in(user):
         return False
     if user.is_superuser:
         return True
     return has_role(user, Role.MODEL_OWNER) and team.members.filter(pk=user.pk).exists()
 
 
-def can_create_in_any_team(user) -> bool:
-    return user.is_authenticated and (user.is_superuser or has_role(user, Role.MODEL_OWNER))
+def can_create(user: Any) -> bool:
+    """Add services, assets and runtimes: a model owner who belongs to a team."""
+    return _signed_in(user) and editable_teams(user).exists()
 
 
-def can_approve_licenses(user) -> bool:
-    return user.is_authenticated and (user.is_superuser or has_role(user, Role.SECURITY_COMPLIANCE))
+def can_approve_licenses(user: Any) -> bool:
+    return _signed_in(user) and (user.is_superuser or has_role(user, Role.SECURITY_COMPLIANCE))
 
 
-def ensure_can_edit(actor, team) -> None:
-    """actor None is the system itself (migrations of data, `manage.py apply`)."""
+def ensure_can_edit(actor: Any, team: Team) -> None:
     if actor is not None and not can_edit_team_objects(actor, team):
         raise PermissionDenied(f"Only model owners of team {team.slug!r} can change this.")
 
 
-def ensure_can_approve_licenses(actor) -> None:
+def ensure_can_create(actor: Any) -> QuerySet[Team]:
+    """The teams `actor` may add to; refused when there are none."""
+    teams = editable_teams(actor)
+    if not teams.exists():
+        raise PermissionDenied("Only model owners who belong to a team can add to the registry.")
+    return teams
+
+
+def ensure_can_approve_licenses(actor: Any) -> None:
     if actor is not None and not can_approve_licenses(actor):
         raise PermissionDenied("Only security & compliance can approve or reject a license.")

@@ -1,10 +1,10 @@
 """Replay over REST: backends, sample sets, runs and probes, under /api/replay/.
 
-Anyone signed in reads everything (auditors included), as in `ledger.api`. Writes
+Anyone signed in reads everything (auditors included), as in `ledger.api.registry`. Writes
 call the `replay.services` verbs with the caller as actor; the domain validates,
 decides who may, writes and appends the Event. This module checks the same rule
 first (403 before a payload is even validated) and translates the domain's
-refusals into HTTP through `ledger.api.DomainVerbMixin`.
+refusals into HTTP through `lib.api.DomainVerbMixin`.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ledger.api import DomainVerbMixin
-from replay import services
+from lib.api import DomainVerbMixin
+from replay import permissions, services
 from replay.filters import BackendFilter, ProbeFilter, RunFilter, SampleSetFilter
 from replay.models import Backend, Result, Run, SampleSet
 from replay.serializers import (
@@ -42,7 +42,6 @@ from replay.serializers import (
     SampleSetImportSerializer,
     SampleSetSerializer,
 )
-from replay.views._common import can_register_backends
 
 NDJSON = "application/x-ndjson"
 
@@ -70,10 +69,10 @@ class BackendWritePermission(BasePermission):
     def has_permission(self, request: Request, view) -> bool:
         if not request.user or not request.user.is_authenticated:
             return False
-        return request.method in SAFE_METHODS or can_register_backends(request.user)
+        return request.method in SAFE_METHODS or permissions.can_register_backends(request.user)
 
     def has_object_permission(self, request: Request, view, obj: Backend) -> bool:
-        return request.method in SAFE_METHODS or services.can_manage_backend(
+        return request.method in SAFE_METHODS or permissions.can_manage_backend(
             request.user, obj.revision
         )
 
@@ -84,7 +83,7 @@ class SampleSetWritePermission(BasePermission):
     def has_permission(self, request: Request, view) -> bool:
         if not request.user or not request.user.is_authenticated:
             return False
-        return request.method in SAFE_METHODS or services.can_manage_sample_sets(request.user)
+        return request.method in SAFE_METHODS or permissions.can_manage_sample_sets(request.user)
 
 
 class RunStartPermission(BasePermission):
@@ -95,7 +94,7 @@ class RunStartPermission(BasePermission):
     def has_permission(self, request: Request, view) -> bool:
         if not request.user or not request.user.is_authenticated:
             return False
-        return request.method in SAFE_METHODS or can_register_backends(request.user)
+        return request.method in SAFE_METHODS or permissions.can_register_backends(request.user)
 
 
 # ---------------------------------------------------------------- backends
@@ -349,7 +348,7 @@ class RunViewSet(
         payload = RunStartSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         backend = payload.validated_data["backend"]
-        if not services.can_manage_backend(request.user, backend.revision):
+        if not permissions.can_manage_backend(request.user, backend.revision):
             raise exceptions.PermissionDenied(RunStartPermission.message)
         name, _, version = payload.validated_data["sample_set"].partition("@")
         if version and not version.isdigit():

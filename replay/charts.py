@@ -7,7 +7,7 @@ from the run pages. Series differ by marker and dash as well as colour, so
 the charts read in greyscale and print.
 
 Pages render a figure with `fig.to_html(full_html=False, include_plotlyjs=False)`
-(see `figure_html`); plotly.js is served from static/vendor.
+(see `lib.charts.figure_html`); plotly.js is served from static/vendor.
 """
 
 from __future__ import annotations
@@ -54,16 +54,6 @@ class LatencyComparison(TypedDict):
     metric: str  # e.g. "p95 TTFT"
     a: float | None
     b: float | None
-
-
-def figure_html(fig: go.Figure) -> str:
-    """The figure as a fragment for a page that loads plotly.js itself."""
-    return fig.to_html(
-        full_html=False,
-        include_plotlyjs=False,
-        config={"responsive": True, "displaylogo": False},
-        default_width="100%",
-    )
 
 
 # Below the x axis title for the tall trend chart; above the plot for the bar charts,

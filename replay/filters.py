@@ -9,7 +9,7 @@ from __future__ import annotations
 import django_filters
 from django.db.models import Q, QuerySet
 
-from ledger.forms import LiveFilterSet
+from lib.forms import LiveFilterSet
 from replay.forms import latest_versions
 from replay.models import Backend, Probe, Result, Run, Sample, SampleSet
 

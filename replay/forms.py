@@ -8,8 +8,8 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.db.models import OuterRef, QuerySet, Subquery
 
-from ledger.forms import InlineValidationMixin
 from ledger.models import Revision
+from lib.forms import InlineValidationMixin
 from replay.models import Backend, SampleSet, Schedule
 
 CRONTAB_HELP = (

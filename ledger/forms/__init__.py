@@ -2,12 +2,10 @@
 forms, and the list filters. Import them from here."""
 
 from ledger.forms.evidence import LoadTestUploadForm
-from ledger.forms.inputs import CommaListField, InlineValidationMixin, PrettyJSONField
 from ledger.forms.lists import (
     AssetListFilter,
     CatalogFilter,
     EventListFilter,
-    LiveFilterSet,
     RuntimeListFilter,
 )
 from ledger.forms.registry import (
@@ -26,13 +24,9 @@ __all__ = [
     "AssetListFilter",
     "CapabilityForm",
     "CatalogFilter",
-    "CommaListField",
     "EventListFilter",
-    "InlineValidationMixin",
     "LifecycleForm",
-    "LiveFilterSet",
     "LoadTestUploadForm",
-    "PrettyJSONField",
     "RevisionForm",
     "RuntimeForm",
     "RuntimeListFilter",

@@ -9,38 +9,7 @@ from django.db.models import Q, QuerySet
 
 from ledger.engines import Engine
 from ledger.models import Event, ModelAsset, Runtime, Service, TaskType, Team
-
-# ---------------------------------------------------------------- list filters
-
-
-class LiveFilterSet(django_filters.FilterSet):
-    """A list's filters: a plain GET form, which with htmx refreshes only the
-    results as the filters change and keeps them in the address bar."""
-
-    @property
-    def form(self) -> forms.Form:
-        form = super().form
-        if getattr(form, "live", False) or self.request is None:
-            return form
-        for field in form.fields.values():
-            widget = field.widget
-            typed = isinstance(widget, forms.TextInput) and not isinstance(widget, forms.DateInput)
-            if typed:
-                widget.input_type = "search"
-            widget.attrs.update(
-                {
-                    "hx-get": self.request.path,
-                    "hx-trigger": "input changed delay:250ms, search" if typed else "change",
-                    "hx-target": "#results",
-                    "hx-push-url": "true",
-                    "hx-include": "closest form",
-                    "hx-sync": "closest form:replace",
-                    "hx-indicator": "closest form",
-                    "autocomplete": "off",
-                }
-            )
-        form.live = True
-        return form
+from lib.forms import LiveFilterSet
 
 
 class CatalogFilter(LiveFilterSet):

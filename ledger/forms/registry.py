@@ -12,7 +12,6 @@ from django.db.models import QuerySet
 
 from ledger import services
 from ledger.engines import check_launch_parameters
-from ledger.forms.inputs import CommaListField, InlineValidationMixin, PrettyJSONField
 from ledger.models import (
     Capability,
     License,
@@ -23,6 +22,7 @@ from ledger.models import (
     Team,
 )
 from ledger.validators import parse_image, unpinned_image_message, validate_json_object
+from lib.forms import CommaListField, InlineValidationMixin, PrettyJSONField
 
 # ---------------------------------------------------------------- services
 

@@ -1,17 +1,11 @@
 """The replay domain layer: every change to backends, sample sets, runs, probes and schedules.
 
 Split by feature; import the verbs from this package (`from replay import services`).
-Each verb checks who may do it, writes its rows and appends the ledger Event in one
+Each verb checks who may do it (`replay.permissions`), writes its rows and appends the ledger Event in one
 transaction, and enqueues work with `delay_on_commit`. `actor=None` is the system
 (tasks, commands, `manage.py apply`).
 """
 
-from replay.services.access import (
-    can_manage_backend,
-    can_manage_sample_sets,
-    ensure_can_manage_backend,
-    ensure_can_manage_sample_sets,
-)
 from replay.services.backends import (
     CredentialMissing,
     backend_config,
@@ -41,14 +35,10 @@ from replay.services.schedules import (
 __all__ = [
     "CredentialMissing",
     "backend_config",
-    "can_manage_backend",
-    "can_manage_sample_sets",
     "compare_runs",
     "create_backend",
     "create_schedule",
     "delete_schedule",
-    "ensure_can_manage_backend",
-    "ensure_can_manage_sample_sets",
     "execute_run",
     "export_sample_set",
     "fire_schedule",

@@ -19,7 +19,7 @@ from ledger.chain import append_event
 from ledger.services import snapshot
 from replay.client import BackendConfig, Timeouts
 from replay.models import Backend
-from replay.services.access import ensure_can_manage_backend
+from replay.permissions import ensure_can_manage_backend
 
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 FIELDS = (

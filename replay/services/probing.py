@@ -26,7 +26,7 @@ from ledger.models import Capability
 from replay import probes
 from replay.client import BackendConfig, replay_many
 from replay.models import Backend, Probe
-from replay.services.access import ensure_can_manage_backend
+from replay.permissions import ensure_can_manage_backend
 from replay.services.backends import CredentialMissing, backend_config
 
 logger = logging.getLogger(__name__)

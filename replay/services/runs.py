@@ -28,7 +28,7 @@ from ledger.chain import append_event
 from replay.checks import CheckOutcome, judge
 from replay.client import BackendConfig, ChatRequest, ReplayResult, replay_many
 from replay.models import Backend, Result, Run, Sample, SampleSet
-from replay.services.access import ensure_can_manage_backend
+from replay.permissions import ensure_can_manage_backend
 from replay.services.backends import CredentialMissing, backend_config
 from replay.services.common import try_singleton_lock
 from replay.services.verdicts import choose_baseline, compare_runs, decide, summarize_run

@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 from ledger.chain import append_event
 from replay import jsonl as jsonl_format
 from replay.models import Sample, SampleSet
-from replay.services.access import ensure_can_manage_sample_sets
+from replay.permissions import ensure_can_manage_sample_sets
 
 _NAME = re.compile(r"^[-a-zA-Z0-9_]{1,100}$")
 _NAME_HELP = "letters, digits, '-' and '_', e.g. kb-smoke"

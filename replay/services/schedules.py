@@ -19,7 +19,7 @@ from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
 from ledger.chain import append_event
 from replay.models import Backend, Run, SampleSet, Schedule
-from replay.services.access import ensure_can_manage_backend
+from replay.permissions import ensure_can_manage_backend
 
 logger = logging.getLogger(__name__)
 

@@ -13,23 +13,14 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from ledger.views._common import (
-    apply_errors,
-    changed_values,
-    paginate,
-    render_form,
-    render_list,
-)
+from lib.charts import figure_html
+from lib.pages import apply_errors, changed_values, paginate, render_form, render_list
 from replay import charts, queries, services
 from replay.filters import BackendListFilter
 from replay.forms import BackendForm, RunStartForm
 from replay.models import Backend, Probe, Run, Schedule
-from replay.views._common import (
-    backend_for,
-    can_operate,
-    can_register_backends,
-    revisions_for,
-)
+from replay.permissions import can_manage_backend, can_register_backends, manageable_revisions
+from replay.views._common import backend_for
 from replay.views.schedules import schedule_rows
 
 RECENT_RUNS = 10
@@ -106,7 +97,7 @@ def backend_detail(request: HttpRequest, name: str) -> HttpResponse:
         .select_related("periodic_task__crontab")
         .order_by("sample_set_name", "purpose")
     )
-    can_run = can_operate(request.user, backend)
+    can_run = can_manage_backend(request.user, backend.revision)
     probe = backend.probes.order_by("-started_at").first()
     context = {
         "backend": backend,
@@ -115,7 +106,7 @@ def backend_detail(request: HttpRequest, name: str) -> HttpResponse:
         "probe": probe,
         "capability_checks": capability_checks(probe),
         "schedules": schedule_rows(schedules, now=timezone.now()),
-        "trend_html": charts.figure_html(figure) if trend else "",
+        "trend_html": figure_html(figure) if trend else "",
         "trend_rows": charts.trend_rows(trend),
         "runs": list(
             backend.runs.select_related("sample_set", "revision__service").order_by("-created_at")[
@@ -137,7 +128,7 @@ def backend_create(request: HttpRequest) -> HttpResponse:
         )
     form = BackendForm(
         request.POST if request.method == "POST" else None,
-        revisions=revisions_for(request.user),
+        revisions=manageable_revisions(request.user),
     )
     if request.method == "POST" and form.is_valid():
         try:
@@ -165,7 +156,7 @@ def backend_edit(request: HttpRequest, name: str) -> HttpResponse:
     form = BackendForm(
         request.POST if request.method == "POST" else None,
         instance=backend,
-        revisions=revisions_for(request.user),
+        revisions=manageable_revisions(request.user),
     )
     if request.method == "POST" and form.is_valid():
         # The form has written the typed values onto `backend`; the verb needs the stored row.

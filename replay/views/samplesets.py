@@ -14,8 +14,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
-from ledger.views._common import apply_errors, paginate, render_list
-from replay import services
+from lib.pages import apply_errors, paginate, render_list
+from replay import permissions, services
 from replay.filters import SampleFilter, SampleSetListFilter
 from replay.forms import SampleSetImportForm
 from replay.models import Sample, SampleSet
@@ -73,7 +73,7 @@ def sampleset_list(request: HttpRequest) -> HttpResponse:
         "page": page,
         "rows": rows,
         "filtered": any(request.GET.get(name) for name in names.filters),
-        "can_import": services.can_manage_sample_sets(request.user),
+        "can_import": permissions.can_manage_sample_sets(request.user),
     }
     return render_list(request, "replay/sampleset_list.html", context)
 
@@ -154,7 +154,7 @@ def sampleset_detail(request: HttpRequest, name: str, version: int) -> HttpRespo
         "filter": samples,
         "page": page,
         "filtered": any(request.GET.get(n) for n in samples.filters),
-        "can_import": services.can_manage_sample_sets(request.user),
+        "can_import": permissions.can_manage_sample_sets(request.user),
     }
     return render_list(request, "replay/sampleset_detail.html", context)
 
@@ -174,7 +174,7 @@ def sampleset_export(request: HttpRequest, name: str, version: int) -> HttpRespo
 @login_required
 @require_http_methods(["GET", "POST"])
 def sampleset_import(request: HttpRequest) -> HttpResponse:
-    if not services.can_manage_sample_sets(request.user):
+    if not permissions.can_manage_sample_sets(request.user):
         raise PermissionDenied("Only model owners and platform SREs can import sample sets.")
     initial = {"name": request.GET.get("name", "")}
     if request.method == "POST":

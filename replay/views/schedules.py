@@ -15,12 +15,13 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from ledger.views._common import apply_errors, render_form, wants_fragment
+from lib.pages import apply_errors, render_form, wants_fragment
 from replay import services
 from replay.forms import ScheduleEditForm, ScheduleForm
 from replay.models import Schedule
+from replay.permissions import can_manage_backend
 from replay.services.schedules import crontab_text
-from replay.views._common import backend_for, can_operate
+from replay.views._common import backend_for
 
 
 @dataclass
@@ -68,7 +69,7 @@ def _schedule_for_edit(request: HttpRequest, pk: int) -> Schedule:
         ),
         pk=pk,
     )
-    if not can_operate(request.user, schedule.backend):
+    if not can_manage_backend(request.user, schedule.backend.revision):
         team = schedule.backend.revision.service.team
         raise PermissionDenied(f"Only model owners of team {team.slug!r} can change schedules.")
     return schedule

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from lib.charts import figure_html
 from replay import charts
 
 T0 = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)
@@ -90,7 +91,7 @@ def test_trend_with_missing_numbers_keeps_the_gaps():
 
 
 def test_figure_html_leaves_plotly_js_to_the_page():
-    html = charts.figure_html(charts.trend_figure(TREND))
+    html = figure_html(charts.trend_figure(TREND))
 
     assert 'class="plotly-graph-div"' in html
     assert "<html" not in html

@@ -6,7 +6,7 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from ledger.models import Event
-from replay import services
+from replay import permissions, services
 from replay.models import Backend
 from tests.ledger.factories import RevisionFactory
 
@@ -83,9 +83,9 @@ def test_only_the_owning_team_and_platform_sres_manage_a_backend(owner, sre, out
     backend = services.create_backend(actor=owner, **_fields(revision=revision))
     services.update_backend(backend, actor=sre, enabled=False)
 
-    assert services.can_manage_backend(owner, revision) is True
-    assert services.can_manage_backend(sre, revision) is True
-    assert services.can_manage_backend(outsider, revision) is False
+    assert permissions.can_manage_backend(owner, revision) is True
+    assert permissions.can_manage_backend(sre, revision) is True
+    assert permissions.can_manage_backend(outsider, revision) is False
 
 
 def test_backend_config_reads_the_key_from_the_environment_or_a_file(monkeypatch, tmp_path):

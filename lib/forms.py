@@ -1,10 +1,12 @@
-"""Inline validation and the small form fields the registry forms share."""
+"""Form machinery every app's pages share: inline validation as the user types,
+live list filters kept in the URL, and small fields (comma lists, pretty JSON)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import django_filters
 from django import forms
 from django.core.exceptions import ValidationError
 
@@ -87,3 +89,36 @@ class PrettyJSONField(forms.JSONField):
         if isinstance(value, forms.fields.InvalidJSONInput):
             return value
         return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+# ---------------------------------------------------------------- list filters
+
+
+class LiveFilterSet(django_filters.FilterSet):
+    """A list's filters: a plain GET form, which with htmx refreshes only the
+    results as the filters change and keeps them in the address bar."""
+
+    @property
+    def form(self) -> forms.Form:
+        form = super().form
+        if getattr(form, "live", False) or self.request is None:
+            return form
+        for field in form.fields.values():
+            widget = field.widget
+            typed = isinstance(widget, forms.TextInput) and not isinstance(widget, forms.DateInput)
+            if typed:
+                widget.input_type = "search"
+            widget.attrs.update(
+                {
+                    "hx-get": self.request.path,
+                    "hx-trigger": "input changed delay:250ms, search" if typed else "change",
+                    "hx-target": "#results",
+                    "hx-push-url": "true",
+                    "hx-include": "closest form",
+                    "hx-sync": "closest form:replace",
+                    "hx-indicator": "closest form",
+                    "autocomplete": "off",
+                }
+            )
+        form.live = True
+        return form
