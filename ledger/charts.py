@@ -2,11 +2,11 @@
 
 Each chart comes with a `*_rows` function returning the same numbers as table
 rows, for the table beside the chart. Nothing here reads the database; the
-plain data comes from `ledger.evidence` (latency_points, level_points,
+plain data comes from `ledger.queries` (latency_points, level_points,
 ttft_cdf_series, service_slo). Every series differs by marker, dash or fill
 pattern as well as colour, so the charts read in greyscale and print.
 
-Pages render a figure with `fig.to_html(full_html=False, include_plotlyjs=False)`.
+Pages fit a figure with `fit_to_page` and render it with `lib.charts.figure_html`.
 """
 
 from __future__ import annotations
@@ -61,6 +61,8 @@ class CdfSeries(TypedDict):
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies.
 COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000")
+# The fills of the throughput-latency regions, by the start of their label.
+REGION_FILLS = {"latency-sensitive": "#009E73", "throughput-first": "#D55E00"}
 PATTERNS = ("", "/", "x", ".", "\\", "+")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "star")
@@ -291,7 +293,7 @@ def _by_load(points: Sequence[LevelPoint]) -> list[LevelPoint]:
 
 def _capacity_point(points: Sequence[LevelPoint]) -> LevelPoint | None:
     """The last level within SLO before the first that is not, in load order
-    (the same walk as `ledger.evidence.capacity_from_levels`)."""
+    (the same walk as `ledger.queries.capacity_from_levels`)."""
     best = None
     for point in _by_load(points):
         if point["load"] is None:
@@ -390,7 +392,7 @@ def throughput_latency_figure(
             fig.add_vrect(
                 x0=0,
                 x1=edge,
-                fillcolor="#009E73",
+                fillcolor=REGION_FILLS["latency-sensitive"],
                 opacity=0.12,
                 line_width=0,
                 annotation_text="latency-sensitive (within SLO)",
@@ -402,7 +404,7 @@ def throughput_latency_figure(
             fig.add_vrect(
                 x0=edge,
                 x1=top,
-                fillcolor="#D55E00",
+                fillcolor=REGION_FILLS["throughput-first"],
                 opacity=0.08,
                 line_width=0,
                 annotation_text="throughput-first (past SLO)",
@@ -491,3 +493,49 @@ def ttft_cdf_figure(
     fig.update_xaxes(title_text="TTFT (ms)")
     fig.update_yaxes(title_text="Requests at or below (%)", range=[0, 101])
     return _layout(fig, title)
+
+
+# ---------------------------------------------------------------- fitting a figure to a page
+
+
+def fit_to_page(fig: go.Figure, *, height: int = 460) -> go.Figure:
+    """The builders leave the size to the page: the width follows the container,
+    the height is fixed so the div does not collapse."""
+    fig.update_layout(
+        height=height,
+        # Pinned to the bottom of the figure, below the (sometimes slanted) tick labels
+        # and the axis title, which a legend placed relative to the plot would cover.
+        legend={"yref": "container", "y": 0, "yanchor": "bottom", "x": 0, "xanchor": "left"},
+        margin={"b": 140},
+    )
+    return fig
+
+
+def regions_in_the_legend(fig: go.Figure) -> go.Figure:
+    """Name the shaded regions in the legend rather than inside each panel.
+
+    `throughput_latency_figure` labels them at the top of the panels, where the
+    SLO line is labelled too; on a phone the labels cover each other or the curve.
+    """
+    named: dict[str, str] = {}
+
+    def hide(annotation) -> None:
+        text = annotation.text or ""
+        for region, colour in REGION_FILLS.items():
+            if text.startswith(region):
+                named.setdefault(text, colour)
+                annotation.update(visible=False)
+
+    fig.for_each_annotation(hide)
+    for text, colour in named.items():
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name=f"shaded: {text}",
+                marker={"symbol": "square", "size": 14, "color": colour, "opacity": 0.3},
+                hoverinfo="skip",
+            )
+        )
+    return fig

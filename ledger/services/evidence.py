@@ -26,10 +26,10 @@ from django.utils import timezone
 
 from ledger import permissions
 from ledger.chain import append_event
-from ledger.evidence import goodput_slo, level_goodputs
 from ledger.importers import FORMATS, ParsedReport, ReportFormatError, parse_report
 from ledger.importers.report import ReportJSON
 from ledger.models import LoadTestReport, LoadTestRequestData, Revision
+from ledger.queries import goodput_slo, level_goodputs
 
 __all__ = [
     "hardware_for",

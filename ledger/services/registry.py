@@ -64,7 +64,6 @@ __all__ = [
     "register_asset",
     "retire_asset",
     "runtime_warnings",
-    "same_fingerprint",
     "set_license_approval",
     "set_live_revision",
     "snapshot",
@@ -630,15 +629,6 @@ def update_revision(revision: Revision, *, actor, **changes: Any) -> bool:
         check_revision(revision.service, asset, runtime, context_limit)
         changes["fingerprint"] = compute_fingerprint(asset, runtime, context_limit)
     return _update(revision, changes, actor=actor, action="revision.updated")
-
-
-def same_fingerprint(revision: Revision) -> models.QuerySet[Revision]:
-    """Other revisions that are, by their inference config, the same thing."""
-    return (
-        Revision.objects.with_parts()
-        .filter(fingerprint=revision.fingerprint)
-        .exclude(pk=revision.pk)
-    )
 
 
 # ---------------------------------------------------------------- capabilities

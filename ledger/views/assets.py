@@ -15,18 +15,14 @@ from django.views.decorators.vary import vary_on_headers
 from ledger import services
 from ledger.forms import ASSET_FIELDS, AssetForm, AssetListFilter, LifecycleForm
 from ledger.models import ModelAsset
-from ledger.permissions import can_create_in_any_team, can_edit_team_objects
-from ledger.views._common import (
-    apply_errors,
-    changed_values,
+from ledger.permissions import (
+    can_create,
+    can_edit_team_objects,
     editable_teams,
     ensure_can_create,
     ensure_can_edit,
-    paginate,
-    render_field,
-    render_form,
-    render_list,
 )
+from lib.pages import apply_errors, changed_values, paginate, render_field, render_form, render_list
 
 
 @require_GET
@@ -44,7 +40,7 @@ def asset_list(request: HttpRequest) -> HttpResponse:
         "filter": assets,
         "page": paginate(request, assets.qs),
         "filtered": any(request.GET.get(name) for name in assets.filters),
-        "can_create": can_create_in_any_team(request.user),
+        "can_create": can_create(request.user),
     }
     return render_list(request, "ledger/asset_list.html", context)
 

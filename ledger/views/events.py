@@ -14,7 +14,7 @@ from django.views.decorators.vary import vary_on_headers
 from ledger.chain import verify_chain
 from ledger.forms import EventListFilter
 from ledger.models import Capability, Event, Revision, Runtime, Service
-from ledger.views._common import paginate, render_list, wants_fragment
+from lib.pages import paginate, render_list, wants_fragment
 
 
 def _subject_urls(events: list[Event]) -> dict[int, str]:
@@ -30,7 +30,7 @@ def _subject_urls(events: list[Event]) -> dict[int, str]:
         for pk, slug in Service.objects.filter(pk__in=ids["ledger.service"]).values_list(
             "pk", "slug"
         ):
-            urls["ledger.service", pk] = reverse("ledger:service_detail", args=[slug])
+            urls["ledger.service", pk] = reverse("releases:service_detail", args=[slug])
     if "ledger.runtime" in ids:
         for pk, name in Runtime.objects.filter(pk__in=ids["ledger.runtime"]).values_list(
             "pk", "name"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -13,20 +12,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from ledger import services
-from ledger.fingerprint import compute_fingerprint, fingerprint_components
+from ledger import queries, services
 from ledger.forms import CapabilityForm, RevisionForm
 from ledger.models import Capability, Revision, Service
-from ledger.permissions import can_edit_team_objects
-from ledger.views._common import (
-    apply_errors,
-    ensure_can_edit,
-    render_field,
-    render_form,
-    service_for_edit,
-    with_display_values,
-)
-from ledger.views.evidence import revision_evidence
+from ledger.permissions import can_edit_team_objects, ensure_can_edit
+from ledger.views._common import service_for_edit
+from ledger.views.loadtests import revision_evidence
+from lib.pages import apply_errors, render_field, render_form
 
 COMPONENT_LABELS = {
     "weights_digest": "Weights digest",
@@ -53,30 +45,20 @@ def _revision(slug: str, number: int) -> Revision:
 @login_required
 def revision_detail(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     revision = _revision(slug, number)
-    components = fingerprint_components(
-        revision.model_asset, revision.runtime, revision.context_limit
-    )
+    check = queries.fingerprint_check(revision)
     rows = [
-        {
-            "label": COMPONENT_LABELS.get(name, name),
-            "value": json.dumps(value, sort_keys=True) if isinstance(value, dict) else value,
-        }
-        for name, value in components.items()
+        {"label": COMPONENT_LABELS.get(name, name), "value": value}
+        for name, value in check.components.items()
     ]
-    current = compute_fingerprint(revision.model_asset, revision.runtime, revision.context_limit)
     lock_reasons = revision.lock_reasons()
     can_edit = can_edit_team_objects(request.user, revision.service.team)
     context = {
         "revision": revision,
         "service": revision.service,
         "components": rows,
-        # The verbs keep fingerprints true; a mismatch means a row was changed
-        # outside them, and the page must not pretend otherwise.
-        "fingerprint_stale": current != revision.fingerprint,
-        "same": list(services.same_fingerprint(revision).order_by("service__slug", "number")),
-        "capabilities": with_display_values(
-            list(revision.capabilities.all()), revision.fingerprint
-        ),
+        "fingerprint_stale": check.stale,
+        "same": list(queries.same_fingerprint(revision).order_by("service__slug", "number")),
+        "capabilities": queries.capabilities_of(revision),
         "lock_reasons": lock_reasons,
         "is_live": revision.service.live_revision_id == revision.pk,
         "can_edit": can_edit,
@@ -145,7 +127,7 @@ def revision_create(request: HttpRequest, slug: str) -> HttpResponse:
             "model asset + runtime + context limit + gateway policy."
         ),
         submit="Create revision",
-        cancel_url=reverse("ledger:service_detail", args=[slug]),
+        cancel_url=reverse("releases:service_detail", args=[slug]),
     )
 
 

@@ -17,18 +17,14 @@ from django.views.decorators.vary import vary_on_headers
 from ledger import services
 from ledger.forms import RuntimeForm, RuntimeListFilter
 from ledger.models import Runtime
-from ledger.permissions import can_create_in_any_team, can_edit_team_objects
-from ledger.views._common import (
-    apply_errors,
-    changed_values,
+from ledger.permissions import (
+    can_create,
+    can_edit_team_objects,
     editable_teams,
     ensure_can_create,
     ensure_can_edit,
-    paginate,
-    render_field,
-    render_form,
-    render_list,
 )
+from lib.pages import apply_errors, changed_values, paginate, render_field, render_form, render_list
 
 RUNTIME_FIELDS = [
     "name",
@@ -58,7 +54,7 @@ def runtime_list(request: HttpRequest) -> HttpResponse:
         "filter": runtimes,
         "page": paginate(request, runtimes.qs),
         "filtered": any(request.GET.get(name) for name in runtimes.filters),
-        "can_create": can_create_in_any_team(request.user),
+        "can_create": can_create(request.user),
     }
     return render_list(request, "ledger/runtime_list.html", context)
 

@@ -1,10 +1,10 @@
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from ledger import services
-from ledger.compliance import license_findings
+from ledger import queries, services
 from ledger.fingerprint import compute_fingerprint
 from ledger.models import Event, License, ModelAsset
+from ledger.queries import license_findings
 from tests.ledger.factories import (
     LicenseFactory,
     ModelAssetFactory,
@@ -77,8 +77,8 @@ def test_two_revisions_with_the_same_fingerprint_are_flagged_as_the_same(team):
         runtime__launch_parameters={"max_model_len": 16384},
     )
 
-    assert list(services.same_fingerprint(twin)) == [first]
-    assert list(services.same_fingerprint(different)) == []
+    assert list(queries.same_fingerprint(twin)) == [first]
+    assert list(queries.same_fingerprint(different)) == []
 
 
 @pytest.fixture

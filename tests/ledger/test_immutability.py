@@ -1,7 +1,7 @@
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from ledger import locks, services
+from ledger import locks, queries, services
 from ledger.models import Event, Revision
 from tests.ledger.factories import ModelAssetFactory, RevisionFactory, RuntimeFactory
 
@@ -59,7 +59,7 @@ def test_new_revision_from_a_locked_one_copies_its_parts(live_revision):
     assert (
         successor.fingerprint == live_revision.fingerprint
     )  # gateway policy is not inference config
-    assert list(services.same_fingerprint(successor)) == [live_revision]
+    assert list(queries.same_fingerprint(successor)) == [live_revision]
     assert successor.lock_reasons() == []
 
 
@@ -67,14 +67,14 @@ def test_other_apps_extend_the_lock_rule(team):
     revision = RevisionFactory(service__team=team)
 
     @locks.register
-    def frozen_by_test(obj):
-        return ["held by a test release"] if obj == revision else []
+    def frozen_by_test(objs):
+        return {obj.pk: ["held by a test release"] for obj in objs if obj == revision}
 
     try:
         with pytest.raises(ValidationError, match="held by a test release"):
             services.update_revision(revision, actor=None, context_limit=4096)
     finally:
-        locks._RULES.remove(frozen_by_test)
+        locks.unregister(frozen_by_test)
 
 
 def test_fields_set_by_the_ledger_cannot_be_written_directly(team):

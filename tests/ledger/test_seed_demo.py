@@ -8,9 +8,9 @@ from django.contrib.auth import authenticate
 from django.core.management import call_command
 
 from ledger.chain import verify_chain
-from ledger.compliance import license_findings
 from ledger.models import Capability, Event, LicenseAcceptance, ModelAsset, Revision, Service
 from ledger.permissions import can_edit_team_objects
+from ledger.queries import license_findings
 
 DEMO_SERVICES = {
     "kb-assistant": ("production", "customer_data"),

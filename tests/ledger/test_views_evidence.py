@@ -18,7 +18,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
-from ledger import evidence, services
+from ledger import queries, services
 from ledger.models import Event, LoadTestReport, Service
 from tests.factories import UserFactory
 from tests.ledger.evidence.conftest import fixture_path, import_file
@@ -477,7 +477,7 @@ def test_report_page_says_what_goodput_and_capacity_mean(client, sre, r1):
 
     page = client.get(_report_url(report)).content.decode()
 
-    capacity = evidence.report_capacity(report)
+    capacity = queries.report_capacity(report)
     gph = capacity["gpu_hours_per_million_output_tokens"]
     goodput = re.search(r'id="goodput".*?</div>', page, re.S).group(0)
     assert "100.0 %" in goodput
@@ -666,7 +666,7 @@ def test_service_page_shows_the_slo_matrix_words_for_live_and_candidate(
 
     page = client.get("/services/kb-assistant/").content.decode()
 
-    matrix = evidence.slo_matrix(Service.objects.get(pk=kb.pk))
+    matrix = queries.slo_matrix(Service.objects.get(pk=kb.pk))
     for block in matrix["revisions"]:
         shown = _words(page, block["role"])
         expected = {

@@ -18,7 +18,7 @@ from django.utils import timezone
 from ledger import services
 from ledger.importers import FORMATS
 from ledger.models import LoadTestReport, Revision
-from ledger.serializers_evidence import LoadTestReportDetailSerializer
+from ledger.serializers import LoadTestReportDetailSerializer
 
 
 def _messages(exc: ValidationError) -> str:

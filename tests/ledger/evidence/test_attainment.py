@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from ledger import evidence, services
+from ledger import queries, services
 from ledger.models import LoadTestReport
 from tests.ledger.evidence.conftest import fixture_path, import_file
 
@@ -42,7 +42,7 @@ def test_goodput_of_the_vllm_sample_matches_numpy(revision, service):
 
     assert report.goodput == pytest.approx(expected, abs=1e-12)
     assert report.goodput_slo == {"ttft_ms": 600.0, "tpot_ms": 18.0}
-    assert evidence.report_goodput(report) == (report.goodput, "")
+    assert queries.report_goodput(report) == (report.goodput, "")
 
 
 def _generated_jsonl(seed: int = 7, n: int = 2000):
@@ -102,7 +102,7 @@ def test_goodput_is_recomputed_when_the_slos_change(revision, service, django_as
     )
     report = LoadTestReport.objects.with_context().get(pk=report.pk)
     with django_assert_num_queries(1):  # the per-request arrays
-        value, reason = evidence.report_goodput(report)
+        value, reason = queries.report_goodput(report)
 
     assert reason == ""
     assert value == pytest.approx(_expected_goodput(ttft, tpot, error, 450, 22), abs=1e-12)
@@ -126,11 +126,11 @@ def test_goodput_needs_per_request_data_for_every_slo_that_is_set(revision, serv
     # SGLang's per-request file has TTFTs but no TPOTs.
     report, _ = import_file(revision, "sglang", "sglang_c2_n16_details.jsonl")
     assert report.goodput is None
-    assert evidence.report_goodput(report) == (None, "the file has no per-request TPOT")
+    assert queries.report_goodput(report) == (None, "the file has no per-request TPOT")
 
     services.update_service(service, actor=None, slo_tpot_ms=None)
     service.refresh_from_db()
-    value, reason = evidence.report_goodput(report, service)
+    value, reason = queries.report_goodput(report, service)
     assert reason == ""
     assert 0 <= value <= 1
 
@@ -138,7 +138,7 @@ def test_goodput_needs_per_request_data_for_every_slo_that_is_set(revision, serv
 def test_a_summary_file_has_no_goodput(revision):
     report, _ = import_file(revision, "inference_perf", "summary_lifecycle_metrics.json")
 
-    assert evidence.report_goodput(report) == (None, "the file has no per-request data")
+    assert queries.report_goodput(report) == (None, "the file has no per-request data")
 
 
 def test_goodput_without_latency_slos_says_so(revision, service):
@@ -148,11 +148,11 @@ def test_goodput_without_latency_slos_says_so(revision, service):
     report, _ = import_file(revision, "vllm", "vllm_c2_n20_detailed.json")
 
     assert report.goodput is None
-    assert evidence.report_goodput(report) == (None, "the service has no TTFT or TPOT SLO")
+    assert queries.report_goodput(report) == (None, "the service has no TTFT or TPOT SLO")
 
 
 def test_goodput_of_a_one_token_answer_does_not_miss_on_tpot():
-    result = evidence.goodput_of(
+    result = queries.goodput_of(
         error=np.array([False, False, True]),
         ttft=np.array([100.0, 100.0, np.nan]),
         tpot=np.array([np.nan, 50.0, np.nan]),
@@ -176,7 +176,7 @@ def test_capacity_is_the_highest_rate_within_slo_of_the_guidellm_sweep(revision,
     report = _sweep(revision)
     otps_at_half = report.levels[1]["throughput"]["output_tokens_per_s"]
 
-    capacity = evidence.report_capacity(report)
+    capacity = queries.report_capacity(report)
 
     assert capacity["axis"] == "request_rate"
     assert capacity["level"] == "constant@0.50"
@@ -193,7 +193,7 @@ def test_capacity_is_the_highest_rate_within_slo_of_the_guidellm_sweep(revision,
 def test_capacity_reaches_the_top_of_the_sweep_when_every_level_is_within_slo(revision):
     report = _sweep(revision)  # TPOT SLO 30 ms
 
-    capacity = evidence.report_capacity(report)
+    capacity = queries.report_capacity(report)
 
     assert capacity["level"] == "constant@1.00"
     assert capacity["gpu_hours_per_million_output_tokens"] == pytest.approx(
@@ -205,7 +205,7 @@ def test_no_capacity_when_the_lightest_load_already_breaches(revision, service):
     services.update_service(service, actor=None, slo_tpot_ms=20)
     report = _sweep(revision)
 
-    capacity = evidence.report_capacity(report)
+    capacity = queries.report_capacity(report)
 
     assert capacity["load"] is None
     assert capacity["gpu_hours_per_million_output_tokens"] is None
@@ -233,7 +233,7 @@ def test_capacity_stops_at_the_first_breach_even_if_a_heavier_level_passes():
         _level("c2", 2, 300, 25, 0.0, 200.0),
     ]
 
-    capacity = evidence.capacity_from_levels(levels, SLO, gpu_count=4)
+    capacity = queries.capacity_from_levels(levels, SLO, gpu_count=4)
 
     assert capacity["axis"] == "concurrency"
     assert (capacity["level"], capacity["load"]) == ("c2", 2)
@@ -244,7 +244,7 @@ def test_capacity_stops_at_the_first_breach_even_if_a_heavier_level_passes():
 def test_capacity_needs_an_slo():
     no_slo = {"ttft_p95_ms": None, "ttft_p99_ms": None, "tpot_ms": None, "error_rate_pct": None}
 
-    capacity = evidence.capacity_from_levels([_level("c1", 1, 1, 1, 0, 1)], no_slo, gpu_count=1)
+    capacity = queries.capacity_from_levels([_level("c1", 1, 1, 1, 0, 1)], no_slo, gpu_count=1)
 
     assert capacity["load"] is None
     assert capacity["reason"] == "the service has no p95 TTFT, TPOT or error-rate SLO"
@@ -253,12 +253,12 @@ def test_capacity_needs_an_slo():
 def test_a_level_missing_a_measured_slo_metric_is_not_within_slo():
     level = _level("c1", 1, None, 20, 0.0, 100.0)
 
-    assert evidence.level_within_slo(level, SLO) == (False, ["p95 TTFT not measured"])
+    assert queries.level_within_slo(level, SLO) == (False, ["p95 TTFT not measured"])
 
 
 def test_a_failed_request_is_a_miss_even_with_fast_latencies():
     # GuideLLM keeps the TTFT of a request that failed mid-stream.
-    result = evidence.goodput_of(
+    result = queries.goodput_of(
         error=np.array([True, False, False, False]),
         ttft=np.array([50.0, 50.0, 900.0, 50.0]),
         tpot=np.array([10.0, 10.0, 10.0, 45.0]),

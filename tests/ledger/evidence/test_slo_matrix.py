@@ -8,7 +8,7 @@ import pytest
 import time_machine
 from django.utils import timezone
 
-from ledger import evidence, services
+from ledger import queries, services
 from ledger.models import Service
 from tests.ledger.evidence.conftest import import_file
 from tests.ledger.factories import RevisionFactory
@@ -49,7 +49,7 @@ def evidence_set(live, candidate):
 
 
 def test_the_matrix_says_met_breached_stale_and_no_evidence(service, live, candidate, evidence_set):
-    matrix = evidence.slo_matrix(_fresh(service))
+    matrix = queries.slo_matrix(_fresh(service))
 
     assert [block["role"] for block in matrix["revisions"]] == ["live", "candidate"]
     assert [block["revision"].pk for block in matrix["revisions"]] == [live.pk, candidate.pk]
@@ -91,7 +91,7 @@ def test_the_matrix_says_met_breached_stale_and_no_evidence(service, live, candi
 
 
 def test_cells_carry_the_slo_and_why(service, live, candidate, evidence_set):
-    matrix = evidence.slo_matrix(_fresh(service))
+    matrix = queries.slo_matrix(_fresh(service))
 
     live_block, candidate_block = matrix["revisions"]
     short = {c["metric"]: c for c in live_block["rows"][0]["cells"]}
@@ -108,7 +108,7 @@ def test_cells_carry_the_slo_and_why(service, live, candidate, evidence_set):
 def test_an_unset_slo_reads_no_slo(service, live, evidence_set):
     services.update_service(service, actor=None, slo_error_rate_pct=None, slo_ttft_p99_ms=None)
 
-    live_rows = _rows(evidence.slo_matrix(_fresh(service))["revisions"][0])
+    live_rows = _rows(queries.slo_matrix(_fresh(service))["revisions"][0])
 
     assert live_rows["short"]["error_rate"] == ("no SLO", 0.0)
     assert live_rows["short"]["ttft_p99"][0] == "no SLO"
@@ -122,7 +122,7 @@ def test_a_current_report_wins_over_a_newer_stale_one(service, live, runtime):
     report.hardware = {**report.hardware, "gpu_count": 8}
     report.save(update_fields=["hardware"])
 
-    short = _rows(evidence.slo_matrix(_fresh(service))["revisions"][0])["short"]
+    short = _rows(queries.slo_matrix(_fresh(service))["revisions"][0])["short"]
 
     assert short["ttft_p95"] == ("met", pytest.approx(659.858, abs=1e-3))
 
@@ -130,7 +130,7 @@ def test_a_current_report_wins_over_a_newer_stale_one(service, live, runtime):
 def test_goodput_follows_slos_changed_after_import(service, live, evidence_set):
     services.update_service(service, actor=None, slo_ttft_p95_ms=600, slo_tpot_ms=18)
 
-    short = _rows(evidence.slo_matrix(_fresh(service))["revisions"][0])["short"]
+    short = _rows(queries.slo_matrix(_fresh(service))["revisions"][0])["short"]
 
     assert short["goodput"][0] == "breached"
     assert 0 < short["goodput"][1] < 95
@@ -142,19 +142,19 @@ def test_the_matrix_takes_a_constant_number_of_queries(
     fresh = _fresh(service)
     # The two revisions; their reports.
     with django_assert_num_queries(2):
-        evidence.slo_matrix(fresh)
+        queries.slo_matrix(fresh)
 
     import_file(live, "sglang", "sglang_c2_n16_details.jsonl", workload="streaming")
     import_file(candidate, "guidellm", "concurrency2", "benchmarks.json", workload="batch")
     import_file(candidate, "generic", "requests.jsonl", workload="structured")
     with django_assert_num_queries(2):
-        evidence.slo_matrix(fresh)
+        queries.slo_matrix(fresh)
 
     # New SLOs: one more query fetches the per-request arrays of every report at once.
     services.update_service(service, actor=None, slo_ttft_p95_ms=700)
     fresh = _fresh(service)
     with django_assert_num_queries(3):
-        matrix = evidence.slo_matrix(fresh)
+        matrix = queries.slo_matrix(fresh)
     assert len(matrix["revisions"]) == 2
 
 
@@ -162,7 +162,7 @@ def test_without_a_newer_revision_there_is_no_candidate(service, revision):
     newest = RevisionFactory(service=service, runtime=revision.runtime)
     services.set_live_revision(service, newest, actor=None)
 
-    matrix = evidence.slo_matrix(_fresh(service))
+    matrix = queries.slo_matrix(_fresh(service))
 
     assert [(b["role"], b["revision"].pk) for b in matrix["revisions"]] == [("live", newest.pk)]
 
@@ -170,7 +170,7 @@ def test_without_a_newer_revision_there_is_no_candidate(service, revision):
 def test_without_a_live_revision_the_newest_is_the_candidate(service, revision):
     newest = RevisionFactory(service=service, runtime=revision.runtime)
 
-    matrix = evidence.slo_matrix(_fresh(service))
+    matrix = queries.slo_matrix(_fresh(service))
 
     assert [(b["role"], b["revision"].pk) for b in matrix["revisions"]] == [
         ("candidate", newest.pk)

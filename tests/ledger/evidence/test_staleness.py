@@ -8,15 +8,15 @@ import pytest
 import time_machine
 from django.utils import timezone
 
-from ledger import evidence, services
+from ledger import queries, services
 from ledger.models import LoadTestReport
 from tests.ledger.evidence.conftest import import_file
 
 START = dt.datetime(2026, 1, 5, 9, 0, tzinfo=dt.UTC)
 
 
-def _status(report: LoadTestReport) -> evidence.EvidenceStatus:
-    return evidence.evidence_status(LoadTestReport.objects.with_context().get(pk=report.pk))
+def _status(report: LoadTestReport) -> queries.EvidenceStatus:
+    return queries.evidence_status(LoadTestReport.objects.with_context().get(pk=report.pk))
 
 
 @pytest.fixture
@@ -95,15 +95,15 @@ def test_current_reports_leave_stale_evidence_out(revision):
         newer_short, _ = import_file(revision, "aiperf", "profile_export.jsonl", workload="short")
 
     with time_machine.travel(START + dt.timedelta(days=100), tick=False):
-        assert [r.pk for r in evidence.current_reports(revision)] == sorted(
+        assert [r.pk for r in queries.current_reports(revision)] == sorted(
             [recent.pk, newer_short.pk], reverse=True
         )
-        assert [r.pk for r in evidence.current_reports(revision, workload="short")] == [
+        assert [r.pk for r in queries.current_reports(revision, workload="short")] == [
             newer_short.pk
         ]
-        assert old.pk not in {r.pk for r in evidence.current_reports(revision)}
+        assert old.pk not in {r.pk for r in queries.current_reports(revision)}
     with time_machine.travel(START + dt.timedelta(days=20), tick=False):
-        assert {r.pk for r in evidence.current_reports(revision)} == {
+        assert {r.pk for r in queries.current_reports(revision)} == {
             old.pk,
             recent.pk,
             newer_short.pk,

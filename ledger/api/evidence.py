@@ -2,8 +2,8 @@
 
 Registered in config/api_router.py:
 
-    router.register("loadtests", api_evidence.LoadTestReportViewSet, basename="loadtest")
-    path("revisions/<int:revision_id>/loadtests/", api_evidence.RevisionLoadTestUploadView.as_view(),
+    router.register("loadtests", ledger_evidence.LoadTestReportViewSet, basename="loadtest")
+    path("revisions/<int:revision_id>/loadtests/", ledger_evidence.RevisionLoadTestUploadView.as_view(),
          name="revision_loadtests")
 
 Uploads call `services.import_loadtest_report` as the requester, which checks
@@ -24,13 +24,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ledger import services
-from ledger.api import DomainVerbMixin
 from ledger.models import LoadTestReport, Revision
-from ledger.serializers_evidence import (
+from ledger.serializers import (
     LoadTestReportDetailSerializer,
     LoadTestReportSerializer,
     LoadTestUploadSerializer,
 )
+from lib.api import DomainVerbMixin
 
 
 class PayloadTooLarge(exceptions.APIException):

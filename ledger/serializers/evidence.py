@@ -8,7 +8,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from ledger import evidence
+from ledger import queries
 from ledger.importers import FORMATS
 from ledger.models import LoadTestReport
 
@@ -40,10 +40,10 @@ class LoadTestUploadSerializer(serializers.Serializer):
     )
 
 
-def _status(report: LoadTestReport, context: dict[str, Any]) -> evidence.EvidenceStatus:
+def _status(report: LoadTestReport, context: dict[str, Any]) -> queries.EvidenceStatus:
     # `status` and `status_reason` share one computation per report per response.
     if not hasattr(report, "_api_status"):
-        report._api_status = evidence.evidence_status(report, now=context.get("now"))
+        report._api_status = queries.evidence_status(report, now=context.get("now"))
     return report._api_status
 
 
@@ -139,8 +139,8 @@ class LoadTestReportDetailSerializer(LoadTestReportSerializer):
 
     @extend_schema_field(GoodputSerializer)
     def get_goodput_now(self, report: LoadTestReport) -> dict[str, Any]:
-        return evidence.report_goodput(report)._asdict()
+        return queries.report_goodput(report)._asdict()
 
     @extend_schema_field(CapacitySerializer)
     def get_capacity(self, report: LoadTestReport) -> dict[str, Any]:
-        return dict(evidence.report_capacity(report))
+        return dict(queries.report_capacity(report))

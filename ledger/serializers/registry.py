@@ -12,11 +12,9 @@ from django.contrib.auth import get_user_model
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from ledger import services
-from ledger.compliance import license_findings
+from ledger import queries, services
 from ledger.models import (
     Capability,
-    Event,
     License,
     ModelAsset,
     Revision,
@@ -24,6 +22,7 @@ from ledger.models import (
     Service,
     Team,
 )
+from ledger.queries import license_findings
 from ledger.roles import roles_of
 from ledger.validators import EXAMPLE_DIGEST
 
@@ -398,7 +397,7 @@ class RevisionDetailSerializer(RevisionSerializer):
 
     @extend_schema_field(SameFingerprintSerializer(many=True))
     def get_same_fingerprint(self, revision: Revision) -> list[dict[str, Any]]:
-        return SameFingerprintSerializer(services.same_fingerprint(revision), many=True).data
+        return SameFingerprintSerializer(queries.same_fingerprint(revision), many=True).data
 
 
 class NewRevisionSerializer(serializers.Serializer):
@@ -413,39 +412,3 @@ class NewRevisionSerializer(serializers.Serializer):
     context_limit = serializers.IntegerField(min_value=1, required=False)
     gateway_policy_version = serializers.CharField(max_length=40, required=False)
     notes = serializers.CharField(required=False, allow_blank=True)
-
-
-# ---------------------------------------------------------------- events
-
-
-class EventSerializer(serializers.ModelSerializer):
-    actor = serializers.CharField(
-        source="actor_label", read_only=True, help_text="Username at the time, or 'system'."
-    )
-    payload = serializers.DictField(
-        source="payload_data", read_only=True, help_text="The canonical JSON payload, parsed."
-    )
-
-    class Meta:
-        model = Event
-        fields = [
-            "sequence",
-            "created_at",
-            "actor",
-            "action",
-            "subject_type",
-            "subject_id",
-            "subject_label",
-            "payload",
-            "prev_hash",
-            "hash",
-        ]
-        read_only_fields = fields
-
-
-class ChainReportSerializer(serializers.Serializer):
-    ok = serializers.BooleanField()
-    count = serializers.IntegerField(help_text="Events verified.")
-    head_hash = serializers.CharField(help_text="Hash of the last event that verified.")
-    first_bad_sequence = serializers.IntegerField(allow_null=True)
-    problem = serializers.CharField(allow_blank=True)

@@ -1,37 +1,27 @@
-"""The registry and the event ledger over REST.
+"""The registry over REST.
 
 Anyone signed in reads everything (auditors included), so querysets are not
 narrowed per user. Writes call the `ledger.services` verbs with the caller as
 actor: the domain validates, enforces who may change what, writes and
-appends the Event in one transaction. This module only translates its
-refusals into HTTP: ValidationError → 400 keyed by field, PermissionDenied → 403.
+appends the Event in one transaction; `lib.api.DomainVerbMixin` translates
+its refusals into HTTP.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from django.contrib.auth import get_user_model
-from django.core.exceptions import NON_FIELD_ERRORS
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Model, Prefetch
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import exceptions, mixins, status, viewsets
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.fields import get_error_detail
 from rest_framework.generics import RetrieveAPIView
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.settings import api_settings
 
 from ledger import permissions, services
-from ledger.chain import verify_chain
 from ledger.filters import (
     CapabilityFilter,
-    EventFilter,
     LicenseFilter,
     ModelAssetFilter,
     RevisionFilter,
@@ -41,7 +31,6 @@ from ledger.filters import (
 )
 from ledger.models import (
     Capability,
-    Event,
     License,
     ModelAsset,
     Revision,
@@ -51,8 +40,6 @@ from ledger.models import (
 )
 from ledger.serializers import (
     CapabilitySerializer,
-    ChainReportSerializer,
-    EventSerializer,
     LicenseReviewSerializer,
     LicenseSerializer,
     LifecycleDateSerializer,
@@ -68,6 +55,7 @@ from ledger.serializers import (
     TeamSerializer,
     WhoAmISerializer,
 )
+from lib.api import DomainVerbMixin
 
 
 @extend_schema(summary="The authenticated caller and the roles it holds")
@@ -101,7 +89,7 @@ class RegistryWritePermission(BasePermission):
     def has_permission(self, request: Request, view) -> bool:
         if not request.user or not request.user.is_authenticated:
             return False
-        return request.method in SAFE_METHODS or permissions.can_create_in_any_team(request.user)
+        return request.method in SAFE_METHODS or permissions.can_create(request.user)
 
     def has_object_permission(self, request: Request, view, obj: Model) -> bool:
         return request.method in SAFE_METHODS or permissions.can_edit_team_objects(
@@ -118,30 +106,6 @@ class LicenseApproverPermission(BasePermission):
         if not request.user or not request.user.is_authenticated:
             return False
         return request.method in SAFE_METHODS or permissions.can_approve_licenses(request.user)
-
-
-def _field_errors(exc: DjangoValidationError) -> dict[str, Any]:
-    detail = get_error_detail(exc)
-    if isinstance(detail, list):
-        return {api_settings.NON_FIELD_ERRORS_KEY: detail}
-    return {
-        (api_settings.NON_FIELD_ERRORS_KEY if key == NON_FIELD_ERRORS else key): errors
-        for key, errors in detail.items()
-    }
-
-
-class DomainVerbMixin:
-    """Calls a domain verb as the requester and answers its refusals in HTTP terms."""
-
-    request: Request
-
-    def call_verb(self, verb: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        try:
-            return verb(*args, actor=self.request.user, **kwargs)
-        except DjangoValidationError as exc:
-            raise exceptions.ValidationError(_field_errors(exc)) from exc
-        except DjangoPermissionDenied as exc:
-            raise exceptions.PermissionDenied(str(exc) or None) from exc
 
 
 class RegistryViewSet(
@@ -430,38 +394,3 @@ class CapabilityViewSet(RegistryViewSet):
                 kind=capability.kind,
                 value=serializer.validated_data["value"],
             )
-
-
-# ---------------------------------------------------------------- the event ledger
-
-
-@extend_schema_view(
-    list=extend_schema(summary="The event ledger, newest first"),
-    retrieve=extend_schema(summary="One event, by sequence number"),
-)
-class EventViewSet(viewsets.ReadOnlyModelViewSet):
-    """Read-only: events are appended by the domain verbs and never change."""
-
-    queryset = Event.objects.all()
-    serializer_class = EventSerializer
-    filterset_class = EventFilter
-    lookup_field = "sequence"
-    lookup_value_regex = r"\d+"
-
-    @extend_schema(
-        summary="Recompute the whole chain and report the first event that does not match",
-        filters=False,
-        responses={200: OpenApiResponse(ChainReportSerializer)},
-    )
-    @action(detail=False, methods=["get"], pagination_class=None, filterset_class=None)
-    def verify(self, request: Request) -> Response:
-        report = verify_chain()
-        return Response(
-            {
-                "ok": report.ok,
-                "count": report.count,
-                "head_hash": report.head_hash,
-                "first_bad_sequence": report.first_bad_sequence,
-                "problem": report.problem,
-            }
-        )

@@ -1,0 +1,46 @@
+"""The event ledger over REST: read-only, and the chain's verification."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from ledger.chain import verify_chain
+from ledger.filters import EventFilter
+from ledger.models import Event
+from ledger.serializers import ChainReportSerializer, EventSerializer
+
+
+@extend_schema_view(
+    list=extend_schema(summary="The event ledger, newest first"),
+    retrieve=extend_schema(summary="One event, by sequence number"),
+)
+class EventViewSet(viewsets.ReadOnlyModelViewSet):
+    """Read-only: events are appended by the domain verbs and never change."""
+
+    queryset = Event.objects.all()
+    serializer_class = EventSerializer
+    filterset_class = EventFilter
+    lookup_field = "sequence"
+    lookup_value_regex = r"\d+"
+
+    @extend_schema(
+        summary="Recompute the whole chain and report the first event that does not match",
+        filters=False,
+        responses={200: OpenApiResponse(ChainReportSerializer)},
+    )
+    @action(detail=False, methods=["get"], pagination_class=None, filterset_class=None)
+    def verify(self, request: Request) -> Response:
+        report = verify_chain()
+        return Response(
+            {
+                "ok": report.ok,
+                "count": report.count,
+                "head_hash": report.head_hash,
+                "first_bad_sequence": report.first_bad_sequence,
+                "problem": report.problem,
+            }
+        )

@@ -1,0 +1,76 @@
+"""Reading the registry: revisions that are the same thing, capabilities still verified."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from django.db.models import QuerySet
+
+from ledger import locks
+from ledger.fingerprint import compute_fingerprint, fingerprint_components
+from ledger.models import Capability, Revision, Service
+
+
+def same_fingerprint(revision: Revision) -> QuerySet[Revision]:
+    """Other revisions, of any service, that are by their inference config the same thing."""
+    return (
+        Revision.objects.with_parts()
+        .filter(fingerprint=revision.fingerprint)
+        .exclude(pk=revision.pk)
+    )
+
+
+def fingerprint_twins(revisions: Sequence[Revision]) -> dict[int, list[Revision]]:
+    """For revisions already loaded, the others among them with the same fingerprint,
+    oldest first: `same_fingerprint` without a query per revision."""
+    by_fingerprint: dict[str, list[Revision]] = {}
+    for revision in sorted(revisions, key=lambda r: (r.service_id, r.number)):
+        by_fingerprint.setdefault(revision.fingerprint, []).append(revision)
+    return {
+        revision.pk: [
+            twin for twin in by_fingerprint[revision.fingerprint] if twin.pk != revision.pk
+        ]
+        for revision in revisions
+    }
+
+
+def service_revisions(service: Service) -> list[Revision]:
+    """A service's revisions, newest first, each with `.same_as` (labels of its twins in
+    the service) and `.locks` (why it may not change). Queries: the revisions, and
+    whatever the registered lock rules need for all of them at once."""
+    revisions = list(service.revisions.with_parts().order_by("-number"))
+    twins = fingerprint_twins(revisions)
+    reasons = locks.reasons_for_many(revisions)
+    for revision in revisions:
+        revision.same_as = [twin.label for twin in twins[revision.pk]]
+        revision.locks = reasons[revision.pk]
+    return revisions
+
+
+def capabilities_of(revision: Revision) -> list[Capability]:
+    """The revision's capabilities, each with `.stale`: verified, but for another
+    fingerprint than the revision has now (its asset or runtime changed since)."""
+    capabilities = list(Capability.objects.filter(revision=revision))
+    for capability in capabilities:
+        capability.stale = (
+            capability.status == Capability.Status.VERIFIED
+            and capability.verified_fingerprint != revision.fingerprint
+        )
+    return capabilities
+
+
+class FingerprintCheck(NamedTuple):
+    components: dict[str, Any]
+    # The stored fingerprint no longer matches its components: the verbs keep it
+    # true, so a row was changed outside them.
+    stale: bool
+
+
+def fingerprint_check(revision: Revision) -> FingerprintCheck:
+    """What the revision's fingerprint is computed from, and whether it still matches."""
+    parts = (revision.model_asset, revision.runtime, revision.context_limit)
+    return FingerprintCheck(
+        components=fingerprint_components(*parts),
+        stale=compute_fingerprint(*parts) != revision.fingerprint,
+    )

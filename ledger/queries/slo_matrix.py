@@ -1,0 +1,289 @@
+"""The SLO matrix of a service: workload classes by metrics, live and candidate."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal, TypedDict
+
+from django.db.models import Q, Subquery
+from django.utils import timezone
+
+from ledger.charts import LatencyPoint, Slo, comparison_rows
+from ledger.models import LoadTestReport, LoadTestRequestData, Revision, Service
+from ledger.queries.capacity import pct
+from ledger.queries.goodput import (
+    GOODPUT_TARGET,
+    GoodputResult,
+    goodput_slo,
+    needs_recompute,
+    report_goodput,
+    service_slo,
+)
+from ledger.queries.staleness import EvidenceStatus, evidence_status
+
+Attainment = Literal["met", "breached", "no SLO", "no evidence", "stale"]
+
+
+class MatrixColumn(TypedDict):
+    key: str
+    label: str
+    unit: str
+    bound: Literal["max", "min"]
+
+
+class MatrixCell(TypedDict):
+    metric: str
+    unit: str
+    bound: Literal["max", "min"]
+    value: float | None
+    slo: float | None
+    word: Attainment
+    note: str
+
+
+class MatrixRow(TypedDict):
+    workload: str
+    workload_label: str
+    report: LoadTestReport | None
+    status: EvidenceStatus | None
+    cells: list[MatrixCell]
+
+
+class MatrixRevision(TypedDict):
+    role: Literal["live", "candidate"]
+    revision: Revision
+    rows: list[MatrixRow]
+
+
+class SloMatrix(TypedDict):
+    service: Service
+    slo: Slo
+    columns: list[MatrixColumn]
+    revisions: list[MatrixRevision]
+
+
+MATRIX_COLUMNS: list[MatrixColumn] = [
+    {"key": "ttft_p95", "label": "p95 TTFT", "unit": "ms", "bound": "max"},
+    {"key": "ttft_p99", "label": "p99 TTFT", "unit": "ms", "bound": "max"},
+    {"key": "tpot_p95", "label": "p95 TPOT", "unit": "ms", "bound": "max"},
+    {"key": "error_rate", "label": "Error rate", "unit": "%", "bound": "max"},
+    {"key": "goodput", "label": "Goodput", "unit": "%", "bound": "min"},
+]
+
+
+def slo_matrix(service: Service, *, now: dt.datetime | None = None) -> SloMatrix:
+    """Workload classes by metrics for the live revision and the candidate.
+
+    The candidate is the newest revision newer than the live one (with no live
+    revision, the newest). Each row shows the newest current report of its
+    workload class, or, when there is none, the newest stale one (word
+    "stale"). Three queries at most: revisions, reports, and the per-request
+    arrays of reports whose goodput must be recomputed for changed SLOs.
+    """
+    now = now or timezone.now()
+    slo = service_slo(service)
+    live_id = service.live_revision_id
+    newer = Revision.objects.filter(service=service)
+    if live_id is not None:
+        newer = newer.filter(number__gt=Revision.objects.filter(pk=live_id).values("number")[:1])
+    candidate_ids = newer.order_by("-number").values("pk")[:1]
+    revisions = list(
+        Revision.objects.filter(service=service)
+        .filter(Q(pk=live_id) | Q(pk__in=Subquery(candidate_ids)))
+        .select_related("runtime")
+    )
+    for revision in revisions:
+        revision.service = service
+    by_id = {revision.pk: revision for revision in revisions}
+    reports = list(LoadTestReport.objects.filter(revision__in=by_id).defer("results"))
+    for report in reports:
+        report.revision = by_id[report.revision_id]
+    chosen = _choose_reports(reports, now)
+
+    wanted = goodput_slo(service)
+    recompute = [report.pk for report, _ in chosen.values() if needs_recompute(report, wanted)]
+    arrays = (
+        {d.report_id: d for d in LoadTestRequestData.objects.filter(report__in=recompute)}
+        if recompute
+        else {}
+    )
+
+    blocks: list[MatrixRevision] = []
+    ordered = sorted(revisions, key=lambda r: r.pk != live_id)
+    for revision in ordered:
+        rows: list[MatrixRow] = []
+        for workload, label in LoadTestReport.Workload.choices:
+            picked = chosen.get((revision.pk, workload))
+            if picked is None:
+                cells = [
+                    _cell(col, None, None, "no evidence", "no report") for col in MATRIX_COLUMNS
+                ]
+                rows.append(
+                    {
+                        "workload": workload,
+                        "workload_label": label,
+                        "report": None,
+                        "status": None,
+                        "cells": cells,
+                    }
+                )
+                continue
+            report, status = picked
+            good = report_goodput(report, service, request_data=arrays.get(report.pk))
+            rows.append(
+                {
+                    "workload": workload,
+                    "workload_label": label,
+                    "report": report,
+                    "status": status,
+                    "cells": _cells(report, status, slo, good),
+                }
+            )
+        blocks.append(
+            {
+                "role": "live" if revision.pk == live_id else "candidate",
+                "revision": revision,
+                "rows": rows,
+            }
+        )
+    return {"service": service, "slo": slo, "columns": MATRIX_COLUMNS, "revisions": blocks}
+
+
+def _choose_reports(
+    reports: list[LoadTestReport], now: dt.datetime
+) -> dict[tuple[int, str], tuple[LoadTestReport, EvidenceStatus]]:
+    chosen: dict[tuple[int, str], tuple[LoadTestReport, EvidenceStatus]] = {}
+    newest_first = sorted(reports, key=lambda r: (r.measured_at, r.pk), reverse=True)
+    for report in newest_first:
+        key = (report.revision_id, report.workload)
+        status = evidence_status(report, now=now)
+        held = chosen.get(key)
+        if held is None or (held[1].status == "stale" and status.status == "current"):
+            chosen[key] = (report, status)
+    return chosen
+
+
+def _cell(
+    column: MatrixColumn, value: float | None, slo: float | None, word: Attainment, note: str = ""
+) -> MatrixCell:
+    return {
+        "metric": column["key"],
+        "unit": column["unit"],
+        "bound": column["bound"],
+        "value": value,
+        "slo": slo,
+        "word": word,
+        "note": note,
+    }
+
+
+def _cells(
+    report: LoadTestReport, status: EvidenceStatus, slo: Slo, good: GoodputResult
+) -> list[MatrixCell]:
+    has_latency_slo = slo["ttft_p95_ms"] is not None or slo["tpot_ms"] is not None
+    values = {
+        "ttft_p95": (report.ttft_p95_ms, slo["ttft_p95_ms"], ""),
+        "ttft_p99": (report.ttft_p99_ms, slo["ttft_p99_ms"], ""),
+        "tpot_p95": (report.tpot_p95_ms, slo["tpot_ms"], ""),
+        "error_rate": (pct(report.error_rate), slo["error_rate_pct"], ""),
+        "goodput": (
+            pct(good.value),
+            GOODPUT_TARGET * 100 if has_latency_slo else None,
+            good.reason,
+        ),
+    }
+    cells = []
+    for column in MATRIX_COLUMNS:
+        value, bound, note = values[column["key"]]
+        if status.status == "stale":
+            word: Attainment = "stale"
+            note = status.reason
+        elif bound is None:
+            word = "no SLO"
+        elif value is None:
+            word = "no evidence"
+            note = note or "not in the report"
+        elif column["bound"] == "max":
+            word = "met" if value <= bound else "breached"
+        else:
+            word = "met" if value >= bound else "breached"
+        cells.append(_cell(column, value, bound, word, note))
+    return cells
+
+
+# ---------------------------------------------------------------- live against candidate
+
+
+class Comparison(TypedDict):
+    live: Revision
+    candidate: Revision
+    live_points: list[LatencyPoint]
+    candidate_points: list[LatencyPoint]
+    # `ledger.charts.comparison_rows`, each with live_status, candidate_status and
+    # change ("slower", "faster" or "").
+    rows: list[dict[str, Any]]
+
+
+def _column_point(row: MatrixRow, label: str) -> LatencyPoint:
+    """A chart point from the report's columns (the matrix does not load the levels)."""
+    report = row["report"]
+    assert report is not None and row["status"] is not None
+    return {
+        "workload": row["workload"],
+        "label": label,
+        "ttft_p50_ms": None,
+        "ttft_p95_ms": report.ttft_p95_ms,
+        "ttft_p99_ms": report.ttft_p99_ms,
+        "tpot_p50_ms": None,
+        "tpot_p95_ms": report.tpot_p95_ms,
+        "tpot_p99_ms": None,
+        "status": row["status"].status,
+    }
+
+
+def live_vs_candidate(matrix: SloMatrix) -> Comparison | None:
+    """Candidate against live per workload class, from the reports the matrix shows.
+
+    None when the service has no live revision or no candidate, or neither has a report.
+    """
+    blocks = {block["role"]: block for block in matrix["revisions"]}
+    live, candidate = blocks.get("live"), blocks.get("candidate")
+    if live is None or candidate is None:
+        return None
+    pairs = [
+        (old, new)
+        for old, new in zip(live["rows"], candidate["rows"], strict=True)
+        if old["report"] is not None or new["report"] is not None
+    ]
+    if not pairs:
+        return None
+    live_points, candidate_points = [], []
+    statuses: dict[str, dict[str, str]] = {}
+    for old, new in pairs:
+        words = {
+            side: row["status"].status if row["status"] else "no evidence"
+            for side, row in (("live", old), ("candidate", new))
+        }
+        statuses[old["workload"]] = words
+        label = old["workload_label"]
+        if "stale" in words.values():
+            label = f"{label} (stale)"
+        if old["report"] is not None:
+            live_points.append(_column_point(old, label))
+        if new["report"] is not None:
+            candidate_points.append(_column_point(new, label))
+    rows = comparison_rows(live_points, candidate_points)
+    for row in rows:
+        delta = row["delta"]
+        row.update(
+            live_status=statuses[row["workload"]]["live"],
+            candidate_status=statuses[row["workload"]]["candidate"],
+            change="" if delta is None or delta == 0 else "slower" if delta > 0 else "faster",
+        )
+    return {
+        "live": live["revision"],
+        "candidate": candidate["revision"],
+        "live_points": live_points,
+        "candidate_points": candidate_points,
+        "rows": rows,
+    }

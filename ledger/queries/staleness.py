@@ -1,0 +1,94 @@
+"""Is load-test evidence current: bound to the revision's fingerprint, hardware and age.
+
+Release gates call `current_reports(revision)` (stale evidence is not accepted)
+and `evidence_status(report)`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from typing import Literal, NamedTuple
+
+from django.conf import settings
+from django.utils import timezone
+
+from ledger.models import LoadTestReport, Revision
+
+StatusWord = Literal["current", "stale"]
+
+
+class EvidenceStatus(NamedTuple):
+    status: StatusWord
+    reason: str
+
+
+def max_age_days(tier: str) -> int:
+    """How old a report of a service of this tier may be (settings.EVIDENCE_MAX_AGE_DAYS)."""
+    limits = settings.EVIDENCE_MAX_AGE_DAYS
+    return limits.get(tier, min(limits.values()))
+
+
+def evidence_status(report: LoadTestReport, *, now: dt.datetime | None = None) -> EvidenceStatus:
+    """("current", "") or ("stale", why), the reasons joined with "; ".
+
+    A report is bound to what it measured: the revision's fingerprint, the
+    hardware (GPU model and count) and its age. Reads report.revision, its
+    service and runtime: fetch reports with `LoadTestReport.objects.with_context()`.
+    """
+    now = now or timezone.now()
+    revision = report.revision
+    reasons = []
+    limit = max_age_days(revision.service.tier)
+    age = now - report.measured_at
+    if age > dt.timedelta(days=limit):
+        reasons.append(
+            f"measured {report.measured_at:%Y-%m-%d}, {age.days} days ago; "
+            f"{revision.service.tier} services accept evidence up to {limit} days old"
+        )
+    if report.fingerprint != revision.fingerprint:
+        reasons.append(
+            f"it measured fingerprint {_short(report.fingerprint)}; {revision.label} is now "
+            f"{_short(revision.fingerprint)}"
+        )
+    runtime = revision.runtime
+    measured = (report.hardware.get("gpu_model") or "", report.hardware.get("gpu_count"))
+    now_runs = (runtime.gpu_model or "", runtime.gpu_count)
+    if measured[0].lower() != now_runs[0].lower() or measured[1] != now_runs[1]:
+        reasons.append(
+            f"it ran on {_hardware_label(*measured)}; {revision.label} runs on "
+            f"{_hardware_label(*now_runs)}"
+        )
+    if reasons:
+        return EvidenceStatus("stale", "; ".join(reasons))
+    return EvidenceStatus("current", "")
+
+
+def _short(fingerprint: str) -> str:
+    return fingerprint.removeprefix("sha256:")[:12]
+
+
+def _hardware_label(gpu_model: str, gpu_count: int | None) -> str:
+    return f"{gpu_count if gpu_count is not None else '?'} x {gpu_model or 'unnamed GPU'}"
+
+
+def current_reports(
+    revision: Revision, *, workload: str | None = None, now: dt.datetime | None = None
+) -> list[LoadTestReport]:
+    """The revision's reports that are current, newest first (one query)."""
+    reports = LoadTestReport.objects.with_context().filter(revision=revision)
+    if workload is not None:
+        reports = reports.filter(workload=workload)
+    now = now or timezone.now()
+    return [r for r in reports if evidence_status(r, now=now).status == "current"]
+
+
+def newest_by_workload(reports: Iterable[LoadTestReport]) -> dict[str, LoadTestReport]:
+    """The newest report of each workload class, in the order of the classes."""
+    newest: dict[str, LoadTestReport] = {}
+    for report in reports:
+        held = newest.get(report.workload)
+        if held is None or (report.measured_at, report.pk) > (held.measured_at, held.pk):
+            newest[report.workload] = report
+    order = list(LoadTestReport.Workload.values)
+    return dict(sorted(newest.items(), key=lambda item: order.index(item[0])))

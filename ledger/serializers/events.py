@@ -1,0 +1,40 @@
+"""Serializers of the event ledger."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from ledger.models import Event
+
+
+class EventSerializer(serializers.ModelSerializer):
+    actor = serializers.CharField(
+        source="actor_label", read_only=True, help_text="Username at the time, or 'system'."
+    )
+    payload = serializers.DictField(
+        source="payload_data", read_only=True, help_text="The canonical JSON payload, parsed."
+    )
+
+    class Meta:
+        model = Event
+        fields = [
+            "sequence",
+            "created_at",
+            "actor",
+            "action",
+            "subject_type",
+            "subject_id",
+            "subject_label",
+            "payload",
+            "prev_hash",
+            "hash",
+        ]
+        read_only_fields = fields
+
+
+class ChainReportSerializer(serializers.Serializer):
+    ok = serializers.BooleanField()
+    count = serializers.IntegerField(help_text="Events verified.")
+    head_hash = serializers.CharField(help_text="Hash of the last event that verified.")
+    first_bad_sequence = serializers.IntegerField(allow_null=True)
+    problem = serializers.CharField(allow_blank=True)

@@ -1,0 +1,96 @@
+"""How the registry's numbers and values read on a page: units, SLO bounds, loads in words, JSON.
+
+The queries hand over numbers; these filters are the only place they become text.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import template
+
+register = template.Library()
+
+# The CSS class of each attainment word of the SLO matrix (the word itself is shown too).
+WORD_CLASSES = {
+    "met": "ok",
+    "breached": "bad",
+    "stale": "warn",
+    "no SLO": "none",
+    "no evidence": "none",
+}
+LOAD_AXES = {
+    "concurrency": ("concurrency", ""),
+    "request_rate": ("request rate", "req/s"),
+    "requests_per_s": ("achieved request rate", "req/s"),
+}
+
+
+@register.filter
+def metric_value(value: float | None, unit: str) -> str:
+    """800.0 ms, 1.25 %, 12.5 %; a dash when there is no value."""
+    if value is None:
+        return "—"
+    if unit == "%":
+        return f"{value:,.2f} %" if value < 10 else f"{value:,.1f} %"
+    return f"{value:,.1f} {unit}"
+
+
+@register.filter
+def slo_bound(cell: dict[str, Any]) -> str:
+    """A matrix cell's SLO as it was set: "SLO ≤ 800 ms", "SLO ≥ 95 %"; empty without one."""
+    if cell.get("slo") is None:
+        return ""
+    sign = "≥" if cell["bound"] == "min" else "≤"
+    return f"SLO {sign} {cell['slo']:,.10g} {cell['unit']}"
+
+
+@register.filter
+def word_css(word: str) -> str:
+    return WORD_CLASSES.get(word, "none")
+
+
+@register.filter
+def load_words(conditions: dict[str, Any]) -> str:
+    """What load a level ran under: 'concurrency 8', '2.5 req/s', 'unlimited rate'."""
+    parts = []
+    if conditions.get("concurrency") is not None:
+        parts.append(f"concurrency {conditions['concurrency']:g}")
+    if conditions.get("request_rate") is not None:
+        parts.append(f"{conditions['request_rate']:g} req/s")
+    elif conditions.get("request_rate_unlimited"):
+        parts.append("unlimited rate")
+    return ", ".join(parts)
+
+
+@register.filter
+def capacity_load(capacity: dict[str, Any]) -> str:
+    """The capacity's load in words: 'concurrency 8', 'request rate 1 req/s'."""
+    load = capacity.get("load")
+    if load is None:
+        return ""
+    name, unit = LOAD_AXES.get(capacity.get("axis") or "", ("load", ""))
+    return f"{name} {load:g}" if not unit else f"{name} {load:.3g} {unit}"
+
+
+@register.filter
+def as_json(value: Any) -> str:
+    """A JSON value as compact text with sorted keys (the template escapes it)."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+@register.filter
+def change_value(value: Any) -> str:
+    """A before or after value of an event: text as is, "(empty)", or compact JSON."""
+    if value is None or value == "":
+        return "(empty)"
+    if isinstance(value, str):
+        return value
+    return as_json(value)
+
+
+@register.filter
+def component_value(value: Any) -> Any:
+    """A fingerprint component: objects (launch parameters) as JSON, the rest as they are."""
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict) else value
