@@ -48,9 +48,10 @@ INSTALLED_APPS = [
     "template_partials",
     "django_celery_beat",
     "pgtrigger",
+    # Stacked: a lower app never imports a higher one (docs/architecture.md).
     "ledger",
-    "releases",
     "replay",
+    "releases",
 ]
 
 MIDDLEWARE = [

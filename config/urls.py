@@ -4,10 +4,11 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config import health
-from ledger import views as ledger_views
+from releases.views import home
 
 urlpatterns = [
-    path("", ledger_views.home, name="home"),
+    path("", home.home, name="home"),
+    path("", include("releases.urls")),
     path("", include("ledger.urls")),
     path("replay/", include("replay.urls")),
     path("healthz", health.healthz, name="healthz"),

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from ledger.views import assets, catalog, events, evidence, revisions, runtimes
+from ledger.views import assets, catalog, events, loadtests, revisions, runtimes
 
 app_name = "ledger"
 
@@ -10,7 +10,6 @@ urlpatterns = [
     path("services/", catalog.service_list, name="service_list"),
     path("services/new", catalog.service_create, name="service_create"),
     path("services/new/validate", catalog.service_create_validate, name="service_create_validate"),
-    path("services/<slug:slug>/", catalog.service_detail, name="service_detail"),
     path("services/<slug:slug>/edit", catalog.service_edit, name="service_edit"),
     path(
         "services/<slug:slug>/edit/validate",
@@ -45,22 +44,22 @@ urlpatterns = [
     ),
     path(
         "services/<slug:slug>/r<int:number>/loadtests/new",
-        evidence.loadtest_upload,
+        loadtests.loadtest_upload,
         name="loadtest_upload",
     ),
     path(
         "services/<slug:slug>/r<int:number>/loadtests/preview",
-        evidence.loadtest_preview,
+        loadtests.loadtest_preview,
         name="loadtest_preview",
     ),
     path(
         "services/<slug:slug>/r<int:number>/loadtests/<int:pk>/",
-        evidence.loadtest_detail,
+        loadtests.loadtest_detail,
         name="loadtest_detail",
     ),
     path(
         "services/<slug:slug>/r<int:number>/loadtests/<int:pk>/raw",
-        evidence.loadtest_raw,
+        loadtests.loadtest_raw,
         name="loadtest_raw",
     ),
     path("assets/", assets.asset_list, name="asset_list"),

@@ -1,5 +1,1 @@
-"""Pages of the registry, one module per feature; `home` stays importable here."""
-
-from ledger.views.home import home
-
-__all__ = ["home"]
+"""Pages of the registry, one module per feature (the service page and home are `releases`')."""

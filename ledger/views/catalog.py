@@ -1,4 +1,4 @@
-"""The service catalog, the service page, and the service forms."""
+"""The service catalog and the service forms (the service page is `releases.views.service`)."""
 
 from __future__ import annotations
 
@@ -6,33 +6,18 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from ledger import services
-from ledger.compliance import license_findings
 from ledger.forms import CatalogFilter, ServiceForm
-from ledger.models import Capability, Event, Service
-from ledger.permissions import can_create_in_any_team, can_edit_team_objects
-from ledger.views._common import (
-    apply_errors,
-    changed_values,
-    editable_teams,
-    ensure_can_create,
-    event_changes,
-    paginate,
-    render_field,
-    render_form,
-    render_list,
-    service_for_edit,
-    with_display_values,
-)
-from ledger.views.evidence import service_evidence
-from replay import queries as replay_queries
-
-RECENT_EVENTS = 20
+from ledger.models import Service
+from ledger.permissions import can_create, editable_teams, ensure_can_create
+from ledger.roles import Role, has_role
+from ledger.views._common import service_for_edit
+from lib.pages import apply_errors, changed_values, paginate, render_field, render_form, render_list
 
 
 @require_GET
@@ -49,61 +34,10 @@ def service_list(request: HttpRequest) -> HttpResponse:
         "filter": catalog,
         "page": page,
         "filtered": any(request.GET.get(name) for name in catalog.filters),
-        "can_create": can_create_in_any_team(request.user),
+        "can_create": can_create(request.user),
+        "is_model_owner": has_role(request.user, Role.MODEL_OWNER),
     }
     return render_list(request, "ledger/service_list.html", context)
-
-
-def _service_for_page(slug: str) -> Service:
-    return get_object_or_404(
-        Service.objects.select_related(
-            "team", "live_revision__model_asset__license", "live_revision__runtime"
-        ),
-        slug=slug,
-    )
-
-
-def _recent_events(service: Service) -> list[Event]:
-    """The last events of the service and everything that belongs to it (one indexed query)."""
-    return list(Event.objects.filter(service=service).order_by("-sequence")[:RECENT_EVENTS])
-
-
-@require_GET
-@login_required
-def service_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    service = _service_for_page(slug)
-    live = service.live_revision
-    revisions = list(service.revisions.with_parts().order_by("-number"))
-    by_fingerprint: dict[str, list[str]] = {}
-    for revision in sorted(revisions, key=lambda r: r.number):
-        by_fingerprint.setdefault(revision.fingerprint, []).append(revision.label)
-    for revision in revisions:
-        revision.same_as = [
-            label for label in by_fingerprint[revision.fingerprint] if label != revision.label
-        ]
-        revision.locks = revision.lock_reasons()
-    labels = {"live_revision": {r.pk: r.label for r in revisions}}
-    events = _recent_events(service)
-    for event in events:
-        event.changes = event_changes(event, labels)
-    context = {
-        "service": service,
-        "live": live,
-        "findings": license_findings(service, live) if live else [],
-        "capabilities": (
-            with_display_values(list(Capability.objects.filter(revision=live)), live.fingerprint)
-            if live
-            else []
-        ),
-        "revisions": revisions,
-        "events": events,
-        "can_edit": can_edit_team_objects(request.user, service.team),
-        # Replay composes onto the SRE's one screen: does it still behave?
-        "drift_flags": replay_queries.drift_flags(service),
-        "regressions": replay_queries.regressions(service, limit=5),
-        **service_evidence(service),
-    }
-    return render(request, "ledger/service_detail.html", context)
 
 
 @login_required
@@ -125,7 +59,7 @@ def service_create(request: HttpRequest) -> HttpResponse:
             apply_errors(form, error)
         else:
             messages.success(request, f"Created service {service.slug}.")
-            return redirect("ledger:service_detail", slug=service.slug)
+            return redirect("releases:service_detail", slug=service.slug)
     return render_form(
         request,
         form,
@@ -167,13 +101,13 @@ def service_edit(request: HttpRequest, slug: str) -> HttpResponse:
             apply_errors(form, error)
         else:
             messages.success(request, "Saved." if changed else "Nothing changed.")
-            return redirect("ledger:service_detail", slug=stored.slug)
+            return redirect("releases:service_detail", slug=stored.slug)
     return render_form(
         request,
         form,
         title=title,
         submit="Save service",
-        cancel_url=reverse("ledger:service_detail", args=[slug]),
+        cancel_url=reverse("releases:service_detail", args=[slug]),
     )
 
 

@@ -88,12 +88,24 @@ def test_catalog_says_what_to_do_when_nothing_matches(client, owner, team):
     assert 'href="/services/"' in page
 
 
-def test_catalog_empty_registry_invites_model_owner_to_create_the_first(client, owner, auditor):
+def test_catalog_empty_registry_invites_model_owner_to_create_the_first(
+    client, owner, team, auditor
+):
     client.force_login(owner)
     assert "Create the first service" in client.get(CATALOG).content.decode()
 
     client.force_login(auditor)
     assert "ask the owner of your service" in client.get(CATALOG).content.decode()
+
+
+def test_a_model_owner_without_a_team_is_told_why_they_cannot_create(client, owner):
+    # The same rule as the create page and the API (ledger.permissions.can_create).
+    client.force_login(owner)
+    page = client.get(CATALOG).content.decode()
+
+    assert "Create the first service" not in page
+    assert "you belong to no team yet" in page
+    assert client.get("/services/new").status_code == 403
 
 
 def test_catalog_htmx_search_returns_only_the_results_and_a_clean_address(client, owner, team):
@@ -172,11 +184,11 @@ def test_catalog_query_count_does_not_grow_with_the_services(
     _catalog_with(team, count)
     client.force_login(owner)
 
-    # 1 session, 2 user, 3 the user's groups (roles: may they create?),
-    # 4 count of matching services, 5 the page of services joined with team,
-    # live revision, asset and runtime, 6 their task types (prefetch),
-    # 7 teams and 8 task types for the filter selects.
-    with django_assert_num_queries(8):
+    # 1 session, 2 user, 3 the user's groups (roles) and 4 whether they belong to
+    # a team (may they create?), 5 count of matching services, 6 the page of
+    # services joined with team, live revision, asset and runtime, 7 their task
+    # types (prefetch), 8 teams and 9 task types for the filter selects.
+    with django_assert_num_queries(9):
         response = client.get(CATALOG)
 
     assert len(services_in_catalog(response)) == min(count, 25)
@@ -190,7 +202,7 @@ def test_filtered_catalog_query_count_does_not_grow_either(
     client.force_login(owner)
 
     # As above, plus 2 lookups of the team and task type named in the filters.
-    with django_assert_num_queries(10):
+    with django_assert_num_queries(11):
         client.get(CATALOG, {"team": team.slug, "task_type": "rag", "engine": "vllm", "q": "svc"})
 
 
@@ -296,9 +308,10 @@ def test_service_page_timeline_shows_actor_action_and_changed_fields(client, own
     assert "capability.verified" in actions
     assert "revision.created" in actions
     live_change = next(e for e in events if e.action == "service.live_revision_changed")
-    assert live_change.changes == [{"field": "live_revision", "before": "(empty)", "after": "r1"}]
+    assert live_change.changes == [{"field": "live_revision", "before": None, "after": "r1"}]
     page = response.content.decode()
     assert "<del>Kb Assistant</del> → <ins>Knowledge base</ins>" in page
+    assert "<del>(empty)</del> → <ins>r1</ins>" in page
 
 
 def test_service_page_keeps_only_the_last_20_events(client, owner, kb):

@@ -117,7 +117,7 @@ def test_owner_may_not_move_a_service_to_a_team_they_do_not_belong_to(client, ow
 
 READ_PAGES = [
     ("ledger:service_list", []),
-    ("ledger:service_detail", ["kb-assistant"]),
+    ("releases:service_detail", ["kb-assistant"]),
     ("ledger:revision_detail", ["kb-assistant", 1]),
     ("ledger:asset_list", []),
     ("ledger:runtime_list", []),
@@ -155,7 +155,7 @@ def test_every_signed_in_person_may_read_but_sees_no_edit_actions(
 
     for name, args in READ_PAGES:
         assert client.get(reverse(name, args=args)).status_code == 200
-    service_page = client.get(reverse("ledger:service_detail", args=["kb-assistant"])).content
+    service_page = client.get(reverse("releases:service_detail", args=["kb-assistant"])).content
     revision_page = client.get(reverse("ledger:revision_detail", args=["kb-assistant", 1])).content
     asset_page = client.get(asset_url).content
     runtime_page = client.get(runtime_url).content
@@ -169,7 +169,7 @@ def test_every_signed_in_person_may_read_but_sees_no_edit_actions(
 def test_team_owner_sees_the_edit_actions(client, registry, owner):
     client.force_login(owner)
 
-    service_page = client.get(reverse("ledger:service_detail", args=["kb-assistant"])).content
+    service_page = client.get(reverse("releases:service_detail", args=["kb-assistant"])).content
     revision_page = client.get(reverse("ledger:revision_detail", args=["kb-assistant", 1])).content
 
     assert b"Edit service" in service_page

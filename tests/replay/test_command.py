@@ -10,8 +10,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from replay import jsonl
-from replay.management.commands.import_sample_set import starter_files
 from replay.models import Run, SampleSet
+from replay.starters import starter_files
 from tests.replay.helpers import backend_on, make_set, sample
 
 pytestmark = pytest.mark.django_db

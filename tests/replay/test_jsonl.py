@@ -9,8 +9,8 @@ from django.core.exceptions import PermissionDenied, ValidationError
 
 from ledger.models import Event
 from replay import jsonl, services
-from replay.management.commands.import_sample_set import starter_files
 from replay.models import Sample, SampleSet
+from replay.starters import starter_files
 
 SCHEMA = {"type": "object", "properties": {"total": {"type": "number"}}, "required": ["total"]}
 

@@ -74,8 +74,12 @@ def _stop(process: subprocess.Popen) -> str:
 
 
 @contextlib.contextmanager
-def web_server(env: dict[str, str], timeout: float = 30) -> Iterator[str]:
-    """Run gunicorn on a free loopback port; yield its base URL once /healthz answers."""
+def web_server(env: dict[str, str], timeout: float = 180) -> Iterator[str]:
+    """Run gunicorn on a free loopback port; yield its base URL once /healthz answers.
+
+    `timeout` only bounds a server that never comes up: a busy machine may take
+    many seconds to import Django, and each attempt waits for its answer.
+    """
     port = free_port()
     process = subprocess.Popen(
         [
@@ -101,9 +105,9 @@ def web_server(env: dict[str, str], timeout: float = 30) -> Iterator[str]:
             if process.poll() is not None:
                 raise RuntimeError(f"gunicorn exited early:\n{_stop(process)}")
             try:
-                with urllib.request.urlopen(f"{base}/healthz", timeout=2):
+                with urllib.request.urlopen(f"{base}/healthz", timeout=30):
                     break
-            except (urllib.error.URLError, ConnectionError):
+            except OSError:  # refused while it binds, or a read that timed out
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"gunicorn did not answer:\n{_stop(process)}") from None
                 time.sleep(0.05)

@@ -16,16 +16,7 @@ from django.db import transaction
 
 from replay.management.commands._common import messages
 from replay.services import import_sample_set
-
-STARTER_DIR = Path(__file__).resolve().parents[2] / "starter"
-
-
-def starter_files() -> list[Path]:
-    return sorted(STARTER_DIR.glob("*.jsonl"))
-
-
-def starter_name(path: Path) -> str:
-    return f"starter-{path.stem.replace('_', '-')}"
+from replay.starters import STARTER_DIR, starter_files, starter_name
 
 
 class _DryRun(Exception):

@@ -12,4 +12,4 @@ from ledger.roles import ROLE_DUTIES, roles_of
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     roles = [(role, ROLE_DUTIES[role]) for role in roles_of(request.user)]
-    return render(request, "ledger/home.html", {"roles": roles})
+    return render(request, "releases/home.html", {"roles": roles})

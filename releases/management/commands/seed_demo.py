@@ -18,9 +18,10 @@ from django.db import transaction
 from ledger.chain import head_hash
 from ledger.declarative import Document, DocumentError, apply_document
 from ledger.demo import demo_document, history_documents, seed_fleet
-from ledger.demo.extras import seed_evidence, seed_replay
+from ledger.demo.evidence import seed_evidence
 from ledger.models import Event, Service
 from ledger.roles import Role
+from replay.demo import seed_replay
 
 DEMO_PASSWORD = "demo"  # noqa: S105 - printed on purpose: demo logins for a local run
 

@@ -1,0 +1,1 @@
+"""Pages that compose the three apps (the service page, home), and the releases' own."""

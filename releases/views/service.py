@@ -1,0 +1,75 @@
+"""The service page: what is live and what it can do (ledger), its evidence against
+the SLOs (ledger), whether it still behaves (replay), and what happened to it."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+
+from ledger import charts
+from ledger import queries as ledger_queries
+from ledger.models import Event, Service
+from ledger.permissions import can_edit_team_objects
+from lib.charts import figure_html
+from replay import queries as replay_queries
+
+RECENT_EVENTS = 20
+
+
+def _service_for_page(slug: str) -> Service:
+    return get_object_or_404(
+        Service.objects.select_related(
+            "team", "live_revision__model_asset__license", "live_revision__runtime"
+        ),
+        slug=slug,
+    )
+
+
+def _recent_events(service: Service) -> list[Event]:
+    """The last events of the service and everything that belongs to it (one indexed query)."""
+    return list(Event.objects.filter(service=service).order_by("-sequence")[:RECENT_EVENTS])
+
+
+def _comparison_chart(comparison: ledger_queries.Comparison) -> str:
+    fig = charts.comparison_figure(
+        comparison["live_points"],
+        comparison["candidate_points"],
+        live_label=f"live {comparison['live'].label}",
+        candidate_label=f"candidate {comparison['candidate'].label}",
+    )
+    return figure_html(charts.fit_to_page(fig))
+
+
+@require_GET
+@login_required
+def service_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    service = _service_for_page(slug)
+    live = service.live_revision
+    revisions = ledger_queries.service_revisions(service)
+    labels = {"live_revision": {r.pk: r.label for r in revisions}}
+    events = _recent_events(service)
+    for event in events:
+        event.changes = ledger_queries.event_changes(event, labels)
+    matrix = ledger_queries.slo_matrix(service)
+    comparison = ledger_queries.live_vs_candidate(matrix)
+    context = {
+        "service": service,
+        "live": live,
+        "findings": ledger_queries.license_findings(service, live) if live else [],
+        "capabilities": ledger_queries.capabilities_of(live) if live else [],
+        "revisions": revisions,
+        "events": events,
+        "can_edit": can_edit_team_objects(request.user, service.team),
+        # Replay composes onto the SRE's one screen: does it still behave?
+        "drift_flags": replay_queries.drift_flags(service),
+        "regressions": replay_queries.regressions(service, limit=5),
+        "matrix_columns": matrix["columns"],
+        "matrix_blocks": matrix["revisions"],
+        "goodput_target_pct": ledger_queries.GOODPUT_TARGET * 100,
+        "comparison": comparison,
+        "comparison_chart": _comparison_chart(comparison) if comparison else None,
+        "needs_plotly": comparison is not None,
+    }
+    return render(request, "releases/service_detail.html", context)

@@ -1,0 +1,45 @@
+"""Demo replay data: the starter sample sets and a backend for each live demo service.
+
+Through the domain verbs, idempotent: an unchanged sample set is not versioned
+again, a backend that exists is left alone.
+"""
+
+from __future__ import annotations
+
+from ledger.models import Service
+from replay import services as replay_services
+from replay.models import Backend
+from replay.starters import starter_files, starter_name
+
+
+def seed_replay(service_slugs: list[str]) -> tuple[int, int]:
+    """The starter sample sets and a backend for each live demo service; returns what was new."""
+    new_sets = 0
+    for path in starter_files():
+        _, created = replay_services.import_sample_set(
+            actor=None,
+            name=starter_name(path),
+            jsonl=path.read_text(),
+            description=f"Starter set shipped with the ledger ({path.stem.replace('_', ' ')}).",
+        )
+        new_sets += created
+    new_backends = 0
+    live_services = Service.objects.filter(slug__in=service_slugs, live_revision__isnull=False)
+    for service in live_services.select_related("live_revision__runtime"):
+        name = f"{service.slug}-live"
+        if Backend.objects.filter(name=name).exists():
+            continue
+        engine = service.live_revision.runtime.engine
+        replay_services.create_backend(
+            actor=None,
+            name=name,
+            revision=service.live_revision,
+            # Nothing listens here in the demo: probes and runs show what an
+            # unreachable backend looks like until you point it at a real one.
+            base_url="http://127.0.0.1:8081",
+            model_name=service.slug,
+            engine=engine if engine in Backend.Engine.values else Backend.Engine.OTHER,
+            concurrency_limit=4,
+        )
+        new_backends += 1
+    return new_sets, new_backends
