@@ -6,7 +6,9 @@ from rest_framework.routers import DefaultRouter
 from ledger.api import events as ledger_events
 from ledger.api import evidence as ledger_evidence
 from ledger.api import registry as ledger_registry
-from replay import api as replay_api
+from replay.api import backends as replay_backends
+from replay.api import runs as replay_runs
+from replay.api import sample_sets as replay_sample_sets
 
 router = DefaultRouter()
 router.register("teams", ledger_registry.TeamViewSet, basename="team")
@@ -18,9 +20,11 @@ router.register("revisions", ledger_registry.RevisionViewSet, basename="revision
 router.register("capabilities", ledger_registry.CapabilityViewSet, basename="capability")
 router.register("events", ledger_events.EventViewSet, basename="event")
 router.register("loadtests", ledger_evidence.LoadTestReportViewSet, basename="loadtest")
-router.register("replay/backends", replay_api.BackendViewSet, basename="replay-backend")
-router.register("replay/sample-sets", replay_api.SampleSetViewSet, basename="replay-sampleset")
-router.register("replay/runs", replay_api.RunViewSet, basename="replay-run")
+router.register("replay/backends", replay_backends.BackendViewSet, basename="replay-backend")
+router.register(
+    "replay/sample-sets", replay_sample_sets.SampleSetViewSet, basename="replay-sampleset"
+)
+router.register("replay/runs", replay_runs.RunViewSet, basename="replay-run")
 
 app_name = "api"
 urlpatterns = [

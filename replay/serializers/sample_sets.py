@@ -1,0 +1,65 @@
+"""Shapes of sample sets over REST."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from replay.models import Sample, SampleSet
+
+
+class SampleSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Sample
+        fields = [
+            "key",
+            "category",
+            "messages",
+            "params",
+            "checks",
+            "tags",
+            "rerunnable",
+            "sensitive",
+            "repeat",
+            "min_pass_rate",
+        ]
+        read_only_fields = fields
+
+
+class SampleSetSerializer(serializers.ModelSerializer):
+    ref = serializers.SerializerMethodField(help_text="name@version, how URLs address it.")
+    created_by = serializers.SlugRelatedField(read_only=True, slug_field="username")
+    sample_count = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = SampleSet
+        fields = [
+            "id",
+            "ref",
+            "name",
+            "version",
+            "description",
+            "sample_count",
+            "created_by",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+    def get_ref(self, sample_set: SampleSet) -> str:
+        return f"{sample_set.name}@{sample_set.version}"
+
+
+class SampleSetDetailSerializer(SampleSetSerializer):
+    samples = SampleSerializer(many=True, read_only=True)
+
+    class Meta(SampleSetSerializer.Meta):
+        fields = [*SampleSetSerializer.Meta.fields, "samples"]
+        read_only_fields = fields
+
+
+class SampleSetImportSerializer(serializers.Serializer):
+    name = serializers.SlugField(max_length=100, help_text="The set's name, e.g. kb-smoke.")
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    jsonl = serializers.CharField(
+        trim_whitespace=False,
+        help_text="The samples, one JSON object a line, as the export writes them.",
+    )
