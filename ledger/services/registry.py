@@ -177,6 +177,12 @@ def _update(
     return True
 
 
+def _lock_row(model: type[models.Model], pk: Any) -> None:
+    """Hold a registry row until commit, so a lock reason that appears meanwhile
+    (it goes live, a release past draft takes it) waits for this change or is seen by it."""
+    list(model._default_manager.select_for_update().filter(pk=pk).values_list("pk"))
+
+
 def _refuse_if_locked(obj: models.Model, names: Iterable[str]) -> None:
     mutable = MUTABLE_WHEN_LOCKED.get(type(obj))
     if mutable is None:
@@ -184,6 +190,7 @@ def _refuse_if_locked(obj: models.Model, names: Iterable[str]) -> None:
     locked_fields = set(names) - mutable
     if not locked_fields:
         return
+    _lock_row(type(obj), obj.pk)
     reasons = obj.lock_reasons()
     if reasons:
         raise ValidationError(
@@ -335,6 +342,11 @@ def set_live_revision(service: Service, revision: Revision, *, actor, reason: st
     before = service.live_revision_id
     if before == revision.pk:
         return
+    # Serving freezes the revision and its parts: wait for any change of them in
+    # flight (the update verbs hold these rows), in the order they take them.
+    _lock_row(ModelAsset, revision.model_asset_id)
+    _lock_row(Runtime, revision.runtime_id)
+    _lock_row(Revision, revision.pk)
     Service.objects.filter(pk=service.pk).update(live_revision=revision, updated_at=timezone.now())
     if revision.served_at is None:
         Revision.objects.filter(pk=revision.pk, served_at__isnull=True).update(

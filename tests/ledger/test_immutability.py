@@ -1,8 +1,12 @@
+import threading
+import time
+
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import connection, connections, transaction
 
 from ledger import locks, queries, services
-from ledger.models import Event, Revision
+from ledger.models import Event, ModelAsset, Revision, Service
 from tests.ledger.factories import ModelAssetFactory, RevisionFactory, RuntimeFactory
 
 
@@ -109,3 +113,87 @@ def test_auditors_change_nothing(team, auditor):
 
     with pytest.raises(PermissionDenied):
         services.update_runtime(runtime, actor=auditor, engine_version="9")
+
+
+# ---------------------------------------------------------------- under concurrency
+
+
+def _waiting_on_a_lock(pid: int) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
+        row = cursor.fetchone()
+    return row is not None and row[0] == "Lock"
+
+
+def _run_in_thread(target):
+    """Run `target` on its own connection; return (thread, its backend pid, outcome)."""
+    pid_known = threading.Event()
+    state: dict = {}
+
+    def body():
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                state["pid"] = cursor.fetchone()[0]
+            pid_known.set()
+            state["result"] = target()
+        except Exception as error:  # the outcome is what the test asserts
+            state["error"] = error
+        finally:
+            pid_known.set()
+            connections.close_all()
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    assert pid_known.wait(60)
+    return thread, state
+
+
+def _until(condition, *, what: str) -> None:
+    """Wait for PostgreSQL to report a state; the loop ends on the event, the bound only
+    on a hang."""
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline, f"never saw: {what}"
+        time.sleep(0.01)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_update_waits_for_a_revision_going_live_and_is_then_refused(team):
+    revision = RevisionFactory(service__team=team)
+    asset = revision.model_asset
+    with transaction.atomic():
+        services.set_live_revision(revision.service, revision, actor=None)
+        # Still uncommitted: the asset is not yet frozen for anyone else.
+        thread, state = _run_in_thread(
+            lambda: services.update_asset(
+                ModelAsset.objects.get(pk=asset.pk), actor=None, family="qwen3"
+            )
+        )
+        _until(lambda: _waiting_on_a_lock(state["pid"]), what="the update waiting on the asset row")
+    thread.join(60)
+
+    assert isinstance(state.get("error"), ValidationError)
+    assert "has served with it" in str(state["error"])
+    assert ModelAsset.objects.get(pk=asset.pk).family == "qwen2.5"
+    assert not Event.objects.filter(action="model_asset.updated").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_going_live_waits_for_an_update_in_flight_and_then_serves_what_it_wrote(team):
+    revision = RevisionFactory(service__team=team)
+    with transaction.atomic():
+        services.update_revision(revision, actor=None, gateway_policy_version="gw-2")
+        thread, state = _run_in_thread(
+            lambda: services.set_live_revision(
+                Service.objects.get(pk=revision.service_id),
+                Revision.objects.get(pk=revision.pk),
+                actor=None,
+            )
+        )
+        _until(lambda: _waiting_on_a_lock(state["pid"]), what="going live waiting on the row")
+    thread.join(60)
+
+    assert "error" not in state
+    served = Revision.objects.get(pk=revision.pk)
+    assert (served.gateway_policy_version, served.served_at is not None) == ("gw-2", True)
