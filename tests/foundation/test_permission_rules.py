@@ -1,0 +1,129 @@
+"""Each permission rule is one function, and pages and the API agree with it.
+
+For every rule and every kind of person, the page that offers the action and
+the API endpoint that performs it either both let the person through or both
+answer 403, and the rule function says the same. The requests are ones a
+permitted person would see answered (a form, or a 400 for an empty body), so
+nothing is written either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from ledger import permissions as ledger_rules
+from ledger import services
+from ledger.models import Event
+from replay import permissions as replay_rules
+from tests.factories import UserFactory
+from tests.ledger.factories import RevisionFactory, ServiceFactory, TeamFactory
+from tests.replay.factories import BackendFactory
+
+PEOPLE = [
+    "superuser",
+    "owner",
+    "owner_of_another_team",
+    "owner_without_team",
+    "sre",
+    "security",
+    "business",
+    "auditor",
+    "outsider",
+]
+
+
+@dataclass(frozen=True)
+class Rule:
+    allows: Callable[[Any, Any], bool]  # (user, world) -> bool
+    page: Callable[[Any], str]  # world -> URL of the page offering the action
+    api: Callable[[Any], tuple[str, str]]  # world -> (method, URL) performing it
+
+
+RULES: dict[str, Rule] = {
+    "create in the registry": Rule(
+        allows=lambda user, w: ledger_rules.can_create(user),
+        page=lambda w: "/services/new",
+        api=lambda w: ("post", "/api/services/"),
+    ),
+    "edit a team's registry objects": Rule(
+        allows=lambda user, w: ledger_rules.can_edit_team_objects(user, w.service.team),
+        page=lambda w: f"/services/{w.service.slug}/edit",
+        api=lambda w: ("patch", f"/api/services/{w.service.slug}/"),
+    ),
+    "register a backend": Rule(
+        allows=lambda user, w: replay_rules.can_register_backends(user),
+        page=lambda w: "/replay/backends/new",
+        api=lambda w: ("post", "/api/replay/backends/"),
+    ),
+    "manage a backend": Rule(
+        allows=lambda user, w: replay_rules.can_manage_backend(user, w.backend.revision),
+        page=lambda w: f"/replay/backends/{w.backend.name}/edit",
+        api=lambda w: ("patch", f"/api/replay/backends/{w.backend.name}/"),
+    ),
+    "import sample sets": Rule(
+        allows=lambda user, w: replay_rules.can_manage_sample_sets(user),
+        page=lambda w: "/replay/sample-sets/import",
+        api=lambda w: ("post", "/api/replay/sample-sets/import/"),
+    ),
+}
+
+
+@dataclass
+class World:
+    service: Any
+    backend: Any
+    people: dict[str, Any]
+
+
+@pytest.fixture
+def world(db, owner, sre, security, business, auditor, outsider, team):
+    service = ServiceFactory(slug="kb-assistant", team=team)
+    revision = RevisionFactory(service=service)
+    services.set_live_revision(service, revision, actor=None)
+    other = UserFactory(username="oscar", roles=["model_owner"])
+    TeamFactory(slug="data-team", members=[other])
+    people = {
+        "superuser": UserFactory(username="root-user", is_superuser=True, is_staff=True),
+        "owner": owner,
+        "owner_of_another_team": other,
+        "owner_without_team": UserFactory(username="nina", roles=["model_owner"]),
+        "sre": sre,
+        "security": security,
+        "business": business,
+        "auditor": auditor,
+        "outsider": outsider,
+    }
+    return World(service, BackendFactory(name="kb-vllm", revision=revision), people)
+
+
+@pytest.mark.parametrize("who", PEOPLE)
+@pytest.mark.parametrize("rule_name", sorted(RULES))
+def test_page_and_api_follow_the_one_rule(client, world, rule_name, who):
+    rule = RULES[rule_name]
+    user = world.people[who]
+    client.force_login(user)
+    events = Event.objects.count()
+
+    page = client.get(rule.page(world))
+    method, url = rule.api(world)
+    api = getattr(client, method)(url, {}, content_type="application/json")
+
+    allowed = rule.allows(user, world)
+    assert (page.status_code != 403, api.status_code != 403) == (allowed, allowed), (
+        f"{who}: rule says {allowed}, page {page.status_code}, API {api.status_code}"
+    )
+    if allowed:
+        assert page.status_code == 200
+        assert api.status_code in (200, 400)
+    assert Event.objects.count() == events
+
+
+def test_every_rule_both_allows_and_refuses_someone(world):
+    # A matrix where a rule says the same for everyone could not catch a disagreement.
+    for name, rule in RULES.items():
+        verdicts = {rule.allows(world.people[who], world) for who in PEOPLE}
+        assert verdicts == {True, False}, name
