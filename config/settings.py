@@ -105,6 +105,16 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"].setdefault("OPTIONS", {})
     DATABASES["default"]["OPTIONS"]["connect_timeout"] = env_int("DATABASE_CONNECT_TIMEOUT", 5)
+# Privilege separation: the app connects as a role that owns nothing (DATABASE_URL);
+# migrations run as the owner of the tables, through the "owner" alias
+# (`migrate --database owner`, then `grant_app_role --database owner ROLE`).
+DATABASE_MIGRATE_URL = env_str("DATABASE_MIGRATE_URL")
+if DATABASE_MIGRATE_URL:
+    DATABASES["owner"] = {
+        **DATABASES["default"],
+        **dj_database_url.parse(DATABASE_MIGRATE_URL, conn_max_age=0),
+        "TEST": {"MIRROR": "default"},
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -315,6 +325,20 @@ CELERY_BEAT_SCHEDULE = {
         "task": "probe_backends",
         "schedule": float(REPLAY_PROBE_EVERY_MINUTES * 60),
     },
+}
+
+# The ledger's Ed25519 signing key (PKCS#8 PEM) for checkpoints and exports; without
+# one, a key is generated into DATA_DIR/keys on first use (one machine only).
+LEDGER_SIGNING_KEY = env_str("LEDGER_SIGNING_KEY")
+LEDGER_SIGNING_KEY_PATH = DATA_DIR / "keys" / "ledger-signing-key.pem"
+LEDGER_CHECKPOINT_EVERY_MINUTES = env_int("LEDGER_CHECKPOINT_EVERY_MINUTES", 60)
+if LEDGER_CHECKPOINT_EVERY_MINUTES < 1:
+    raise ImproperlyConfigured(
+        f"LEDGER_CHECKPOINT_EVERY_MINUTES={LEDGER_CHECKPOINT_EVERY_MINUTES} must be at least 1."
+    )
+CELERY_BEAT_SCHEDULE["checkpoint-ledger"] = {
+    "task": "checkpoint_ledger",
+    "schedule": float(LEDGER_CHECKPOINT_EVERY_MINUTES * 60),
 }
 
 # Health: how long /readyz waits for each dependency before calling it down.

@@ -17,7 +17,7 @@ class LedgerConfig(AppConfig):
     verbose_name = "Ledger: registry and events"
 
     def ready(self) -> None:
-        from ledger import locks
+        from ledger import checks, locks  # noqa: F401 - checks registers itself
 
         post_migrate.connect(create_role_groups, sender=self)
         locks.register(locks.has_served)

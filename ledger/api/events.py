@@ -8,7 +8,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ledger.chain import verify_chain
+from ledger.checkpoints import verify_ledger
 from ledger.filters import EventFilter
 from ledger.models import Event
 from ledger.serializers import ChainReportSerializer, EventSerializer
@@ -28,19 +28,32 @@ class EventViewSet(viewsets.ReadOnlyModelViewSet):
     lookup_value_regex = r"\d+"
 
     @extend_schema(
-        summary="Recompute the whole chain and report the first event that does not match",
+        summary="Recompute the whole chain, check it against the newest signed checkpoint, "
+        "and report the first event that does not match or is missing",
         filters=False,
         responses={200: OpenApiResponse(ChainReportSerializer)},
     )
     @action(detail=False, methods=["get"], pagination_class=None, filterset_class=None)
     def verify(self, request: Request) -> Response:
-        report = verify_chain()
+        ledger = verify_ledger()
+        chain, check = ledger.chain, ledger.checkpoint
+        cp = check.checkpoint
         return Response(
             {
-                "ok": report.ok,
-                "count": report.count,
-                "head_hash": report.head_hash,
-                "first_bad_sequence": report.first_bad_sequence,
-                "problem": report.problem,
+                "ok": ledger.ok,
+                "count": chain.count,
+                "head_hash": chain.head_hash,
+                "first_bad_sequence": chain.first_bad_sequence,
+                "problem": chain.problem or check.problem,
+                "checkpoint": None
+                if cp is None and check.ok
+                else {
+                    "ok": check.ok,
+                    "sequence": cp.sequence if cp else None,
+                    "hash": cp.hash if cp else None,
+                    "taken_at": cp.taken_at if cp else None,
+                    "key_id": cp.key_id if cp else None,
+                    "problem": check.problem,
+                },
             }
         )

@@ -67,6 +67,14 @@ class Event(models.Model):
             pgtrigger.Protect(
                 name="ledger_event_append_only", operation=pgtrigger.Update | pgtrigger.Delete
             ),
+            # TRUNCATE fires no row trigger; a statement-level one refuses it.
+            pgtrigger.Trigger(
+                name="ledger_event_no_truncate",
+                operation=pgtrigger.Truncate,
+                level=pgtrigger.Statement,
+                when=pgtrigger.Before,
+                func="RAISE EXCEPTION 'pgtrigger: Cannot truncate % table', TG_TABLE_NAME;",
+            ),
         ]
 
     def __str__(self) -> str:

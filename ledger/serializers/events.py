@@ -32,9 +32,23 @@ class EventSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class CheckpointCheckSerializer(serializers.Serializer):
+    ok = serializers.BooleanField(help_text="The chain still reaches the checkpoint, unchanged.")
+    sequence = serializers.IntegerField(allow_null=True, help_text="The head it recorded.")
+    hash = serializers.CharField(allow_null=True)
+    taken_at = serializers.DateTimeField(allow_null=True)
+    key_id = serializers.CharField(allow_null=True, help_text="The signing key's id.")
+    problem = serializers.CharField(allow_blank=True)
+
+
 class ChainReportSerializer(serializers.Serializer):
-    ok = serializers.BooleanField()
+    ok = serializers.BooleanField(
+        help_text="Every event verifies and the chain reaches the newest checkpoint."
+    )
     count = serializers.IntegerField(help_text="Events verified.")
     head_hash = serializers.CharField(help_text="Hash of the last event that verified.")
     first_bad_sequence = serializers.IntegerField(allow_null=True)
     problem = serializers.CharField(allow_blank=True)
+    checkpoint = CheckpointCheckSerializer(
+        allow_null=True, help_text="The newest signed checkpoint; null when none was taken yet."
+    )

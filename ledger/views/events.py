@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from ledger.chain import verify_chain
+from ledger.checkpoints import verify_ledger
 from ledger.forms import EventListFilter
 from ledger.models import Capability, Event, Revision, Runtime, Service
 from lib.pages import paginate, render_list, wants_fragment
@@ -76,8 +76,10 @@ def event_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @vary_on_headers("HX-Request")
 def event_verify(request: HttpRequest) -> HttpResponse:
-    """Recompute the whole chain: on demand only, since it reads every event."""
-    context = {"report": verify_chain()}
+    """Recompute the whole chain and check it against the newest checkpoint: on demand
+    only, since it reads every event."""
+    ledger = verify_ledger()
+    context = {"report": ledger.chain, "checkpoint": ledger.checkpoint}
     if wants_fragment(request):
         return render(request, "ledger/_chain_status.html", context)
     return render(request, "ledger/event_verify.html", context)

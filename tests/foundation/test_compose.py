@@ -160,8 +160,34 @@ def test_app_services_wait_for_healthy_postgres_and_redis(services, name):
 @pytest.mark.parametrize("name", APP_SERVICES)
 def test_app_services_start_after_migrations_have_run(services, name):
     assert _depends_on(services[name]).get("migrate") == "service_completed_successfully"
-    assert "migrate" in services["migrate"]["command"]
+    command = " ".join(services["migrate"]["command"])
+    assert "manage.py migrate --noinput --database owner" in command
     assert _depends_on(services["migrate"]).get("postgres") == "service_healthy"
+
+
+def test_the_app_connects_as_a_role_that_cannot_rewrite_events(services):
+    """Privilege separation: migrations as the owner, the app as the role
+    `grant_app_role` restrains (tests/ledger/test_app_role.py shows the grants hold)."""
+
+    def user_of(url: str) -> str:
+        return url.split("://", 1)[1].split(":", 1)[0]
+
+    migrate = _environment(services["migrate"])
+    owner = user_of(migrate["DATABASE_MIGRATE_URL"])
+    app_users = {user_of(_environment(services[name])["DATABASE_URL"]) for name in APP_SERVICES}
+    assert owner == "${POSTGRES_USER"
+    assert app_users == {"${POSTGRES_APP_USER"}
+    # $$ is Compose's escape: the shell in the container expands the variable.
+    command = " ".join(services["migrate"]["command"])
+    assert command.endswith(
+        '&& python manage.py grant_app_role --database owner "$$POSTGRES_APP_USER"'
+    )
+    init_scripts = [v for v in services["postgres"]["volumes"] if "docker-entrypoint-initdb.d" in v]
+    assert init_scripts == [
+        "./docker/postgres/create-app-role.sh:/docker-entrypoint-initdb.d/10-create-app-role.sh:ro"
+    ]
+    script = (ROOT / "docker" / "postgres" / "create-app-role.sh").read_text()
+    assert "NOSUPERUSER" in script and "POSTGRES_APP_USER" in script
 
 
 @pytest.mark.parametrize("name", ["web", "worker"])

@@ -59,3 +59,21 @@ def test_lists_drop_blank_items(monkeypatch):
 
     assert env_list("LEDGER_HOSTS", []) == ["a.example", "b.example"]
     assert env_list("LEDGER_UNSET_LIST", ["localhost"]) == ["localhost"]
+
+
+def test_migrations_reach_the_owner_through_its_own_alias(scratch_dir):
+    script = (
+        "from django.conf import settings as s; d = s.DATABASES; "
+        "print(d['owner']['USER'], d['default']['USER'], d['owner']['NAME'], d['owner']['TEST']['MIRROR'])"
+    )
+    env = child_env(
+        DEBUG="true",
+        DATA_DIR=str(scratch_dir),
+        DATABASE_URL="postgres://ledger_app:app@db.example:5432/ledger",
+        DATABASE_MIGRATE_URL="postgres://ledger:owner@db.example:5432/ledger",
+    )
+
+    result = run_manage("shell", "--no-imports", "-c", script, env=env)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["ledger", "ledger_app", "ledger", "default"]

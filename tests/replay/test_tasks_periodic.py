@@ -34,7 +34,11 @@ def test_beat_runs_the_reaper_and_the_probe_sweep():
         entry["task"]: entry["schedule"] for entry in settings.CELERY_BEAT_SCHEDULE.values()
     }
 
-    assert schedule == {"reap_stale_runs": 60.0, "probe_backends": 1800.0}
+    assert schedule == {
+        "reap_stale_runs": 60.0,
+        "probe_backends": 1800.0,
+        "checkpoint_ledger": 3600.0,
+    }
 
 
 def test_tasks_return_early_when_their_row_is_gone():

@@ -1,0 +1,167 @@
+"""Checkpoints: the chain head recorded, signed, outside the database.
+
+Recomputing the chain catches an edited, reordered or missing event in the
+middle, but not a tail that was cut off: the chain left behind is still
+consistent. A checkpoint records the head (sequence and hash) at a time,
+signed with the ledger's key (a DSSE envelope, `ledger.signing`), in the
+default file storage (S3 in production, the local media folder on the
+embedded default), where the database's administrator cannot reach it.
+`verify_ledger` then checks the chain against the newest checkpoint it can
+read and names what is missing.
+
+A beat task takes one every LEDGER_CHECKPOINT_EVERY_MINUTES; exports take one
+too; `manage.py checkpoint_ledger` takes one on demand.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+
+from django.core.files.base import ContentFile
+from django.core.files.storage import Storage, default_storage
+from django.db.models import Max
+from django.utils import timezone
+
+from ledger import signing
+from ledger.chain import GENESIS_HASH, ChainReport, canonical_json, verify_chain
+from ledger.models import Event
+
+FOLDER = "checkpoints"
+PAYLOAD_TYPE = "application/vnd.inference-release-ledger.checkpoint+json"
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    sequence: int
+    hash: str
+    taken_at: dt.datetime
+    reason: str
+    key_id: str
+    name: str
+
+
+def _name(sequence: int, taken_at: dt.datetime) -> str:
+    # Zero-padded, so the newest checkpoint is the greatest name.
+    return f"{FOLDER}/{sequence:015d}-{taken_at:%Y%m%dT%H%M%S%fZ}.json"
+
+
+def take_checkpoint(*, reason: str, storage: Storage | None = None) -> Checkpoint:
+    """Record the chain head as it is now; an empty chain is recorded as sequence 0."""
+    storage = storage or default_storage
+    head = Event.objects.order_by("-sequence").values_list("sequence", "hash").first()
+    sequence, head_hash = head or (0, GENESIS_HASH)
+    taken_at = timezone.now()
+    statement = {
+        "sequence": sequence,
+        "hash": head_hash,
+        "taken_at": taken_at,
+        "reason": reason,
+    }
+    envelope = signing.sign(canonical_json(statement).encode(), PAYLOAD_TYPE)
+    name = storage.save(_name(sequence, taken_at), ContentFile(json.dumps(envelope).encode()))
+    return Checkpoint(sequence, head_hash, taken_at, reason, signing.public_key().keyid, name)
+
+
+class CheckpointUnreadable(Exception):
+    """The newest checkpoint cannot be trusted: unreadable, or not signed by the ledger's key."""
+
+
+def _read(storage: Storage, name: str) -> Checkpoint:
+    try:
+        with storage.open(name) as stored:
+            envelope = json.loads(stored.read())
+        payload = json.loads(signing.verify(envelope, payload_type=PAYLOAD_TYPE))
+        return Checkpoint(
+            sequence=int(payload["sequence"]),
+            hash=str(payload["hash"]),
+            taken_at=dt.datetime.fromisoformat(payload["taken_at"]),
+            reason=str(payload.get("reason", "")),
+            key_id=signing.public_key().keyid,
+            name=name,
+        )
+    except signing.SignatureInvalid as error:
+        raise CheckpointUnreadable(f"{name}: {error}") from None
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise CheckpointUnreadable(f"{name} cannot be read: {error}") from None
+
+
+def newest_checkpoint(storage: Storage | None = None) -> Checkpoint | None:
+    """The checkpoint with the highest sequence (then the latest time); None if there is none.
+
+    Raises CheckpointUnreadable when that newest one does not verify: an older
+    one would let a cut tail through.
+    """
+    storage = storage or default_storage
+    try:
+        _, files = storage.listdir(FOLDER)
+    except FileNotFoundError:
+        return None
+    names = sorted(f for f in files if f.endswith(".json"))
+    if not names:
+        return None
+    return _read(storage, f"{FOLDER}/{names[-1]}")
+
+
+@dataclass(frozen=True)
+class CheckpointCheck:
+    ok: bool
+    checkpoint: Checkpoint | None
+    problem: str = ""
+
+
+def check_against_checkpoint(storage: Storage | None = None) -> CheckpointCheck:
+    """Does the chain still reach the newest checkpoint, with the event it signed there?
+
+    Run after `verify_chain`: that the events up to the end link and match their
+    hashes is its part; that the end is not earlier than it was is this one's.
+    """
+    try:
+        checkpoint = newest_checkpoint(storage)
+    except CheckpointUnreadable as error:
+        return CheckpointCheck(False, None, f"the newest checkpoint cannot be trusted: {error}")
+    if checkpoint is None:
+        return CheckpointCheck(True, None, "")
+    seen = f"#{checkpoint.sequence} ({checkpoint.hash[:12]}…) of {checkpoint.taken_at:%Y-%m-%d %H:%M:%S %Z}"
+    last = Event.objects.aggregate(last=Max("sequence"))["last"] or 0
+    if last < checkpoint.sequence:
+        missing = (
+            f"event #{checkpoint.sequence} is"
+            if last + 1 == checkpoint.sequence
+            else f"events #{last + 1} to #{checkpoint.sequence} are"
+        )
+        return CheckpointCheck(
+            False,
+            checkpoint,
+            f"{missing} missing: the checkpoint {seen} saw the chain that far, "
+            f"and it now ends at #{last}",
+        )
+    if checkpoint.sequence == 0:
+        return CheckpointCheck(True, checkpoint)
+    stored = (
+        Event.objects.filter(sequence=checkpoint.sequence).values_list("hash", flat=True).first()
+    )
+    if stored != checkpoint.hash:
+        return CheckpointCheck(
+            False,
+            checkpoint,
+            f"event #{checkpoint.sequence} is not the one the checkpoint {seen} signed",
+        )
+    return CheckpointCheck(True, checkpoint)
+
+
+@dataclass(frozen=True)
+class LedgerReport:
+    """The chain recomputed, and checked against the newest checkpoint."""
+
+    chain: ChainReport
+    checkpoint: CheckpointCheck
+
+    @property
+    def ok(self) -> bool:
+        return self.chain.ok and self.checkpoint.ok
+
+
+def verify_ledger(storage: Storage | None = None) -> LedgerReport:
+    return LedgerReport(verify_chain(), check_against_checkpoint(storage))
