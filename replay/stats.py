@@ -1,7 +1,8 @@
 """Percentiles and run aggregates over replay results.
 
-Percentiles are numpy's default (linear interpolation), the same as ``vllm bench
-serve``, so a replay's p95 and a load-test report's p95 mean the same thing.
+Percentiles are `lib.percentiles`, numpy's default (linear interpolation), the
+same as ``vllm bench serve``, so a replay's p95 and a load-test report's p95
+mean the same thing.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
+from lib.percentiles import percentiles
+
 if TYPE_CHECKING:
     from replay.client import ReplayResult
-
-PERCENTILES = (50, 90, 95, 99)
 
 
 class Summary(TypedDict):
@@ -47,15 +48,15 @@ def summarize(values: Sequence[float] | Iterable[float]) -> Summary:
         return Summary(
             count=0, mean=None, min=None, p50=None, p90=None, p95=None, p99=None, max=None
         )
-    p50, p90, p95, p99 = (float(v) for v in np.percentile(array, PERCENTILES))
+    p = percentiles(array)
     return Summary(
         count=int(array.size),
         mean=float(array.mean()),
         min=float(array.min()),
-        p50=p50,
-        p90=p90,
-        p95=p95,
-        p99=p99,
+        p50=p.p50,
+        p90=p.p90,
+        p95=p.p95,
+        p99=p.p99,
         max=float(array.max()),
     )
 

@@ -21,11 +21,11 @@ from typing import Any
 
 import orjson
 
-from . import metric_table
+from . import metric_json, metric_table
 from .fields import Node, check_latency, describe
-from .report import Conditions, LatencyStats, Level, ParsedReport, Throughput, TokenStats
+from .report import Conditions, Level, ParsedReport
 from .source import Probe, Source, loads
-from .stats import RequestColumns, level_name
+from .stats import RequestColumns
 
 NAME = "aiperf"
 EXPECTED = (
@@ -96,11 +96,11 @@ def _report(probe: Probe, variant: str, level: Level, **kwargs: Any) -> ParsedRe
 def _parse_summary(probe: Probe) -> ParsedReport:
     root = Node(probe.doc, probe.source)
     cond = _load_settings(root)
-    cond.duration_s = _avg(root, "benchmark_duration", seconds=True)
-    successful = _avg(root, "request_count")
-    errored = _avg(root, "error_request_count")
+    cond.duration_s = metric_json.avg(root, "benchmark_duration", seconds=True)
+    successful = metric_json.avg(root, "request_count")
+    errored = metric_json.avg(root, "error_request_count")
     if errored is None:
-        completed = _avg(root, "completed_request_count")
+        completed = metric_json.avg(root, "completed_request_count")
         if completed is not None and successful is not None:
             errored = completed - successful
         else:
@@ -110,23 +110,10 @@ def _parse_summary(probe: Probe) -> ParsedReport:
     cond.count(
         None if successful is None else int(successful), None if errored is None else int(errored)
     )
-    cond.prompt_tokens = _tokens(root, "input_sequence_length")
-    cond.output_tokens = _tokens(root, "output_sequence_length")
-    level = Level(
-        name=level_name(cond),
-        source="tool",
-        conditions=cond,
-        throughput=Throughput(
-            requests_per_s=_avg(root, "request_throughput"),
-            output_tokens_per_s=_avg(root, "output_token_throughput"),
-            total_tokens_per_s=_avg(root, "total_token_throughput"),
-        ),
-    )
-    for attr, key in _LATENCIES.items():
-        setattr(level, attr, _latency(root, key))
+    level = metric_json.summary_level(root, cond, _LATENCIES)
     warnings = []
     warmup = root.obj("warmup_metrics", required=False)
-    warmup_count = _avg(warmup, "request_count") if warmup else None
+    warmup_count = metric_json.avg(warmup, "request_count") if warmup else None
     if warmup_count:
         warnings.append(f"warm-up requests left out by AIPerf: {int(warmup_count)}")
     return _report(
@@ -170,40 +157,6 @@ def _meta(root: Node) -> dict[str, str | int | float | bool | None]:
     if isinstance(root.raw("benchmark_id"), str):
         meta["benchmark_id"] = root.raw("benchmark_id")
     return meta
-
-
-def _scale(metric: Node) -> float:
-    unit = metric.text("unit") or "ms"
-    if unit not in _TO_MS:
-        raise metric.error(f"unknown time unit {unit!r}: expected one of {', '.join(_TO_MS)}")
-    return _TO_MS[unit]
-
-
-def _latency(root: Node, name: str) -> LatencyStats:
-    metric = root.obj(name, required=False)
-    if metric is None:
-        return LatencyStats()
-    scale = _scale(metric)
-    values = {k: metric.latency(k, scale=scale) for k in ("avg", "p50", "p90", "p95", "p99", "max")}
-    values["mean"] = values.pop("avg")
-    return LatencyStats(**values)
-
-
-def _avg(root: Node, name: str, *, seconds: bool = False) -> float | None:
-    metric = root.obj(name, required=False)
-    if metric is None:
-        return None
-    value = metric.num("avg")
-    if seconds and value is not None:
-        value *= _scale(metric) / 1000.0
-    return value
-
-
-def _tokens(root: Node, name: str) -> TokenStats:
-    metric = root.obj(name, required=False)
-    if metric is None:
-        return TokenStats()
-    return TokenStats(mean=metric.num("avg"), p50=metric.num("p50"), p90=metric.num("p90"))
 
 
 # --- summary CSV ---------------------------------------------------------------

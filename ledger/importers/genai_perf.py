@@ -26,9 +26,9 @@ from typing import Any
 
 import orjson
 
-from . import metric_table
+from . import metric_json, metric_table
 from .fields import Node, describe
-from .report import Conditions, LatencyStats, Level, ParsedReport, Throughput, TokenStats
+from .report import Conditions, Level, ParsedReport
 from .source import Probe
 from .stats import RequestColumns, level_name
 
@@ -92,20 +92,7 @@ def _summary_json(probe: Probe) -> Level:
     count = root.obj("request_count", required=False)
     successful = count.count("avg") if count else None
     cond.successful, cond.requests = successful, successful
-    cond.prompt_tokens = _tokens(root, "input_sequence_length")
-    cond.output_tokens = _tokens(root, "output_sequence_length")
-    level = Level(
-        name=level_name(cond),
-        source="tool",
-        conditions=cond,
-        throughput=Throughput(
-            requests_per_s=_avg(root, "request_throughput"),
-            output_tokens_per_s=_avg(root, "output_token_throughput"),
-        ),
-    )
-    for attr, key in _LATENCIES.items():
-        setattr(level, attr, _latency(root, key))
-    return level
+    return metric_json.summary_level(root, cond, _LATENCIES)
 
 
 def _load_settings(root: Node) -> Conditions:
@@ -136,36 +123,6 @@ def _meta(doc: dict[str, Any]) -> dict[str, str | int | float | bool | None]:
             if key in endpoint:
                 meta[f"endpoint_{key}"] = endpoint[key]
     return meta
-
-
-def _latency(root: Node, name: str) -> LatencyStats:
-    metric = root.obj(name, required=False)
-    if metric is None:
-        return LatencyStats()
-    unit = metric.text("unit") or "ms"
-    scale = metric_table.TO_MS.get(unit)
-    if scale is None:
-        raise metric.error(f"unknown time unit {unit!r}", "unit")
-    return LatencyStats(
-        mean=metric.latency("avg", scale=scale),
-        p50=metric.latency("p50", scale=scale),
-        p90=metric.latency("p90", scale=scale),
-        p95=metric.latency("p95", scale=scale),
-        p99=metric.latency("p99", scale=scale),
-        max=metric.latency("max", scale=scale),
-    )
-
-
-def _avg(root: Node, name: str) -> float | None:
-    metric = root.obj(name, required=False)
-    return metric.num("avg") if metric else None
-
-
-def _tokens(root: Node, name: str) -> TokenStats:
-    metric = root.obj(name, required=False)
-    if metric is None:
-        return TokenStats()
-    return TokenStats(mean=metric.num("avg"), p50=metric.num("p50"), p90=metric.num("p90"))
 
 
 def _summary_csv(probe: Probe) -> Level:

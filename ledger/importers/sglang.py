@@ -6,11 +6,17 @@ no p50 keys (`median_*` stands for it) and no max. `request_rate` is written
 as a bare `Infinity`, which strict JSON parsers refuse; it is read as an
 unlimited rate.
 
-The latency numbers are the tool's: the file has per-request `ttfts` (seconds)
-and `itls` but no end-to-end latency per request, so TPOT and e2e percentiles
-cannot be recomputed. The TTFTs are kept as per-request data (for a CDF);
-`output_lens` is the requested length, not what was generated, so it is not
-used. The file does not say which SGLang version wrote it.
+With `--output-details` the file has per-request `ttfts` and `itls` (a list
+of gaps per request), in seconds: TTFT and ITL are recomputed from them over
+the successful requests, as the other importers do, in seconds and then
+scaled to ms as SGLang does, so they equal its numbers to the last bit (and
+gain a max, which SGLang does not write; a run where no request succeeded has
+no TTFT, where SGLang writes 0). There is no end-to-end latency per
+request (TTFT plus the gaps falls short of it by the final chunk), so TPOT and
+e2e stay the tool's, and so does the level's source. The TTFTs are kept as
+per-request data (for a CDF); `output_lens` is the requested length, not what
+was generated, so it is not used. The file does not say which SGLang version
+wrote it.
 """
 
 from __future__ import annotations
@@ -20,8 +26,8 @@ import numpy as np
 from .fields import Node, check_latencies, float_array, run_records
 from .report import Level, ParsedReport, RequestArrays, Throughput
 from .source import Probe
-from .stats import level_name, token_stats
-from .vllm import conditions, summary_stats
+from .stats import latency_stats, level_name, token_stats
+from .vllm import chunk_gaps, conditions, summary_stats
 
 NAME = "sglang"
 EXPECTED = (
@@ -88,6 +94,7 @@ def _level(run: Node) -> Level:
             total_tokens_per_s=run.num("total_throughput"),
         ),
     )
+    # All four are read, and checked, even where TTFT and ITL are recomputed below.
     for attr, key in _METRICS.items():
         setattr(level, attr, summary_stats(run, key))
 
@@ -99,6 +106,10 @@ def _level(run: Node) -> Level:
             failed_mask = np.zeros(len(ttft), dtype=bool)
         check_latencies(ttft, ~failed_mask, run, "ttfts")
         ttft[failed_mask] = np.nan
+        level.ttft = latency_stats(ttft, 1000.0)
+        if run.has("itls"):
+            gaps, _ = chunk_gaps(run, ~failed_mask)
+            level.itl = latency_stats(gaps, 1000.0)
         level.requests = RequestArrays(error=failed_mask, ttft_ms=ttft * 1000.0)
         inputs_arr = float_array(run, "input_lens", len(ttft))
         if inputs_arr is not None:

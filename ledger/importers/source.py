@@ -219,7 +219,7 @@ def probe(source: Source) -> Probe:
         return Probe(source, "json", doc=loads(source.read_all(), source))
     if text[:1] == b"{":
         offset, line = source.first_line()
-        record = _try_loads(line)
+        record = _try_loads(line, source)
         if isinstance(record, dict):
             if source.blank_after(offset + len(line)):
                 return Probe(source, "json", doc=record)
@@ -233,12 +233,10 @@ def probe(source: Source) -> Probe:
     return Probe(source, "csv", header=[cell.strip() for cell in header])
 
 
-def _try_loads(data: bytes) -> Any:
+def _try_loads(data: bytes, source: Source) -> Any:
+    """`loads`, or None where `data` is no JSON on its own (the first line of an
+    indented document)."""
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        return loads(data, source)
+    except ReportFormatError:
         return None

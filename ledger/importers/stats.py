@@ -1,10 +1,10 @@
 """Percentiles from per-request data, and the collector importers stream into.
 
-Percentiles are numpy's default (linear interpolation), the method vLLM, SGLang,
-AIPerf, GenAI-Perf and inference-perf use, so a recomputation from a file's
-own per-request data reproduces the tool's numbers. They are computed in the
-file's unit and only then scaled to ms, in that order, as vLLM does: that keeps
-them equal to the last bit.
+Percentiles are `lib.percentiles`: numpy's default (linear interpolation), the
+method vLLM, SGLang, AIPerf, GenAI-Perf and inference-perf use, so a
+recomputation from a file's own per-request data reproduces the tool's
+numbers. They are computed in the file's unit and only then scaled to ms, in
+that order, as vLLM does: that keeps them equal to the last bit.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from array import array
 
 import numpy as np
 
-from .report import Conditions, LatencyStats, Level, RequestArrays, Throughput, TokenStats
+from lib.percentiles import percentiles
 
-PERCENTILES = (50, 90, 95, 99)
+from .report import Conditions, LatencyStats, Level, RequestArrays, Throughput, TokenStats
 
 
 def latency_stats(values: np.ndarray, scale: float = 1.0) -> LatencyStats:
@@ -26,13 +26,13 @@ def latency_stats(values: np.ndarray, scale: float = 1.0) -> LatencyStats:
         values = values[~nan]
     if not len(values):
         return LatencyStats()
-    p50, p90, p95, p99 = (float(p * scale) for p in np.percentile(values, PERCENTILES))
+    p = percentiles(values, scale)
     return LatencyStats(
         mean=float(np.mean(values) * scale),
-        p50=p50,
-        p90=p90,
-        p95=p95,
-        p99=p99,
+        p50=p.p50,
+        p90=p.p90,
+        p95=p.p95,
+        p99=p.p99,
         max=float(np.max(values) * scale),
     )
 
@@ -41,8 +41,8 @@ def token_stats(values: np.ndarray) -> TokenStats:
     values = values[~np.isnan(values)]
     if not len(values):
         return TokenStats()
-    p50, p90 = np.percentile(values, (50, 90))
-    return TokenStats(mean=float(np.mean(values)), p50=float(p50), p90=float(p90))
+    p = percentiles(values)
+    return TokenStats(mean=float(np.mean(values)), p50=p.p50, p90=p.p90)
 
 
 def tpot(e2e: np.ndarray, ttft: np.ndarray, output_tokens: np.ndarray) -> np.ndarray:

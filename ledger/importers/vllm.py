@@ -155,22 +155,7 @@ def _computed(
     ok = ~failed
     check_latencies(ttft, ok, run, "ttfts")
 
-    gaps: list[float] = []
-    sums = np.zeros(n)
-    itls = run.get("itls", required=False)
-    if itls is not None:
-        if not isinstance(itls.value, list) or len(itls.value) != n:
-            raise itls.error(f"expected a list of {n} lists, one per request")
-        for i, row in enumerate(itls.value):
-            if not ok[i]:
-                continue
-            if not isinstance(row, list):
-                raise itls.error("expected a list of numbers", i)
-            row_node = Node(row, itls.source, (*itls.path, i), itls.line)
-            values = numbers(row, row_node)
-            check_latencies(values, None, row_node)
-            gaps.extend(values.tolist())
-            sums[i] = values.sum()
+    gaps, sums = chunk_gaps(run, ok)
 
     e2e = float_array(run, "latencies", n)
     if e2e is None:
@@ -190,6 +175,31 @@ def _computed(
         e2e=e2e,
         output_tokens=outputs if outputs is not None else np.full(n, np.nan),
         input_tokens=inputs if inputs is not None else np.full(n, np.nan),
-        itl=np.array(gaps, dtype=np.float64),
+        itl=gaps,
         throughput=throughput,
     )
+
+
+def chunk_gaps(run: Node, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The `itls` of a vLLM or SGLang run (a list of gaps per request, seconds):
+    every gap of the `ok` requests in one array, and each request's sum of
+    gaps (0 for a failed one). No gaps and all sums 0 when the file has no `itls`.
+    """
+    n = len(ok)
+    gaps: list[float] = []
+    sums = np.zeros(n)
+    itls = run.get("itls", required=False)
+    if itls is not None:
+        if not isinstance(itls.value, list) or len(itls.value) != n:
+            raise itls.error(f"expected a list of {n} lists, one per request")
+        for i, row in enumerate(itls.value):
+            if not ok[i]:
+                continue
+            if not isinstance(row, list):
+                raise itls.error("expected a list of numbers", i)
+            row_node = Node(row, itls.source, (*itls.path, i), itls.line)
+            values = numbers(row, row_node)
+            check_latencies(values, None, row_node)
+            gaps.extend(values.tolist())
+            sums[i] = values.sum()
+    return np.array(gaps, dtype=np.float64), sums

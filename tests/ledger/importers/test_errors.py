@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 
 import pytest
 
@@ -51,6 +52,23 @@ def test_wrong_type_names_the_path_and_what_was_found():
 
     assert error.location == "time_to_first_token.p99"
     assert error.message == "expected a number, found the string 'fast'"
+
+
+@pytest.mark.parametrize(
+    "tool, name",
+    [("aiperf", "profile_export_aiperf.json"), ("genai_perf", "profile_export_genai_perf.json")],
+)
+def test_unknown_time_unit_in_a_summary_json_names_the_unit_and_the_known_ones(tool, name):
+    doc = json.loads(fixture(tool, name).read_text())
+    doc["time_to_first_token"]["unit"] = "fortnights"
+
+    with pytest.raises(ReportFormatError) as caught:
+        parse_report(json.dumps(doc).encode(), filename=name)
+
+    assert caught.value.location == "time_to_first_token.unit"
+    assert caught.value.message == (
+        "unknown time unit 'fortnights': expected one of ms, sec, s, us, ns"
+    )
 
 
 def test_negative_latency_in_a_per_request_array_names_index_and_value():

@@ -88,3 +88,73 @@ def test_sglang_nan_percentile_is_refused_naming_the_line_and_key():
     assert caught.value.location == "line 2: p99_ttft_ms"
     assert "NaN" in caught.value.message
     assert math.isnan(json.loads(broken)["p99_ttft_ms"])
+
+
+def _successful(raw: dict) -> tuple[np.ndarray, np.ndarray]:
+    """TTFTs and chunk gaps (seconds) of the successful requests, read from the raw JSON."""
+    ok = [not error for error in raw["errors"]]
+    ttfts = np.array([t for t, good in zip(raw["ttfts"], ok, strict=True) if good])
+    gaps = np.array([g for row, good in zip(raw["itls"], ok, strict=True) if good for g in row])
+    return ttfts, gaps
+
+
+def test_sglang_ttft_and_itl_are_recomputed_from_the_per_request_arrays(raw):
+    ttfts, gaps = _successful(raw)
+    # Spoil the tool's own numbers: what the level says must come from the arrays.
+    for key in ("median", "p90", "p95", "p99"):
+        raw[f"{key}_ttft_ms"] = raw[f"{key}_itl_ms"] = 1.0
+
+    level = parse_bytes(json.dumps(raw).encode(), filename="run.jsonl").levels[0]
+
+    # In seconds, then times 1000: the order SGLang computes its own in.
+    for q in (50, 95, 99):
+        assert getattr(level.ttft, f"p{q}") == np.percentile(ttfts, q) * 1000
+        assert getattr(level.itl, f"p{q}") == np.percentile(gaps, q) * 1000
+    # SGLang writes no max; the arrays have one.
+    assert level.ttft.max == ttfts.max() * 1000
+    assert level.itl.max == gaps.max() * 1000
+    assert len(gaps) == 16 * 31
+    # No per-request e2e: TPOT and e2e are still the tool's.
+    assert level.e2e.p99 == raw["p99_e2e_latency_ms"]
+    assert level.tpot.p95 == raw["p95_tpot_ms"]
+    assert level.source == "tool"
+
+
+def test_sglang_recomputed_percentiles_agree_with_the_tools_own(raw):
+    level = parse(*SAMPLE).levels[0]
+
+    # SGLang computes np.percentile over the successful requests in seconds and
+    # multiplies by 1000, as we do: in this file every number is equal to the bit.
+    # approx still, because its p50 is np.median (the mean of the two middle
+    # values), which can differ from interpolating halfway in the last bit.
+    for ours, theirs in (("p50", "median"), ("p90", "p90"), ("p95", "p95"), ("p99", "p99")):
+        assert getattr(level.ttft, ours) == pytest.approx(raw[f"{theirs}_ttft_ms"], rel=1e-12)
+        assert getattr(level.itl, ours) == pytest.approx(raw[f"{theirs}_itl_ms"], rel=1e-12)
+    assert level.ttft.mean == pytest.approx(raw["mean_ttft_ms"], rel=1e-12)
+    assert level.itl.mean == pytest.approx(raw["mean_itl_ms"], rel=1e-12)
+
+
+def test_sglang_failed_request_is_left_out_of_the_recomputed_percentiles(raw):
+    # What SGLang writes for a failed request: TTFT 0, no gaps, an error.
+    raw["errors"][3] = "HTTP 500"
+    raw["ttfts"][3] = 0.0
+    raw["itls"][3] = []
+    ttfts, gaps = _successful(raw)
+
+    level = parse_bytes(json.dumps(raw).encode(), filename="run.jsonl").levels[0]
+
+    assert level.conditions.errored == 1
+    assert level.ttft.p50 == np.percentile(ttfts, 50) * 1000
+    assert level.itl.p99 == np.percentile(gaps, 99) * 1000
+    assert len(ttfts) == 15
+
+
+def test_sglang_without_per_request_arrays_keeps_the_tools_percentiles(raw):
+    del raw["ttfts"], raw["itls"]
+
+    level = parse_bytes(json.dumps(raw).encode(), filename="run.jsonl").levels[0]
+
+    assert level.ttft.p99 == raw["p99_ttft_ms"]
+    assert level.itl.p95 == raw["p95_itl_ms"]
+    assert level.ttft.max is None
+    assert level.requests is None
