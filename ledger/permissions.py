@@ -17,7 +17,7 @@ from ledger.roles import Role, has_role
 if TYPE_CHECKING:
     from django.db.models import QuerySet
 
-    from ledger.models import Team
+    from ledger.models import Revision, Team
 
 
 def _signed_in(user: Any) -> bool:
@@ -58,6 +58,16 @@ def can_approve_licenses(user: Any) -> bool:
 def ensure_can_edit(actor: Any, team: Team) -> None:
     if actor is not None and not can_edit_team_objects(actor, team):
         raise PermissionDenied(f"Only model owners of team {team.slug!r} can change this.")
+
+
+def ensure_can_attach_evidence(revision: Revision, *, actor: Any) -> None:
+    """Load-test reports go to a revision of a service of one's own team (any revision,
+    locked or not: evidence is not the revision's content)."""
+    team = revision.service.team
+    if actor is not None and not can_edit_team_objects(actor, team):
+        raise PermissionDenied(
+            f"Only model owners of team {team.slug!r} can attach load-test reports to {revision}."
+        )
 
 
 def ensure_can_create(actor: Any) -> QuerySet[Team]:

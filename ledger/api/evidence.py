@@ -23,7 +23,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ledger import services
+from ledger import permissions, services
 from ledger.models import LoadTestReport, Revision
 from ledger.serializers import (
     LoadTestReportDetailSerializer,
@@ -108,7 +108,12 @@ class RevisionLoadTestUploadView(DomainVerbMixin, GenericAPIView):
         },
     )
     def post(self, request: Request, revision_id: int) -> Response:
-        revision = get_object_or_404(Revision, pk=revision_id)
+        revision = get_object_or_404(
+            Revision.objects.select_related("service__team"), pk=revision_id
+        )
+        # Who may, before what was sent is even read: a refused caller learns nothing
+        # about the payload's faults.
+        self.call_verb(permissions.ensure_can_attach_evidence, revision)
         upload = self.get_serializer(data=request.data)
         upload.is_valid(raise_exception=True)
         fields = upload.validated_data

@@ -19,7 +19,7 @@ from typing import IO, Any
 
 import numpy as np
 from django.conf import settings
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.core.files import File
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -266,11 +266,7 @@ def import_loadtest_report(
     """
     stream = _binary(file)
     revision = Revision.objects.select_related("service__team", "runtime").get(pk=revision.pk)
-    team = revision.service.team
-    if actor is not None and not permissions.can_edit_team_objects(actor, team):
-        raise PermissionDenied(
-            f"Only model owners of team {team.slug!r} can attach load-test reports to {revision}."
-        )
+    permissions.ensure_can_attach_evidence(revision, actor=actor)
     _check_choices(workload, format)
     now = timezone.now()
     if measured_at is not None and measured_at > now + _CLOCK_SKEW:

@@ -308,6 +308,14 @@ def create_license(
 # ---------------------------------------------------------------- services
 
 
+def _ensure_can_move(actor, obj: Service | ModelAsset | Runtime, changes: dict[str, Any]) -> None:
+    """Moving an object to another team needs the right in both teams."""
+    permissions.ensure_can_edit(actor, obj.team)
+    target = changes.get("team")
+    if target is not None and target != obj.team:
+        permissions.ensure_can_edit(actor, target)
+
+
 @transaction.atomic
 def create_service(*, actor, task_types: Iterable[str | TaskType] = (), **fields: Any) -> Service:
     service = Service(**fields)
@@ -325,10 +333,8 @@ def create_service(*, actor, task_types: Iterable[str | TaskType] = (), **fields
 def update_service(
     service: Service, *, actor, task_types: Iterable[str | TaskType] | None = None, **changes: Any
 ) -> bool:
-    permissions.ensure_can_edit(actor, service.team)
+    _ensure_can_move(actor, service, changes)
     _guard(Service, changes)
-    if "team" in changes and changes["team"] != service.team:
-        permissions.ensure_can_edit(actor, changes["team"])
     m2m = {"task_types": _task_types(task_types, actor=actor)} if task_types is not None else None
     return _update(service, changes, actor=actor, action="service.updated", m2m=m2m)
 
@@ -383,7 +389,7 @@ def register_asset(*, actor, **fields: Any) -> ModelAsset:
 
 @transaction.atomic
 def update_asset(asset: ModelAsset, *, actor, **changes: Any) -> bool:
-    permissions.ensure_can_edit(actor, asset.team)
+    _ensure_can_move(actor, asset, changes)
     if "license_approval" in changes and changes["license_approval"] != asset.license_approval:
         permissions.ensure_can_approve_licenses(actor)
     changed = _update(asset, changes, actor=actor, action="model_asset.updated")
@@ -521,7 +527,7 @@ def create_runtime(*, actor, **fields: Any) -> Runtime:
 
 @transaction.atomic
 def update_runtime(runtime: Runtime, *, actor, **changes: Any) -> bool:
-    permissions.ensure_can_edit(actor, runtime.team)
+    _ensure_can_move(actor, runtime, changes)
     candidate = Runtime(
         **{
             **{f: getattr(runtime, f) for f in ("engine", "launch_parameters")},

@@ -234,6 +234,59 @@ def test_owner_of_another_team_cannot_move_a_service_into_it(client, owner, othe
     assert Event.objects.count() == events_before
 
 
+@pytest.mark.parametrize(
+    ("url", "model"),
+    [
+        (lambda w: f"/api/assets/{w.asset.pk}/", ModelAsset),
+        (lambda w: f"/api/runtimes/{w.runtime.name}/", Runtime),
+    ],
+    ids=["asset", "runtime"],
+)
+def test_an_owner_cannot_move_an_asset_or_runtime_into_a_team_not_theirs(
+    client, owner, other_owner, world, url, model
+):
+    # The attack: olivia owns kb-team's objects and PATCHes one over to data-team.
+    client.force_login(owner)
+    obj = model.objects.get(pk=(world.asset if model is ModelAsset else world.runtime).pk)
+    events_before = Event.objects.count()
+
+    response = client.patch(url(world), {"team": "data-team"}, content_type="application/json")
+
+    assert response.status_code == 403
+    assert response.json()["detail"] == "Only model owners of team 'data-team' can change this."
+    assert model.objects.get(pk=obj.pk).team.slug == "kb-team"
+    assert Event.objects.count() == events_before
+
+
+def test_an_owner_of_both_teams_may_move_a_runtime(client, owner, world):
+    TeamFactory(slug="data-team", members=[owner])
+    client.force_login(owner)
+
+    response = client.patch(
+        f"/api/runtimes/{world.runtime.name}/",
+        {"team": "data-team"},
+        content_type="application/json",
+    )
+
+    assert response.status_code == 200
+    assert Runtime.objects.get(pk=world.runtime.pk).team.slug == "data-team"
+    event = Event.objects.filter(action="runtime.updated").latest("sequence")
+    assert event.payload_data["after"]["team"] != event.payload_data["before"]["team"]
+
+
+def test_an_upload_is_refused_before_its_fields_are_validated(client, auditor, world):
+    client.force_login(auditor)
+
+    response = client.post(
+        f"/api/revisions/{world.revision.pk}/loadtests/", {"workload": "no-such-class"}
+    )
+
+    assert response.status_code == 403
+    assert response.json()["detail"] == (
+        f"Only model owners of team 'kb-team' can attach load-test reports to {world.revision}."
+    )
+
+
 def test_owner_of_another_team_cannot_register_assets_for_it(client, other_owner, world):
     client.force_login(other_owner)
 
