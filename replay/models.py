@@ -197,6 +197,8 @@ class Run(models.Model):
         PASSED = "passed", "Passed"
         FAILED = "failed", "Failed"
         REGRESSED = "regressed", "Regressed"
+        # Not a verdict on the model: no attempt reached the backend.
+        ERRORED = "errored", "Errored (backend unreachable)"
 
     class Trigger(models.TextChoices):
         MANUAL = "manual", "Manual"

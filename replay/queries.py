@@ -6,9 +6,11 @@ Plain functions over the models; none of them writes.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
+from django.conf import settings
 from django.db.models import OuterRef, Subquery
+from django.utils import timezone
 
 from ledger.models import Revision, Service
 from replay.models import Backend, Probe, Run
@@ -77,7 +79,8 @@ def backend_trend(backend: Backend, limit: int = 30) -> list[TrendPoint]:
                 sample_set=str(run.sample_set),
                 finished_at=run.finished_at,
                 verdict=run.verdict,
-                pass_rate=summary.get("pass_rate"),
+                # An errored run reached no backend: it has no pass rate to plot.
+                pass_rate=None if run.verdict == Run.Verdict.ERRORED else summary.get("pass_rate"),
                 ttft_p50_ms=ttft.get("p50"),
                 ttft_p95_ms=ttft.get("p95"),
                 tpot_p50_ms=tpot.get("p50"),
@@ -85,6 +88,12 @@ def backend_trend(backend: Backend, limit: int = 30) -> list[TrendPoint]:
             )
         )
     return points
+
+
+def trend_has_measurements(points: list[TrendPoint]) -> bool:
+    """Whether a trend chart would draw anything (runs that reached nothing draw no axes)."""
+    keys = ("pass_rate", "ttft_p50_ms", "ttft_p95_ms", "tpot_p50_ms", "tpot_p95_ms")
+    return any(point[key] is not None for point in points for key in keys)
 
 
 def latest_probe(backend: Backend) -> Probe | None:
@@ -136,3 +145,193 @@ def regressions(service: Service, limit: int = 10) -> list[Run]:
         .select_related("backend", "sample_set", "revision", "baseline")
         .order_by("-finished_at")[:limit]
     )
+
+
+# ---------------------------------------------------------------- is the live revision healthy
+
+
+HealthWord = Literal[
+    "healthy", "unreachable", "errored", "drift", "regressed", "stale", "not monitored"
+]
+# Worst first: the headline is the first word that applies.
+_SEVERITY: tuple[HealthWord, ...] = (
+    "unreachable",
+    "errored",
+    "drift",
+    "regressed",
+    "stale",
+    "not monitored",
+    "healthy",
+)
+
+
+class HealthReason(TypedDict):
+    word: HealthWord
+    backend: str
+    at: dt.datetime | None
+    text: str
+
+
+class Health(TypedDict):
+    word: HealthWord
+    reasons: list[HealthReason]
+    # The newest probe or run the verdict rests on.
+    checked_at: dt.datetime | None
+
+
+def expected_check_interval() -> dt.timedelta:
+    """How old the newest probe or run of a live backend may be before the verdict is stale:
+    two probe sweeps, so one late sweep is not an alarm."""
+    return dt.timedelta(minutes=2 * settings.REPLAY_PROBE_EVERY_MINUTES)
+
+
+def live_health(service: Service, *, now: dt.datetime | None = None) -> Health:
+    """What replay knows about the live revision, in one honest word and its reasons.
+
+    *healthy* only when a backend serving the live revision was probed or replayed
+    within the expected interval and nothing is wrong; *unreachable* (its latest
+    probe could not reach it), *errored* (its latest run could not reach it),
+    *drift* (its latest reachable probe found something other than the registry
+    says), *regressed* (its latest finished run regressed), *stale* (nothing
+    within the interval) or *not monitored* (no backend serves the live revision).
+    Two queries: the enabled backends of the live revision with the ids of their
+    latest probe, latest reachable probe and latest finished run; then those rows.
+    """
+    now = now or timezone.now()
+    if service.live_revision_id is None:
+        return Health(
+            word="not monitored",
+            reasons=[
+                HealthReason(word="not monitored", backend="", at=None, text="no revision is live")
+            ],
+            checked_at=None,
+        )
+    probes = Probe.objects.filter(backend=OuterRef("pk")).order_by("-started_at")
+    runs = Run.objects.filter(backend=OuterRef("pk"), state=Run.State.FINISHED).order_by(
+        "-finished_at"
+    )
+    backends = list(
+        Backend.objects.filter(revision_id=service.live_revision_id, enabled=True)
+        .annotate(
+            latest_probe=Subquery(probes.values("pk")[:1]),
+            latest_reachable=Subquery(probes.filter(reachable=True).values("pk")[:1]),
+            latest_run=Subquery(runs.values("pk")[:1]),
+        )
+        .order_by("name")
+    )
+    if not backends:
+        return Health(
+            word="not monitored",
+            reasons=[
+                HealthReason(
+                    word="not monitored",
+                    backend="",
+                    at=None,
+                    text="no enabled backend serves the live revision, so nothing probes or "
+                    "replays it",
+                )
+            ],
+            checked_at=None,
+        )
+    probe_ids = {b.latest_probe for b in backends} | {b.latest_reachable for b in backends}
+    found: dict[Any, Any] = {
+        **{("probe", p.pk): p for p in Probe.objects.filter(pk__in=probe_ids - {None})},
+    }
+    run_ids = {b.latest_run for b in backends} - {None}
+    found.update(
+        {("run", r.pk): r for r in Run.objects.filter(pk__in=run_ids).select_related("sample_set")}
+    )
+    reasons: list[HealthReason] = []
+    newest: dt.datetime | None = None
+    for backend in backends:
+        probe = found.get(("probe", backend.latest_probe))
+        reachable = found.get(("probe", backend.latest_reachable))
+        run = found.get(("run", backend.latest_run))
+        for when in (probe and probe.started_at, run and run.finished_at):
+            if when and (newest is None or when > newest):
+                newest = when
+        reasons.extend(_backend_reasons(backend.name, probe, reachable, run, now))
+    if not reasons:
+        reasons.append(
+            HealthReason(
+                word="healthy",
+                backend=backends[0].name,
+                at=newest,
+                text="probed and replayed recently, matching the registry",
+            )
+        )
+    word = min((r["word"] for r in reasons), key=_SEVERITY.index)
+    reasons.sort(key=lambda r: _SEVERITY.index(r["word"]))
+    return Health(word=word, reasons=reasons, checked_at=newest)
+
+
+def _backend_reasons(
+    name: str, probe: Probe | None, reachable: Probe | None, run: Run | None, now: dt.datetime
+) -> list[HealthReason]:
+    reasons: list[HealthReason] = []
+    if probe is not None and not probe.reachable:
+        reasons.append(
+            HealthReason(
+                word="unreachable",
+                backend=name,
+                at=probe.started_at,
+                text=f"the latest probe could not reach it: {probe.error or 'no answer'}",
+            )
+        )
+    if run is not None and run.verdict == Run.Verdict.ERRORED:
+        reasons.append(
+            HealthReason(
+                word="errored",
+                backend=name,
+                at=run.finished_at,
+                text=f"the latest replay (run {run.pk}) could not reach it: "
+                + "; ".join((run.summary or {}).get("verdict_reasons") or ["no answer"]),
+            )
+        )
+    if reachable is not None and reachable.drift and reachable == probe:
+        reasons.append(
+            HealthReason(
+                word="drift",
+                backend=name,
+                at=reachable.started_at,
+                text="it serves something else than the registry says: "
+                + "; ".join(
+                    f"{item['what']} registered {item['registered']}, reported {item['reported']}"
+                    for item in reachable.drift
+                ),
+            )
+        )
+    if run is not None and run.verdict == Run.Verdict.REGRESSED:
+        reasons.append(
+            HealthReason(
+                word="regressed",
+                backend=name,
+                at=run.finished_at,
+                text=f"the latest replay (run {run.pk}, {run.sample_set}) "
+                "regressed against its baseline",
+            )
+        )
+    checked = [when for when in (probe and probe.started_at, run and run.finished_at) if when]
+    if not checked:
+        reasons.append(
+            HealthReason(word="stale", backend=name, at=None, text="never probed or replayed")
+        )
+    elif now - max(checked) > expected_check_interval():
+        reasons.append(
+            HealthReason(
+                word="stale",
+                backend=name,
+                at=max(checked),
+                text=f"not probed or replayed for {_ago(now - max(checked))}; "
+                f"expected every {_ago(expected_check_interval())}",
+            )
+        )
+    return reasons
+
+
+def _ago(delta: dt.timedelta) -> str:
+    minutes = int(delta.total_seconds() // 60)
+    if minutes < 120:
+        return f"{minutes} min"
+    hours = minutes // 60
+    return f"{hours} h" if hours < 48 else f"{hours // 24} days"

@@ -63,6 +63,7 @@ def service_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "events": events,
         "can_edit": can_edit_team_objects(request.user, service.team),
         # Replay composes onto the SRE's one screen: does it still behave?
+        "health": replay_queries.live_health(service),
         "drift_flags": replay_queries.drift_flags(service),
         "regressions": replay_queries.regressions(service, limit=5),
         "matrix_columns": matrix["columns"],

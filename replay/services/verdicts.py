@@ -289,8 +289,25 @@ def compare_runs(run_a: Run, run_b: Run) -> dict[str, Any]:
     }
 
 
+# Error codes that mean the request never reached a server that answered.
+UNREACHABLE_CODES = frozenset({"connect_error"})
+
+
 def decide(summary: RunSummary, comparison: dict[str, Any]) -> tuple[str, list[str]]:
-    """The verdict and its reasons: regressed beats failed beats passed."""
+    """The verdict and its reasons: errored (nothing reached the backend) beats regressed
+    beats failed beats passed. An errored run says nothing about the model, so it is
+    neither a regression nor a failure of a sample, and never a baseline."""
+    codes = summary["error_codes"]
+    if (
+        summary["attempts"]
+        and summary["errors"] == summary["attempts"]
+        and set(codes) <= UNREACHABLE_CODES
+    ):
+        count = sum(codes.values())
+        return Run.Verdict.ERRORED, [
+            f"the backend could not be reached: {count} of {summary['attempts']} attempts "
+            f"ended in {', '.join(sorted(codes))}"
+        ]
     found = comparison.get("regressions") or []
     failures = []
     for key in summary["samples_below_budget"]:

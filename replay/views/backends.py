@@ -106,7 +106,7 @@ def backend_detail(request: HttpRequest, name: str) -> HttpResponse:
         "probe": probe,
         "capability_checks": capability_checks(probe),
         "schedules": schedule_rows(schedules, now=timezone.now()),
-        "trend_html": figure_html(figure) if trend else "",
+        "trend_html": figure_html(figure) if queries.trend_has_measurements(trend) else "",
         "trend_rows": charts.trend_rows(trend),
         "runs": list(
             backend.runs.select_related("sample_set", "revision__service").order_by("-created_at")[

@@ -358,10 +358,12 @@ def test_service_page_query_count_does_not_grow_with_revisions_and_events(
     # events (service, revisions and capabilities in one query), 6 the live
     # revision's capabilities, 7 the service's task types, 8 the user's groups
     # and 9 team membership (may they edit?), then the SLO matrix's 10 live and
-    # candidate revisions and 11 their load-test reports, replay's 12 backends
-    # with their latest probe (no backend here, so no query for the probes) and
-    # 13 regressed runs. The license is not gated, so no acceptance lookup.
-    with django_assert_num_queries(13):
+    # candidate revisions and 11 their load-test reports, replay's 12 live
+    # revision's backends with their latest probes and run (its health), 13
+    # backends with their latest probe (no backend here, so no query for the
+    # probes or runs) and 14 regressed runs. The license is not gated, so no
+    # acceptance lookup.
+    with django_assert_num_queries(14):
         response = client.get("/services/kb-assistant/")
 
     assert len(response.context["revisions"]) == 3 + extra_revisions
@@ -558,9 +560,12 @@ def test_service_page_flags_replay_drift_and_regressions(client, sre, kb):
     assert f'href="/replay/runs/{run.pk}/"' in page
 
 
-def test_service_page_says_when_replay_found_nothing(client, sre, kb):
+def test_service_page_says_not_monitored_when_no_backend_watches_it(client, sre, kb):
+    # It used to say "no drift · no regression" here, which reads as healthy.
     client.force_login(sre)
 
     page = client.get("/services/kb-assistant/").content.decode()
 
-    assert "No backend of this service reports drift and no replay run regressed." in page
+    assert 'data-health="not monitored"' in page
+    assert "no enabled backend serves the live revision" in page
+    assert '<span class="badge ok">' not in page.split('id="live-health"')[1].split("</div>")[0]

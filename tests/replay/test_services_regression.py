@@ -92,15 +92,18 @@ def test_latency_within_tolerance_is_not_a_regression_and_beyond_it_is():
     assert verdicts.regressions(summary(10), summary(15)) == []
 
 
-def test_a_run_within_tolerance_passes_against_its_baseline(fake):
-    # 200 ms to 210 ms: a regression would need the client to read p95 TTFT 30 ms
-    # later than the server sent it, far beyond a busy machine's scheduling noise.
-    fake.configure(ttft_ms=200)
+def test_a_run_within_tolerance_passes_against_its_baseline(fake, settings):
+    # End to end, from measured latencies to the verdict. The rule's edges are tested
+    # on exact numbers above; here the margin must hold on a machine so busy that the
+    # client reads a chunk tens of ms after the server sent it: +10 % against a
+    # tolerance of +200 % would need a reading 200 ms late to flag.
+    settings.REPLAY_LATENCY_TOLERANCE_PCT = 200
+    fake.configure(ttft_ms=100)
     backend = backend_on(fake)
     go_live(backend.revision)
     sample_set = _smoke_set()
     assert replay_now(backend, sample_set).verdict == Run.Verdict.PASSED
-    fake.configure(ttft_ms=210)
+    fake.configure(ttft_ms=110)
 
     run = replay_now(backend, sample_set)
 

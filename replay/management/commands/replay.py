@@ -148,6 +148,7 @@ class Command(BaseCommand):
             Run.Verdict.PASSED: self.style.SUCCESS,
             Run.Verdict.FAILED: self.style.ERROR,
             Run.Verdict.REGRESSED: self.style.ERROR,
+            Run.Verdict.ERRORED: self.style.WARNING,
         }.get(run.verdict, self.style.WARNING)
         verdict = run.verdict if run.state == Run.State.FINISHED else run.state
         self.stdout.write(
