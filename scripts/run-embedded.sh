@@ -9,7 +9,7 @@ PORT=${PORT:-8000}
 "$PY" manage.py migrate --noinput
 "$PY" manage.py seed_demo
 
-"$PY" -m celery -A config worker -B --concurrency 2 --loglevel INFO &
+PY="$PY" scripts/embedded-worker.sh &
 worker=$!
 trap 'kill "$worker" 2>/dev/null; wait "$worker" 2>/dev/null' EXIT INT TERM
 

@@ -1,8 +1,20 @@
 """The configuration `make run` uses: no servers, everything under DATA_DIR."""
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
-from tests.support.processes import celery_worker, child_env, http_get, run_manage, web_server
+from tests.support.processes import (
+    ROOT,
+    celery_worker,
+    child_env,
+    http_get,
+    run_manage,
+    web_server,
+)
 
 _SERVER_VARIABLES = dict.fromkeys(
     [
@@ -57,3 +69,36 @@ def test_embedded_worker_runs_tasks_over_the_filesystem_broker(scratch_dir):
     assert report["database_vendor"] == "sqlite"
     assert report["database_name"] == str(scratch_dir / "db.sqlite3")
     assert list((scratch_dir / "celery" / "results").iterdir()), "the result went through files"
+
+
+def test_the_embedded_worker_stops_soon_after_ctrl_c(scratch_dir):
+    # It used to hang in its warm shutdown for over a minute. The bound below only
+    # catches a hang: the wait ends when the process group is gone.
+    env = _embedded_env(scratch_dir)
+    assert run_manage("migrate", "--noinput", env=env).returncode == 0
+    log = scratch_dir / "worker.log"
+    with log.open("w") as out:
+        worker = subprocess.Popen(
+            ["scripts/embedded-worker.sh"],
+            cwd=ROOT,
+            env={**env, "PY": sys.executable},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 180
+            while "ready." not in log.read_text():
+                assert worker.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.1)
+            os.killpg(worker.pid, signal.SIGINT)  # what Ctrl-C sends the terminal's group
+            worker.wait(timeout=45)
+        finally:
+            if worker.poll() is None:
+                os.killpg(worker.pid, signal.SIGKILL)
+                worker.wait()
+
+    text = log.read_text()
+    assert "Warm shutdown" in text and "beat: Shutting down" in text
+    assert "Cold shutdown" not in text  # it stopped by itself, nothing was cut short
