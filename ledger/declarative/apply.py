@@ -28,6 +28,7 @@ from ledger.declarative.resolve import resolve
 from ledger.declarative.run import Change, Run
 from ledger.declarative.schema import validate
 from ledger.models import Event
+from lib.actors import Actor
 
 
 @dataclass
@@ -48,7 +49,11 @@ class ApplyResult:
 
 
 def apply_document(
-    document: Document, *, actor=None, dry_run: bool = False, reason: str = "registry document"
+    document: Document,
+    *,
+    actor: Actor = None,
+    dry_run: bool = False,
+    reason: str = "registry document",
 ) -> ApplyResult:
     """Make the registry say what the document says; raise DocumentError and write nothing if any entry is refused."""
     valid = validate(document)

@@ -30,6 +30,7 @@ from ledger.importers import FORMATS, ParsedReport, ReportFormatError, parse_rep
 from ledger.importers.report import ReportJSON
 from ledger.models import LoadTestReport, LoadTestRequestData, Revision
 from ledger.queries import goodput_slo, level_goodputs
+from lib.actors import Actor
 
 __all__ = [
     "hardware_for",
@@ -181,7 +182,7 @@ def _build_report(
     revision: Revision,
     parsed: ParsedReport,
     *,
-    actor,
+    actor: Actor,
     workload: str,
     filename: str,
     sha256: str,
@@ -249,7 +250,7 @@ def _delete_quietly(storage, name: str) -> None:
 def import_loadtest_report(
     revision: Revision,
     *,
-    actor,
+    actor: Actor,
     workload: str,
     file: IO[bytes],
     filename: str,

@@ -21,7 +21,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.files.storage import FileSystemStorage
-from django.http import FileResponse, HttpRequest, HttpResponse
+from django.http import FileResponse, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import content_disposition_header
@@ -33,13 +33,14 @@ from ledger import charts, queries, services
 from ledger.forms import LoadTestUploadForm
 from ledger.models import LoadTestReport, Revision
 from ledger.permissions import ensure_can_edit
+from lib.actors import AuthenticatedHttpRequest
 from lib.charts import figure_html
 from lib.pages import apply_errors, wants_fragment
 
 # ---------------------------------------------------------------- fetching
 
 
-def _revision_for_upload(request: HttpRequest, slug: str, number: int) -> Revision:
+def _revision_for_upload(request: AuthenticatedHttpRequest, slug: str, number: int) -> Revision:
     revision = get_object_or_404(
         Revision.objects.select_related("service__team", "runtime"),
         service__slug=slug,
@@ -113,7 +114,7 @@ def _upload_context(revision: Revision, form: LoadTestUploadForm, preview=None) 
 @require_POST
 @login_required
 @vary_on_headers("HX-Request")
-def loadtest_preview(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+def loadtest_preview(request: AuthenticatedHttpRequest, slug: str, number: int) -> HttpResponse:
     """Parse an uploaded file and show what it says; nothing is stored or recorded."""
     revision = _revision_for_upload(request, slug, number)
     form = LoadTestUploadForm(request.POST, request.FILES)
@@ -146,7 +147,7 @@ def _saved_message(report: LoadTestReport, created: bool) -> str:
 @login_required
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
-def loadtest_upload(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+def loadtest_upload(request: AuthenticatedHttpRequest, slug: str, number: int) -> HttpResponse:
     """Attach a load-test report to a revision: the form's own page, and its save."""
     revision = _revision_for_upload(request, slug, number)
     posted = request.method == "POST"
@@ -198,7 +199,9 @@ def _chart(fig: go.Figure, rows: list[dict], *, height: int = 460) -> dict[str, 
 
 @require_GET
 @login_required
-def loadtest_detail(request: HttpRequest, slug: str, number: int, pk: int) -> HttpResponse:
+def loadtest_detail(
+    request: AuthenticatedHttpRequest, slug: str, number: int, pk: int
+) -> HttpResponse:
     report = _report(slug, number, pk)
     revision = report.revision
     service = revision.service
@@ -276,7 +279,9 @@ def loadtest_detail(request: HttpRequest, slug: str, number: int, pk: int) -> Ht
 
 @require_GET
 @login_required
-def loadtest_raw(request: HttpRequest, slug: str, number: int, pk: int) -> HttpResponse:
+def loadtest_raw(
+    request: AuthenticatedHttpRequest, slug: str, number: int, pk: int
+) -> HttpResponse:
     """The raw file as the tool wrote it: streamed from the local folder through this
     login-protected view, or a short-lived presigned URL of the object store."""
     report = _report(slug, number, pk)
