@@ -27,7 +27,7 @@ def paginate(request: HttpRequest, queryset: QuerySet, per_page: int = PAGE_SIZE
 def wants_fragment(request: HttpRequest) -> bool:
     """An htmx swap, but not htmx restoring history, which needs the whole page."""
     htmx = getattr(request, "htmx", None)
-    return bool(htmx) and not htmx.history_restore_request
+    return bool(htmx and not htmx.history_restore_request)
 
 
 def clean_url(request: HttpRequest) -> str:
