@@ -17,6 +17,7 @@ retired can be applied to an empty database.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from django.db import transaction
 from django.db.models import Max
@@ -101,7 +102,7 @@ def _run_steps(run: Run) -> None:
             run.each(
                 revision,
                 "revision",
-                lambda r, s=entry: steps.apply_revision(run, s, r),
+                partial(steps.apply_revision, run, entry),
                 identity=(entry["slug"], revision["number"]),
             )
     for entry in doc.services:
@@ -111,4 +112,4 @@ def _run_steps(run: Run) -> None:
         if extension.key in doc.extensions:
             extension.apply(run, doc.extensions[extension.key])
     for entry, asset, changes in run.late_retirements:
-        run.each(entry, "retirement", lambda e, a=asset, c=changes: steps.retire(run, e, a, c))
+        run.each(entry, "retirement", partial(steps.retire, run, asset=asset, changes=changes))
