@@ -82,13 +82,14 @@ def render_field(request: HttpRequest, form: forms.BaseForm) -> HttpResponse:
 
 def render_form(
     request: HttpRequest,
-    form: forms.BaseForm,
+    form: forms.BaseForm | None,
     *,
     title: str,
     submit: str,
     cancel_url: str,
     **extra: Any,
 ) -> HttpResponse:
+    """A form's page; with no form (nothing may change), the page says why (`lock_reasons`)."""
     return render(
         request,
         "lib/form.html",

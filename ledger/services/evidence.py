@@ -126,7 +126,7 @@ def preview_loadtest_report(
     sha256, size = _hash_and_measure(stream, filename)
     parsed = _parse(stream, filename, format)
     stream.seek(0)
-    return {**parsed.to_json(), "sha256": sha256, "size_bytes": size}  # type: ignore[typeddict-item]
+    return {**parsed.to_json(), "sha256": sha256, "size_bytes": size}
 
 
 def hardware_for(revision: Revision, parsed: ParsedReport) -> tuple[dict[str, Any], list[str]]:
@@ -195,9 +195,11 @@ def _build_report(
     slo = goodput_slo(revision.service)
     arrays = _request_arrays(parsed)
     packed = None
+    request_count = 0
     goodputs = []
     if arrays is not None:
         packed = LoadTestRequestData.pack(arrays)
+        request_count = sum(len(a["error"]) for a in arrays)
         # Computed from the stored (float32) arrays, so a recomputation agrees exactly.
         goodputs = level_goodputs(LoadTestRequestData.unpack(packed), slo)
     report = LoadTestReport(
@@ -233,9 +235,7 @@ def _build_report(
     )
     data = None
     if packed is not None:
-        data = LoadTestRequestData(
-            report=report, request_count=sum(len(a["error"]) for a in arrays), arrays=packed
-        )
+        data = LoadTestRequestData(report=report, request_count=request_count, arrays=packed)
     return report, data
 
 

@@ -14,6 +14,7 @@ Charts come from the pure builders in `ledger.charts`, fed by
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import plotly.graph_objects as go
@@ -21,7 +22,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.files.storage import FileSystemStorage
-from django.http import FileResponse, HttpResponse
+from django.http import FileResponse, HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import content_disposition_header
@@ -30,6 +31,7 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import reswap, retarget
 
 from ledger import charts, queries, services
+from ledger.charts import LatencyPoint
 from ledger.forms import LoadTestUploadForm
 from ledger.models import LoadTestReport, Revision
 from ledger.permissions import ensure_can_edit
@@ -95,7 +97,7 @@ def revision_evidence(
     }
 
 
-def _preview_for_page(preview: dict[str, Any], revision: Revision) -> dict[str, Any]:
+def _preview_for_page(preview: Mapping[str, Any], revision: Revision) -> dict[str, Any]:
     duplicate = LoadTestReport.objects.filter(
         revision=revision, raw_sha256=preview["sha256"]
     ).first()
@@ -197,6 +199,23 @@ def _chart(fig: go.Figure, rows: list[dict], *, height: int = 460) -> dict[str, 
     return {"html": _chart_html(fig, height=height), "rows": rows}
 
 
+def _level_latency_point(level: dict[str, Any]) -> LatencyPoint:
+    """One load level of a sweep as a latency point of its own, named by the level."""
+    latency = level["latency_ms"]
+    ttft, tpot = latency.get("ttft") or {}, latency.get("tpot") or {}
+    return {
+        "workload": level["name"],
+        "label": level["name"],
+        "ttft_p50_ms": ttft.get("p50"),
+        "ttft_p95_ms": ttft.get("p95"),
+        "ttft_p99_ms": ttft.get("p99"),
+        "tpot_p50_ms": tpot.get("p50"),
+        "tpot_p95_ms": tpot.get("p95"),
+        "tpot_p99_ms": tpot.get("p99"),
+        "status": "",
+    }
+
+
 @require_GET
 @login_required
 def loadtest_detail(
@@ -210,19 +229,7 @@ def loadtest_detail(
 
     # Latency percentiles against the SLOs: one bar group per load level of a sweep.
     if len(levels) > 1:
-        points = [
-            {
-                **queries.latency_point(report, status=""),
-                "workload": level["name"],
-                "label": level["name"],
-                **{
-                    f"{metric}_{pct}_ms": (level["latency_ms"].get(metric) or {}).get(pct)
-                    for metric in ("ttft", "tpot")
-                    for pct in ("p50", "p95", "p99")
-                },
-            }
-            for level in levels
-        ]
+        points = [_level_latency_point(level) for level in levels]
         latency_fig = charts.latency_by_workload_figure(
             points, slo, title="Latency percentiles by load level, against the SLOs"
         )
@@ -281,7 +288,7 @@ def loadtest_detail(
 @login_required
 def loadtest_raw(
     request: AuthenticatedHttpRequest, slug: str, number: int, pk: int
-) -> HttpResponse:
+) -> HttpResponseBase:
     """The raw file as the tool wrote it: streamed from the local folder through this
     login-protected view, or a short-lived presigned URL of the object store."""
     report = _report(slug, number, pk)
