@@ -17,7 +17,7 @@ from django.db import models, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from ledger import permissions
+from ledger import locks, permissions
 from ledger.chain import append_event
 from ledger.engines import check_launch_parameters
 from ledger.fingerprint import compute_fingerprint
@@ -85,7 +85,7 @@ def _value_of(obj: models.Model, name: str) -> Any:
     field = obj._meta.get_field(name)
     if field.many_to_many:
         return sorted(str(item) for item in getattr(obj, name).all()) if obj.pk else []
-    if field.is_relation:
+    if isinstance(field, models.Field) and field.is_relation:  # a reverse relation has no attname
         return getattr(obj, field.attname)
     return getattr(obj, name)
 
@@ -200,7 +200,7 @@ def _refuse_if_locked(obj: models.Model, names: Iterable[str]) -> None:
     if not locked_fields:
         return
     _lock_row(type(obj), obj.pk)
-    reasons = obj.lock_reasons()
+    reasons = locks.reasons_for(obj)  # what each model's lock_reasons() answers
     if reasons:
         raise ValidationError(
             {
@@ -630,7 +630,7 @@ def create_revision(
 
 def new_revision_from(revision: Revision, *, actor: Actor, **overrides: Any) -> Revision:
     """'New revision from this one': the same parts, with the given ones replaced."""
-    fields = {
+    fields: dict[str, Any] = {
         "model_asset": revision.model_asset,
         "runtime": revision.runtime,
         "context_limit": revision.context_limit,

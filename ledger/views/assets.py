@@ -78,7 +78,7 @@ def _prefill(pk: str | None) -> dict:
     source = ModelAsset.objects.filter(pk=int(pk)).first()
     if source is None:
         return {}
-    attnames = {name: ModelAsset._meta.get_field(name).attname for name in ASSET_FIELDS}
+    attnames = {f.name: f.attname for f in ModelAsset._meta.concrete_fields}
     return {name: getattr(source, attnames[name]) for name in ASSET_FIELDS if name != "revision"}
 
 
