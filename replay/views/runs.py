@@ -183,8 +183,8 @@ def _change_ms(delta: dict) -> str:
     if _number(delta.get("delta")) is None:
         return "—"
     text = f"{_signed(delta['delta'])} ms"
-    pct = delta.get("change_pct")
-    return f"{text} ({_signed(pct)} %)" if _number(pct) is not None else text
+    pct = _number(delta.get("change_pct"))
+    return f"{text} ({_signed(pct)} %)" if pct is not None else text
 
 
 def _change_points(delta: dict) -> str:

@@ -224,7 +224,7 @@ def _line_errors(error: ValidationError) -> list[str]:
     """The domain names a bad line by its number ('line 3' or a message saying so)."""
     if not hasattr(error, "error_dict"):
         return []
-    found = []
+    found: list[str] = []
     for key, messages_ in error.message_dict.items():
         if _is_line_key(key):
             found.extend(
