@@ -33,12 +33,15 @@ services:
 chromium:
 	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
+# mypy's Django plugin loads config.settings, which accept the development key only with DEBUG.
 test: install services chromium
 	$(VENV)/bin/ruff check .
+	DEBUG=true $(VENV)/bin/mypy
 	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .
+	DEBUG=true $(VENV)/bin/mypy
 	$(VENV)/bin/ruff format --check .
 
 format: install
@@ -46,4 +49,4 @@ format: install
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf $(VENV) var staticfiles $(PLOTLY_JS) .pytest-artifacts
+	rm -rf $(VENV) var staticfiles $(PLOTLY_JS) .pytest-artifacts .mypy_cache

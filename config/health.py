@@ -40,7 +40,7 @@ def check_broker() -> dict[str, object]:
 
     url = settings.CELERY_BROKER_URL
     if url.startswith("filesystem://"):
-        folder = settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]
+        folder = str(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"])
         if os.path.isdir(folder) and os.access(folder, os.W_OK):
             return {"ok": True, "transport": "filesystem"}
         return {"ok": False, "transport": "filesystem", "error": f"{folder} is not writable"}

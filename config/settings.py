@@ -153,6 +153,7 @@ AWS_QUERYSTRING_AUTH = True
 AWS_S3_SIGNATURE_VERSION = "s3v4"
 AWS_QUERYSTRING_EXPIRE = env_int("AWS_QUERYSTRING_EXPIRE", 600)
 
+_default_storage: dict[str, object]
 if AWS_STORAGE_BUCKET_NAME:
     _default_storage = {"BACKEND": "storages.backends.s3.S3Storage"}
 else:

@@ -9,6 +9,7 @@ Everything else is view-only here, events most of all.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, TypedDict
 
 from django import forms
 from django.contrib import admin
@@ -30,6 +31,17 @@ from ledger.models import (
     TaskType,
     Team,
 )
+from lib.actors import admin_actor
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+
+class TeamAnnotations(TypedDict):
+    """Set by `TeamAdmin.get_queryset`."""
+
+    member_total: int
+
 
 READ_ONLY_NOTICE = (
     "Read-only in the admin. Registry changes go through the ledger's domain verbs "
@@ -112,7 +124,7 @@ class TeamAdmin(LedgerAdmin):
         return super().get_queryset(request).annotate(member_total=Count("members"))
 
     @admin.display(description="members", ordering="member_total")
-    def member_count(self, team: Team) -> int:
+    def member_count(self, team: WithAnnotations[Team, TeamAnnotations]) -> int:
         return team.member_total
 
     def get_readonly_fields(self, request: HttpRequest, obj=None):
@@ -138,7 +150,7 @@ class TeamAdmin(LedgerAdmin):
     def save_model(self, request: HttpRequest, obj: Team, form, change: bool) -> None:
         if not change:
             team = services.create_team(
-                actor=request.user,
+                actor=admin_actor(request),
                 slug=obj.slug,
                 name=obj.name,
                 members=list(form.cleaned_data["members"]),
@@ -148,7 +160,7 @@ class TeamAdmin(LedgerAdmin):
         current = set(obj.members.all())
         for user in form.cleaned_data["members"]:
             if user not in current:
-                services.add_team_member(obj, user, actor=request.user)
+                services.add_team_member(obj, user, actor=admin_actor(request))
 
     def save_related(self, request: HttpRequest, form, formsets, change: bool) -> None:
         # Members were written by the verbs in save_model; form.save_m2m() would write around them.
@@ -176,7 +188,7 @@ class LicenseAdmin(LedgerAdmin):
 
     def save_model(self, request: HttpRequest, obj: License, form, change: bool) -> None:
         license_ = services.create_license(
-            actor=request.user,
+            actor=admin_actor(request),
             spdx_id=obj.spdx_id,
             name=obj.name,
             kind=obj.kind,
@@ -304,7 +316,7 @@ class EventAdmin(ReadOnlyAdmin):
     # actor_label is the record of who acted; the actor row itself is not shown.
     list_select_related = False
     date_hierarchy = "created_at"
-    fields = [
+    readonly_fields = [
         "sequence",
         "created_at",
         "actor_label",
@@ -316,7 +328,7 @@ class EventAdmin(ReadOnlyAdmin):
         "prev_hash",
         "hash",
     ]
-    readonly_fields = fields
+    fields = list(readonly_fields)  # all shown, none editable
 
     @admin.display(description="payload")
     def payload_pretty(self, event: Event) -> str:

@@ -15,6 +15,7 @@ from django.db import connection, models
 from django.utils import timezone
 
 from ledger.models import Event
+from lib.actors import Actor
 
 GENESIS_HASH = "0" * 64
 # Any constant works; it only has to be the same for every writer of the chain.
@@ -119,16 +120,18 @@ def service_id_of(subject: models.Model | None) -> int | None:
         return None
     if isinstance(subject, Service):
         return subject.pk
-    if getattr(subject, "service_id", None):
-        return subject.service_id
+    service_id = getattr(subject, "service_id", None)
+    if service_id:
+        return service_id
     if getattr(subject, "revision_id", None):
-        return subject.revision.service_id
+        # Duck-typed: any model with a revision (a capability, a report, a replay backend).
+        return subject.revision.service_id  # type: ignore[attr-defined]
     return None
 
 
 def append_event(
     *,
-    actor: Any,
+    actor: Actor,
     action: str,
     subject: models.Model | tuple[str, str],
     payload: dict[str, Any],

@@ -386,7 +386,8 @@ def throughput_latency_figure(
     boundary = _capacity_point(ordered)
     has_slo = any(p["within_slo"] is not None for p in ordered)
     if ordered and has_slo:
-        top = max(x) * 1.05
+        # `ordered` keeps only levels with a throughput; the filter tells mypy so.
+        top = max(speed for speed in x if speed is not None) * 1.05
         edge = boundary["output_tokens_per_s"] if boundary else 0.0
         if boundary is not None:
             fig.add_vrect(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.db import models
 
@@ -38,9 +38,11 @@ class Flag:
             return f"expected {_kind_words(kinds)}, got a boolean"
         if not isinstance(value, kinds):
             return f"expected {_kind_words(kinds)}, got {type(value).__name__}"
-        if self.minimum is not None and value < self.minimum:
+        # Only numeric flags have bounds; isinstance against `kinds` leaves mypy an object.
+        number = cast("float", value)
+        if self.minimum is not None and number < self.minimum:
             return f"must be at least {self.minimum}, got {value}"
-        if self.maximum is not None and value > self.maximum:
+        if self.maximum is not None and number > self.maximum:
             return f"must be at most {self.maximum}, got {value}"
         if self.choices and value not in self.choices:
             return f"must be one of {', '.join(self.choices)}; got {value!r}"
@@ -199,6 +201,7 @@ def check_launch_parameters(
     served = parameters.get(context_flag) if context_flag else None
     if (
         context_limit is not None
+        and context_flag is not None
         and isinstance(served, int)
         and not isinstance(served, bool)
         and served > context_limit

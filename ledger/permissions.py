@@ -8,23 +8,25 @@ PermissionDenied with the reason; `actor=None` is the system itself
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeGuard
 
 from django.core.exceptions import PermissionDenied
 
 from ledger.roles import Role, has_role
+from lib.actors import Actor, Requester
 
 if TYPE_CHECKING:
+    from django.contrib.auth.models import User
     from django.db.models import QuerySet
 
     from ledger.models import Revision, Team
 
 
-def _signed_in(user: Any) -> bool:
+def _signed_in(user: Requester) -> TypeGuard[User]:
     return user is not None and user.is_authenticated
 
 
-def editable_teams(user: Any) -> QuerySet[Team]:
+def editable_teams(user: Requester) -> QuerySet[Team]:
     """The teams whose services, assets and runtimes this person may change."""
     from ledger.models import Team
 
@@ -37,7 +39,7 @@ def editable_teams(user: Any) -> QuerySet[Team]:
     return Team.objects.none()
 
 
-def can_edit_team_objects(user: Any, team: Team) -> bool:
+def can_edit_team_objects(user: Requester, team: Team) -> bool:
     """Model owners change the services, assets and runtimes of their own teams."""
     if not _signed_in(user):
         return False
@@ -46,21 +48,21 @@ def can_edit_team_objects(user: Any, team: Team) -> bool:
     return has_role(user, Role.MODEL_OWNER) and team.members.filter(pk=user.pk).exists()
 
 
-def can_create(user: Any) -> bool:
+def can_create(user: Requester) -> bool:
     """Add services, assets and runtimes: a model owner who belongs to a team."""
     return _signed_in(user) and editable_teams(user).exists()
 
 
-def can_approve_licenses(user: Any) -> bool:
+def can_approve_licenses(user: Requester) -> bool:
     return _signed_in(user) and (user.is_superuser or has_role(user, Role.SECURITY_COMPLIANCE))
 
 
-def ensure_can_edit(actor: Any, team: Team) -> None:
+def ensure_can_edit(actor: Actor, team: Team) -> None:
     if actor is not None and not can_edit_team_objects(actor, team):
         raise PermissionDenied(f"Only model owners of team {team.slug!r} can change this.")
 
 
-def ensure_can_attach_evidence(revision: Revision, *, actor: Any) -> None:
+def ensure_can_attach_evidence(revision: Revision, *, actor: Actor) -> None:
     """Load-test reports go to a revision of a service of one's own team (any revision,
     locked or not: evidence is not the revision's content)."""
     team = revision.service.team
@@ -70,7 +72,7 @@ def ensure_can_attach_evidence(revision: Revision, *, actor: Any) -> None:
         )
 
 
-def ensure_can_create(actor: Any) -> QuerySet[Team]:
+def ensure_can_create(actor: Actor) -> QuerySet[Team]:
     """The teams `actor` may add to; refused when there are none."""
     teams = editable_teams(actor)
     if not teams.exists():
@@ -78,6 +80,6 @@ def ensure_can_create(actor: Any) -> QuerySet[Team]:
     return teams
 
 
-def ensure_can_approve_licenses(actor: Any) -> None:
+def ensure_can_approve_licenses(actor: Actor) -> None:
     if actor is not None and not can_approve_licenses(actor):
         raise PermissionDenied("Only security & compliance can approve or reject a license.")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import models
 
 
@@ -23,7 +23,7 @@ ROLE_DUTIES: dict[str, str] = {
 }
 
 
-def roles_of(user: AbstractBaseUser | AnonymousUser) -> list[Role]:
+def roles_of(user: User | AnonymousUser) -> list[Role]:
     """The roles a user holds, in declaration order (cached on the user object)."""
     if not user.is_authenticated:
         return []
@@ -31,9 +31,10 @@ def roles_of(user: AbstractBaseUser | AnonymousUser) -> list[Role]:
     if cached is None:
         names = set(user.groups.values_list("name", flat=True))
         cached = [role for role in Role if role.value in names]
-        user._ledger_roles = cached
+        # Cached on the object as Django's ModelBackend caches _perm_cache; User declares neither.
+        user._ledger_roles = cached  # type: ignore[attr-defined]
     return cached
 
 
-def has_role(user: AbstractBaseUser | AnonymousUser, role: Role) -> bool:
+def has_role(user: User | AnonymousUser, role: Role) -> bool:
     return role in roles_of(user)

@@ -4,7 +4,7 @@ live list filters kept in the URL, and small fields (comma lists, pretty JSON)."
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import django_filters
 from django import forms
@@ -12,8 +12,14 @@ from django.core.exceptions import ValidationError
 
 # ---------------------------------------------------------------- inline validation
 
+# The mixin goes before a Form or ModelForm; mypy is told so, Python needs no base.
+if TYPE_CHECKING:
+    _FormBase = forms.BaseForm
+else:
+    _FormBase = object
 
-class InlineValidationMixin:
+
+class InlineValidationMixin(_FormBase):
     """Each visible widget posts the whole form to `validate_url` as the user types.
 
     The endpoint answers with the partial of the one field that fired (named by
@@ -62,8 +68,9 @@ class CommaListField(forms.CharField):
             return ", ".join(str(item) for item in value)
         return value
 
-    def to_python(self, value: Any) -> list[str]:
-        text = super().to_python(value)
+    # A list where CharField gives text: the field exists to turn the one into the other.
+    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
+        text = super().to_python(value) or ""
         items = [item.strip() for item in text.split(",")]
         return list(dict.fromkeys(item for item in items if item))
 

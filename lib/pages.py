@@ -27,7 +27,7 @@ def paginate(request: HttpRequest, queryset: QuerySet, per_page: int = PAGE_SIZE
 def wants_fragment(request: HttpRequest) -> bool:
     """An htmx swap, but not htmx restoring history, which needs the whole page."""
     htmx = getattr(request, "htmx", None)
-    return bool(htmx) and not htmx.history_restore_request
+    return bool(htmx and not htmx.history_restore_request)
 
 
 def clean_url(request: HttpRequest) -> str:
@@ -82,13 +82,14 @@ def render_field(request: HttpRequest, form: forms.BaseForm) -> HttpResponse:
 
 def render_form(
     request: HttpRequest,
-    form: forms.BaseForm,
+    form: forms.BaseForm | None,
     *,
     title: str,
     submit: str,
     cancel_url: str,
     **extra: Any,
 ) -> HttpResponse:
+    """A form's page; with no form (nothing may change), the page says why (`lock_reasons`)."""
     return render(
         request,
         "lib/form.html",

@@ -9,6 +9,8 @@ django-celery-beat admin stays registered for looking at beat itself.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypedDict
+
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
@@ -17,10 +19,14 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from ledger.admin import LedgerAdmin, ReadOnlyAdmin
+from lib.actors import admin_actor
 from replay import services
 from replay.forms import CRONTAB_HELP
 from replay.models import Backend, Probe, Result, Run, Sample, SampleSet, Schedule
 from replay.views.schedules import crontab_text, next_run
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 READ_ONLY_NOTICE = (
     "Read-only in the admin. Replay changes go through the app (the replay pages, the REST "
@@ -70,6 +76,12 @@ class ProbeAdmin(ReplayReadOnlyAdmin):
         return len(probe.drift or [])
 
 
+class SampleSetAnnotations(TypedDict):
+    """Set by `SampleSetAdmin.get_queryset`."""
+
+    sample_total: int
+
+
 @admin.register(SampleSet)
 class SampleSetAdmin(ReplayReadOnlyAdmin):
     list_display = ["name", "version", "sample_count", "created_by", "created_at"]
@@ -81,7 +93,7 @@ class SampleSetAdmin(ReplayReadOnlyAdmin):
         return super().get_queryset(request).annotate(sample_total=Count("samples"))
 
     @admin.display(description="samples", ordering="sample_total")
-    def sample_count(self, sample_set: SampleSet) -> int:
+    def sample_count(self, sample_set: WithAnnotations[SampleSet, SampleSetAnnotations]) -> int:
         return sample_set.sample_total
 
 
@@ -217,28 +229,28 @@ class ScheduleAdmin(LedgerAdmin):
         data = form.cleaned_data
         if not change:
             schedule = services.create_schedule(
-                actor=request.user,
+                actor=admin_actor(request),
                 backend=data["backend"],
                 sample_set_name=data["sample_set_name"],
                 crontab=data["crontab"],
                 purpose=data["purpose"],
             )
             if not data["enabled"]:
-                services.update_schedule(schedule, actor=request.user, enabled=False)
+                services.update_schedule(schedule, actor=admin_actor(request), enabled=False)
             obj.pk = schedule.pk
             obj.periodic_task_id = schedule.periodic_task_id
             return
         stored = Schedule.objects.select_related("backend__revision__service__team").get(pk=obj.pk)
         services.update_schedule(
-            stored, actor=request.user, crontab=data["crontab"], enabled=data["enabled"]
+            stored, actor=admin_actor(request), crontab=data["crontab"], enabled=data["enabled"]
         )
 
     def save_related(self, request: HttpRequest, form, formsets, change: bool) -> None:
         pass  # a schedule has no relations of its own to save; the verb wrote everything
 
     def delete_model(self, request: HttpRequest, obj: Schedule) -> None:
-        services.delete_schedule(obj, actor=request.user)
+        services.delete_schedule(obj, actor=admin_actor(request))
 
     def delete_queryset(self, request: HttpRequest, queryset) -> None:
         for schedule in queryset.select_related("backend__revision__service__team"):
-            services.delete_schedule(schedule, actor=request.user)
+            services.delete_schedule(schedule, actor=admin_actor(request))

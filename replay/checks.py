@@ -125,7 +125,8 @@ def _check_schema(schema: Any, field: str) -> None:
         raise CheckSpecError(f"{field}{error.json_path[1:]}", error.message) from None
 
 
-def _require(condition: bool, field: str, message: str) -> None:
+def _require(condition: object, field: str, message: str) -> None:
+    """Refuse ``field`` unless ``condition`` is truthy."""
     if not condition:
         raise CheckSpecError(field, message)
 
@@ -216,9 +217,9 @@ def _schema_error(schema: dict[str, Any], instance: Any) -> str | None:
         return f"the schema has a $ref that cannot be resolved: {error}"
     if not errors:
         return None
-    error = best_match(errors)
+    best = best_match(errors)
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{error.json_path}: {error.message}{more}"
+    return f"{best.json_path}: {best.message}{more}"
 
 
 def _json_schema(spec: dict[str, Any], result: Checked, name: str) -> CheckOutcome:

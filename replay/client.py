@@ -386,8 +386,8 @@ def _on_event(data: str, state: _Stream) -> bool:
         )
         return False
     if "error" in chunk and not chunk.get("choices"):
-        error = chunk["error"]
-        status = error.get("code") if isinstance(error, dict) else None
+        stream_error = chunk["error"]
+        status = stream_error.get("code") if isinstance(stream_error, dict) else None
         message = _snippet(_error_message(chunk) or data, state.secret)
         if isinstance(status, int) and 400 <= status <= 599:
             _fail(result, http_error_code(status), f"error event in stream: {message}")

@@ -30,6 +30,7 @@ version of each set inline. Nothing is deleted by apply.
 from __future__ import annotations
 
 from decimal import Decimal
+from functools import partial
 from pathlib import Path as FilePath
 from typing import Any
 
@@ -142,7 +143,9 @@ def _samples_inline(value: Any, path: Path, problems: list[Problem]) -> list | N
     if not isinstance(value, list) or not value:
         problems.append(Problem(path, "expected a non-empty list of samples"))
         return None
-    specs, keys, ok = [], {}, True
+    specs: list[jsonl.SampleSpec] = []
+    keys: dict[str, int] = {}
+    ok = True
     for index, item in enumerate(value):
         try:
             spec = jsonl.sample_spec(item)
@@ -194,6 +197,8 @@ def _export_sample_sets() -> list[dict[str, Any]]:
     entries = []
     for name in SampleSet.objects.order_by("name").values_list("name", flat=True).distinct():
         latest = services.get_sample_set(name)
+        if latest is None:  # deleted since the names were read
+            continue
         entry: dict[str, Any] = {"name": name}
         if latest.description:
             entry["description"] = latest.description
@@ -356,7 +361,7 @@ def _apply_backend(run: Run, entry: Entry) -> None:
         run.each(
             schedule,
             "schedule",
-            lambda s, b=backend: _apply_schedule(run, b, s),
+            partial(_apply_schedule, run, backend),
             identity=(name, schedule["sample_set"], schedule.get("purpose", "regular")),
         )
 

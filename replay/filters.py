@@ -6,6 +6,8 @@ name, service slug), the same keys the pages and serializers show.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import django_filters
 from django.db.models import Q, QuerySet
 
@@ -102,7 +104,7 @@ class ResultFilter(LiveFilterSet):
         model = Result
         fields: list[str] = []
 
-    def __init__(self, *args, error_codes: list[str] = (), **kwargs) -> None:
+    def __init__(self, *args, error_codes: Sequence[str] = (), **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.filters["error_code"].extra["choices"] = [(code, code) for code in error_codes]
 

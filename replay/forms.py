@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -17,6 +17,11 @@ CRONTAB_HELP = (
     "e.g. 0 */6 * * * (every six hours) or 30 2 * * 1-5 (02:30 on weekdays)."
 )
 MAX_IMPORT_BYTES = 5 * 1024 * 1024
+
+
+class RevisionChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Revision) -> str:
+        return f"{obj.service.slug} {obj.label}"
 
 
 class BackendForm(InlineValidationMixin, forms.ModelForm):
@@ -43,6 +48,7 @@ class BackendForm(InlineValidationMixin, forms.ModelForm):
             "total_timeout_s",
             "enabled",
         ]
+        field_classes = {"revision": RevisionChoiceField}
         labels = {
             "connect_timeout_s": "Connect timeout (s)",
             "first_token_timeout_s": "First-token timeout (s)",
@@ -66,8 +72,7 @@ class BackendForm(InlineValidationMixin, forms.ModelForm):
 
     def __init__(self, *args: Any, revisions: QuerySet[Revision], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["revision"].queryset = revisions
-        self.fields["revision"].label_from_instance = lambda r: f"{r.service.slug} {r.label}"
+        cast(RevisionChoiceField, self.fields["revision"]).queryset = revisions
         if self.instance.pk:
             # The name is how pages, schedules and the API address it.
             self.fields["name"].disabled = True
@@ -93,8 +98,9 @@ class RunStartForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["sample_set"].queryset = latest_versions()
-        self.fields["sample_set"].empty_label = None
+        sample_set = cast("forms.ModelChoiceField[SampleSet]", self.fields["sample_set"])
+        sample_set.queryset = latest_versions()
+        sample_set.empty_label = None
 
 
 class ScheduleForm(InlineValidationMixin, forms.Form):
@@ -112,7 +118,9 @@ class ScheduleForm(InlineValidationMixin, forms.Form):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         names = SampleSet.objects.order_by("name").values_list("name", flat=True).distinct()
-        self.fields["sample_set_name"].choices = [(name, name) for name in names]
+        cast(forms.ChoiceField, self.fields["sample_set_name"]).choices = [
+            (name, name) for name in names
+        ]
 
 
 class ScheduleEditForm(InlineValidationMixin, forms.Form):
@@ -165,7 +173,8 @@ class SampleSetImportForm(forms.Form):
             ) from None
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         from_file, pasted = data.get("jsonl_file"), data.get("jsonl_text", "")
         if self.errors.get("jsonl_file"):
             return data

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
 from replay.checks import CheckSpecError, validate_check_specs
@@ -88,6 +88,9 @@ class JsonlError(ValueError):
         self.errors = errors
 
 
+_TYPE_NAMES: dict[type, str] = {str: "text", dict: "an object", list: "a list"}
+
+
 def _type_name(value: Any) -> str:
     if value is None:
         return "null"
@@ -95,7 +98,7 @@ def _type_name(value: Any) -> str:
         return "true/false"
     if isinstance(value, int | float):
         return "a number"
-    return {str: "text", dict: "an object", list: "a list"}.get(type(value), type(value).__name__)
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
 
 
 def _check_messages(messages: Any) -> None:
@@ -212,7 +215,7 @@ def parse_samples(text: str) -> list[SampleSpec]:
     return specs
 
 
-def compact(spec: SampleSpec | dict[str, Any]) -> dict[str, Any]:
+def compact(spec: Mapping[str, Any]) -> dict[str, Any]:
     """A spec without its default values, keys in the order of ``FIELDS``."""
     return {
         name: spec[name]
@@ -221,13 +224,13 @@ def compact(spec: SampleSpec | dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def dump_samples(specs: Iterable[SampleSpec | dict[str, Any]]) -> str:
+def dump_samples(specs: Iterable[Mapping[str, Any]]) -> str:
     """JSONL, one sample per line in key order, defaults left out."""
     ordered = sorted(specs, key=lambda spec: spec["key"])
     return "".join(json.dumps(compact(spec), ensure_ascii=False) + "\n" for spec in ordered)
 
 
-def content_digest(specs: Iterable[SampleSpec | dict[str, Any]]) -> str:
+def content_digest(specs: Iterable[Mapping[str, Any]]) -> str:
     """The same samples, in any order and however formatted, give the same digest."""
     canonical = [
         json.dumps({name: spec[name] for name in FIELDS}, sort_keys=True, separators=(",", ":"))

@@ -92,8 +92,17 @@ def backend_trend(backend: Backend, limit: int = 30) -> list[TrendPoint]:
 
 def trend_has_measurements(points: list[TrendPoint]) -> bool:
     """Whether a trend chart would draw anything (runs that reached nothing draw no axes)."""
-    keys = ("pass_rate", "ttft_p50_ms", "ttft_p95_ms", "tpot_p50_ms", "tpot_p95_ms")
-    return any(point[key] is not None for point in points for key in keys)
+    return any(
+        value is not None
+        for point in points
+        for value in (
+            point["pass_rate"],
+            point["ttft_p50_ms"],
+            point["ttft_p95_ms"],
+            point["tpot_p50_ms"],
+            point["tpot_p95_ms"],
+        )
+    )
 
 
 def latest_probe(backend: Backend) -> Probe | None:

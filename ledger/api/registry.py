@@ -9,8 +9,10 @@ its refusals into HTTP.
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 from django.contrib.auth import get_user_model
-from django.db.models import Model, Prefetch
+from django.db.models import Prefetch
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -69,7 +71,11 @@ class WhoAmIView(RetrieveAPIView):
 # ---------------------------------------------------------------- permissions and errors
 
 
-def _team_of(obj: Model) -> Team:
+# What RegistryViewSet's subclasses serve, each belonging to a team.
+RegistryObject: TypeAlias = Service | ModelAsset | Runtime | Revision | Capability
+
+
+def _team_of(obj: RegistryObject) -> Team:
     if isinstance(obj, Revision):
         return obj.service.team
     if isinstance(obj, Capability):
@@ -91,7 +97,7 @@ class RegistryWritePermission(BasePermission):
             return False
         return request.method in SAFE_METHODS or permissions.can_create(request.user)
 
-    def has_object_permission(self, request: Request, view, obj: Model) -> bool:
+    def has_object_permission(self, request: Request, view, obj: RegistryObject) -> bool:
         return request.method in SAFE_METHODS or permissions.can_edit_team_objects(
             request.user, _team_of(obj)
         )

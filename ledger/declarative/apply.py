@@ -17,6 +17,7 @@ retired can be applied to an empty database.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from django.db import transaction
 from django.db.models import Max
@@ -28,6 +29,7 @@ from ledger.declarative.resolve import resolve
 from ledger.declarative.run import Change, Run
 from ledger.declarative.schema import validate
 from ledger.models import Event
+from lib.actors import Actor
 
 
 @dataclass
@@ -48,7 +50,11 @@ class ApplyResult:
 
 
 def apply_document(
-    document: Document, *, actor=None, dry_run: bool = False, reason: str = "registry document"
+    document: Document,
+    *,
+    actor: Actor = None,
+    dry_run: bool = False,
+    reason: str = "registry document",
 ) -> ApplyResult:
     """Make the registry say what the document says; raise DocumentError and write nothing if any entry is refused."""
     valid = validate(document)
@@ -96,7 +102,7 @@ def _run_steps(run: Run) -> None:
             run.each(
                 revision,
                 "revision",
-                lambda r, s=entry: steps.apply_revision(run, s, r),
+                partial(steps.apply_revision, run, entry),
                 identity=(entry["slug"], revision["number"]),
             )
     for entry in doc.services:
@@ -106,4 +112,4 @@ def _run_steps(run: Run) -> None:
         if extension.key in doc.extensions:
             extension.apply(run, doc.extensions[extension.key])
     for entry, asset, changes in run.late_retirements:
-        run.each(entry, "retirement", lambda e, a=asset, c=changes: steps.retire(run, e, a, c))
+        run.each(entry, "retirement", partial(steps.retire, run, asset=asset, changes=changes))

@@ -118,7 +118,7 @@ def asset_view(asset: ModelAsset) -> dict[str, Any]:
         "license": asset.license.spdx_id,
         "license_approval": asset.license_approval,
         "quantization": asset.quantization,
-        "derived_from": asset_ref(asset.derived_from) if asset.derived_from_id else None,
+        "derived_from": asset_ref(asset.derived_from) if asset.derived_from is not None else None,
         "derivation": asset.derivation,
         "weights_digest": asset.weights_digest,
         "tokenizer_id": asset.tokenizer_id,
@@ -162,7 +162,9 @@ def service_view(service: Service, task_types: list[str]) -> dict[str, Any]:
         "tenants": list(service.tenants),
         "slos": slos,
         "review_cadence_days": service.review_cadence_days,
-        "live_revision": service.live_revision.number if service.live_revision_id else None,
+        "live_revision": service.live_revision.number
+        if service.live_revision is not None
+        else None,
     }
 
 
@@ -207,7 +209,7 @@ def _asset_order(assets: list[ModelAsset]) -> list[ModelAsset]:
         if asset.pk in placed:
             return
         placed.add(asset.pk)
-        parent = by_id.get(asset.derived_from_id)
+        parent = by_id.get(asset.derived_from_id) if asset.derived_from_id is not None else None
         if parent is not None:
             place(parent)
         ordered.append(asset)

@@ -173,7 +173,7 @@ def _check_asset_ref(run: Run, entry: Entry, key: str, declared: set) -> None:
 def _check_lineage(run: Run, asset_entries: dict[tuple[str, str], Entry]) -> None:
     for ref, entry in asset_entries.items():
         seen = {ref}
-        current = entry
+        current: Entry | None = entry
         while current is not None and current.get("derived_from"):
             parent = parse_asset_ref(current["derived_from"])
             if parent in seen:

@@ -21,6 +21,7 @@ from ledger.chain import canonical_json
 from ledger.declarative.document import Path, Problem
 from ledger.declarative.schema import Entry, ValidDocument, parse_asset_ref
 from ledger.models import Capability, License, ModelAsset, Revision, Runtime, Service, Team
+from lib.actors import Actor
 
 
 @dataclass
@@ -79,7 +80,7 @@ class Skip(Exception):
 
 
 class Run:
-    def __init__(self, document: ValidDocument, actor, reason: str) -> None:
+    def __init__(self, document: ValidDocument, actor: Actor, reason: str) -> None:
         self.doc = document
         self.actor = actor
         self.reason = reason

@@ -403,6 +403,7 @@ def _check_entry(data: Any, section: Section, path: Path, problems: list[Problem
             ok = False
             continue
         if key.type == "entries":
+            assert key.section is not None  # every "entries" and "mapping" key has its section
             children = _check_list(value, key.section, key_path, problems)
             if children is None:
                 ok = False
@@ -410,6 +411,7 @@ def _check_entry(data: Any, section: Section, path: Path, problems: list[Problem
                 entry.children[name] = children
             continue
         if key.type == "mapping":
+            assert key.section is not None
             child = _check_entry(value, key.section, key_path, problems)
             if child is None:
                 ok = False
@@ -545,6 +547,7 @@ def validate(document: Document) -> ValidDocument:
         )
     if problems:
         raise DocumentError([document.locate(p) for p in problems], document.source)
+    assert top is not None  # _check_entry answers None only with a problem recorded
     return ValidDocument(
         teams=top.children.get("teams", []),
         licenses=top.children.get("licenses", []),

@@ -8,6 +8,7 @@ the verb, with a message that says which new row to add instead.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from ledger import services as verbs
@@ -224,9 +225,9 @@ def apply_asset(run: Run, entry: Entry) -> None:
     else:
         differences = diff(entry, asset_view(asset), ASSET_KEYS)
         if entry.get("lifecycle") == _RETIRED and asset.lifecycle != _RETIRED:
-            late = [d for d in differences if d[0] in RETIREMENT_KEYS]
+            retiring = [d for d in differences if d[0] in RETIREMENT_KEYS]
             differences = [d for d in differences if d[0] not in RETIREMENT_KEYS]
-            run.late_retirements.append((entry, asset, {key: after for key, _, after in late}))
+            run.late_retirements.append((entry, asset, {key: after for key, _, after in retiring}))
         run.refuse_locked(
             asset,
             entry.path,
@@ -248,7 +249,7 @@ def apply_asset(run: Run, entry: Entry) -> None:
         run.each(
             acceptance,
             "license acceptance",
-            lambda a, m=asset: accept(run, m, a),
+            partial(accept, run, asset),
             identity=(ref, acceptance.identity),
         )
 
@@ -499,7 +500,7 @@ def apply_live_revision(run: Run, entry: Entry) -> None:
     target = run.revisions[(slug, number)]
     if service.live_revision_id == target.pk:
         return
-    before = service.live_revision.number if service.live_revision_id else None
+    before = service.live_revision.number if service.live_revision is not None else None
     run.call(
         (*entry.path, "live_revision"),
         verbs.set_live_revision,

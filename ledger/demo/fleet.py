@@ -13,6 +13,7 @@ from ledger.demo.registry import asset_fields, image_reference
 from ledger.fingerprint import compute_fingerprint
 from ledger.models import Capability, License, ModelAsset, Revision, Runtime, Service, Team
 from ledger.services import snapshot
+from lib.actors import Actor
 
 FLEET_TEAM = "fleet"
 FLEET_REVISIONS = 24
@@ -31,7 +32,7 @@ def fleet_slug(index: int) -> str:
     return f"fleet-{index:04d}"
 
 
-def _fleet_parts(actor) -> tuple[Team, list[ModelAsset], list[Runtime]]:
+def _fleet_parts(actor: Actor) -> tuple[Team, list[ModelAsset], list[Runtime]]:
     """The fleet's team, eight assets and four runtimes (created once, through the verbs)."""
     team = Team.objects.filter(slug=FLEET_TEAM).first() or verbs.create_team(
         actor=actor, slug=FLEET_TEAM, name="Fleet (benchmark data)"
@@ -83,7 +84,9 @@ def _row_fields(model) -> list[str]:
     ]
 
 
-def _seed_fleet_service(index: int, team, assets, runtimes, actor) -> None:
+def _seed_fleet_service(
+    index: int, team: Team, assets: list[ModelAsset], runtimes: list[Runtime], actor: Actor
+) -> None:
     """One fleet service with its history.
 
     The service and its live-revision changes go through the verbs. Its 24
@@ -155,7 +158,7 @@ def _seed_fleet_service(index: int, team, assets, runtimes, actor) -> None:
 
 
 def seed_fleet(
-    count: int, *, actor=None, progress: Callable[[int, int, float], None] | None = None
+    count: int, *, actor: Actor = None, progress: Callable[[int, int, float], None] | None = None
 ) -> int:
     """Make sure fleet services 1..count exist, each with its history; return how many were created.
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -70,8 +70,9 @@ class ServiceForm(InlineValidationMixin, forms.ModelForm):
 
     def __init__(self, *args: Any, teams: QuerySet[Team], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["team"].queryset = teams
-        self.fields["team"].empty_label = None
+        team = cast("forms.ModelChoiceField[Team]", self.fields["team"])
+        team.queryset = teams
+        team.empty_label = None
         if self.instance.pk:
             self.initial["task_types"] = [t.slug for t in self.instance.task_types.all()]
             # The gateway routes by the slug: renaming it would cut traffic.
@@ -152,13 +153,15 @@ class AssetForm(InlineValidationMixin, forms.ModelForm):
                 if name not in mutable:
                     del self.fields[name]
             return
-        self.fields["team"].queryset = teams
-        self.fields["team"].empty_label = None
+        team = cast("forms.ModelChoiceField[Team]", self.fields["team"])
+        team.queryset = teams
+        team.empty_label = None
         parents = ModelAsset.objects.usable()
         if self.instance.pk:
             parents = parents.exclude(pk=self.instance.pk)
-        self.fields["derived_from"].queryset = parents
-        self.fields["derived_from"].empty_label = "None: a base model"
+        derived_from = cast("forms.ModelChoiceField[ModelAsset]", self.fields["derived_from"])
+        derived_from.queryset = parents
+        derived_from.empty_label = "None: a base model"
 
 
 class LifecycleForm(forms.Form):
@@ -206,8 +209,9 @@ class RuntimeForm(InlineValidationMixin, forms.ModelForm):
 
     def __init__(self, *args: Any, teams: QuerySet[Team], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["team"].queryset = teams
-        self.fields["team"].empty_label = None
+        team = cast("forms.ModelChoiceField[Team]", self.fields["team"])
+        team.queryset = teams
+        team.empty_label = None
         if self.instance.pk:
             self.fields["name"].disabled = True
             self.fields["name"].help_text = "Revisions and people refer to it by this name."
@@ -220,7 +224,8 @@ class RuntimeForm(InlineValidationMixin, forms.ModelForm):
         return value
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         image = cleaned.get("image")
         if image:
             try:
@@ -275,14 +280,17 @@ class RevisionForm(InlineValidationMixin, forms.Form):
     def __init__(self, *args: Any, service: Service, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.service = service
-        self.fields["model_asset"].queryset = ModelAsset.objects.usable().filter(
-            team=service.team_id
-        )
-        self.fields["runtime"].queryset = Runtime.objects.filter(team=service.team_id)
-        self.fields["based_on"].queryset = service.revisions.all()
+        # Copies of the class's ModelChoiceFields; `self.fields` types them as plain Fields.
+        model_asset = cast("forms.ModelChoiceField[ModelAsset]", self.fields["model_asset"])
+        model_asset.queryset = ModelAsset.objects.usable().filter(team=service.team_id)
+        runtime = cast("forms.ModelChoiceField[Runtime]", self.fields["runtime"])
+        runtime.queryset = Runtime.objects.filter(team=service.team_id)
+        based_on = cast("forms.ModelChoiceField[Revision]", self.fields["based_on"])
+        based_on.queryset = service.revisions.all()
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         asset, runtime = cleaned.get("model_asset"), cleaned.get("runtime")
         context_limit = cleaned.get("context_limit")
         if asset is None or runtime is None:
@@ -316,7 +324,8 @@ class CapabilityForm(InlineValidationMixin, forms.Form):
         self.revision = revision
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if "kind" in cleaned and "value" in cleaned:
             try:
                 services.validate_capability_value(

@@ -325,7 +325,7 @@ def _parse_csv(probe: Probe) -> ParsedReport:
         raise probe.source.error(None, "expected three header rows and a row per benchmark")
     columns: dict[tuple[str, str, str], int] = {}
     for i, key in enumerate(zip(*headers, strict=False)):
-        columns.setdefault(tuple(cell.strip() for cell in key), i)  # type: ignore[arg-type]
+        columns.setdefault(tuple(cell.strip() for cell in key), i)
     levels: list[Level] = []
     version = None
     for cells in reader:

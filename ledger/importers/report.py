@@ -256,5 +256,5 @@ def _scalar(value: Any) -> Any:
     if isinstance(value, int | np.integer):
         return int(value)
     if isinstance(value, float | np.floating):
-        return _num(value)
+        return _num(float(value))
     return str(value)

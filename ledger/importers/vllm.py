@@ -15,6 +15,7 @@ keys: they are kept in `meta` with the other descriptive strings.
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
 
@@ -50,7 +51,9 @@ def parse(probe: Probe, variant: str) -> ParsedReport:
         if not meta:
             meta = _meta(run)
         levels.append(_level(run, warnings))
-    source = "computed" if all(level.source == "computed" for level in levels) else "tool"
+    source: Literal["computed", "tool"] = (
+        "computed" if all(level.source == "computed" for level in levels) else "tool"
+    )
     return ParsedReport(
         filename=probe.source.filename,
         tool="vllm",

@@ -1,5 +1,5 @@
 from ledger.models.events import Event
-from ledger.models.evidence import LoadTestReport, LoadTestRequestData
+from ledger.models.evidence import LoadTestReport, LoadTestRequestData, RequestLevel
 from ledger.models.registry import (
     Capability,
     License,
@@ -20,6 +20,7 @@ __all__ = [
     "LoadTestReport",
     "LoadTestRequestData",
     "ModelAsset",
+    "RequestLevel",
     "Revision",
     "Runtime",
     "Service",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import posixpath
+from typing import Any, TypedDict
 
 import numpy as np
 from django.conf import settings
@@ -20,6 +21,15 @@ from django.utils import timezone
 from django.utils.text import get_valid_filename
 
 from ledger.models.registry import Revision
+
+
+class RequestLevel(TypedDict):
+    """One load level's per-request numbers: ms (NaN where missing), and error flags."""
+
+    ttft: np.ndarray | None
+    tpot: np.ndarray | None
+    error: np.ndarray
+
 
 # The raw file's name inside its key is cut to this; the key stays under the column's limit.
 _KEY_NAME_MAX = 150
@@ -191,20 +201,21 @@ class LoadTestRequestData(models.Model):
         return f"{self.request_count} requests of {self.report_id}"
 
     @staticmethod
-    def pack(levels: list[dict[str, np.ndarray | None]]) -> bytes:
+    def pack(levels: list[RequestLevel]) -> bytes:
         """The `arrays` bytes for levels shaped as `levels()` returns them."""
         named: dict[str, np.ndarray] = {}
         for i, level in enumerate(levels):
             named[f"error_{i}"] = np.asarray(level["error"], dtype=bool)
-            for key in ("ttft", "tpot"):
-                if level.get(key) is not None:
-                    named[f"{key}_{i}"] = np.asarray(level[key], dtype=np.float32)
+            for key, values in (("ttft", level["ttft"]), ("tpot", level["tpot"])):
+                if values is not None:
+                    named[f"{key}_{i}"] = np.asarray(values, dtype=np.float32)
         buffer = io.BytesIO()
-        np.savez_compressed(buffer, **named)
+        arrays: dict[str, Any] = named  # numpy's stub types **kwds as its `allow_pickle` flag
+        np.savez_compressed(buffer, **arrays)
         return buffer.getvalue()
 
     @staticmethod
-    def unpack(data: bytes) -> list[dict[str, np.ndarray | None]]:
+    def unpack(data: bytes) -> list[RequestLevel]:
         """[{"ttft": array | None, "tpot": array | None, "error": array}, ...], one per level."""
         with np.load(io.BytesIO(bytes(data)), allow_pickle=False) as archive:
             found = dict(archive.items())
@@ -218,5 +229,5 @@ class LoadTestRequestData(models.Model):
             for i in range(count)
         ]
 
-    def levels(self) -> list[dict[str, np.ndarray | None]]:
+    def levels(self) -> list[RequestLevel]:
         return self.unpack(self.arrays)

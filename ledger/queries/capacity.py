@@ -9,11 +9,13 @@ from ledger.charts import Slo
 from ledger.models import LoadTestReport, Service
 from ledger.queries.goodput import service_slo
 
+LoadAxis = Literal["concurrency", "request_rate", "requests_per_s"]
+
 
 class Capacity(TypedDict):
     """The highest load still within SLO, and what it costs there."""
 
-    axis: Literal["concurrency", "request_rate", "requests_per_s"] | None
+    axis: LoadAxis | None
     load: float | None
     level: str | None
     output_tokens_per_s: float | None
@@ -52,7 +54,7 @@ def pct(fraction: float | None) -> float | None:
     return None if fraction is None else fraction * 100.0
 
 
-def load_axis(levels: Sequence[dict[str, Any]]) -> str:
+def load_axis(levels: Sequence[dict[str, Any]]) -> LoadAxis:
     """What a sweep varied: the request rate if every level has one, else concurrency,
     else the achieved requests/s."""
     conditions = [lv.get("conditions", {}) for lv in levels]
@@ -93,14 +95,13 @@ def capacity_from_levels(
         "levels": len(levels),
         "reason": "",
     }
-    if all(slo[k] is None for k in ("ttft_p95_ms", "tpot_ms", "error_rate_pct")):
+    if slo["ttft_p95_ms"] is None and slo["tpot_ms"] is None and slo["error_rate_pct"] is None:
         out["reason"] = "the service has no p95 TTFT, TPOT or error-rate SLO"
         return out
     axis = load_axis(levels)
-    out["axis"] = axis  # type: ignore[typeddict-item]
-    measured = sorted(
-        (lv for lv in levels if load_of(lv, axis) is not None), key=lambda lv: load_of(lv, axis)
-    )
+    out["axis"] = axis
+    loaded = [(load, lv) for lv in levels if (load := load_of(lv, axis)) is not None]
+    measured = [lv for _, lv in sorted(loaded, key=lambda pair: pair[0])]
     if not measured:
         out["reason"] = "no level says its load"
         return out
@@ -118,12 +119,10 @@ def capacity_from_levels(
     if best is None:
         return out
     otps = (best.get("throughput") or {}).get("output_tokens_per_s")
-    out.update(
-        load=load_of(best, axis),
-        level=best["name"],
-        output_tokens_per_s=otps,
-        gpu_hours_per_million_output_tokens=gpu_hours_per_million(gpu_count, otps),
-    )
+    out["load"] = load_of(best, axis)
+    out["level"] = best["name"]
+    out["output_tokens_per_s"] = otps
+    out["gpu_hours_per_million_output_tokens"] = gpu_hours_per_million(gpu_count, otps)
     return out
 
 

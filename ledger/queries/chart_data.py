@@ -50,7 +50,11 @@ def level_points(report: LoadTestReport, slo: Slo) -> list[LevelPoint]:
     for level in report.levels:
         latency = level.get("latency_ms", {})
         within, _ = level_within_slo(level, slo)
-        has_slo = any(slo[k] is not None for k in ("ttft_p95_ms", "tpot_ms", "error_rate_pct"))
+        has_slo = (
+            slo["ttft_p95_ms"] is not None
+            or slo["tpot_ms"] is not None
+            or slo["error_rate_pct"] is not None
+        )
         points.append(
             {
                 "name": level["name"],

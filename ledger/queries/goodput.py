@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ledger.charts import Slo
-from ledger.models import LoadTestReport, LoadTestRequestData, Service
+from ledger.models import LoadTestReport, LoadTestRequestData, RequestLevel, Service
 
 # The TTFT and TPOT SLOs are p95 SLOs: 95 % of requests are meant to meet them,
 # so 95 % is the least goodput that attains them. (A request must meet both at
@@ -84,7 +84,7 @@ def goodput_of(
 
 
 def level_goodputs(
-    levels: Sequence[dict[str, np.ndarray | None]], slo: dict[str, float | None]
+    levels: Sequence[RequestLevel], slo: dict[str, float | None]
 ) -> list[GoodputResult]:
     """Goodput of each level of `LoadTestRequestData.levels()` against `goodput_slo` values."""
     return [

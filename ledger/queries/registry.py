@@ -3,13 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeAlias, TypedDict, cast
 
 from django.db.models import QuerySet
 
 from ledger import locks
-from ledger.fingerprint import compute_fingerprint, fingerprint_components
+from ledger.fingerprint import FingerprintComponents, compute_fingerprint, fingerprint_components
 from ledger.models import Capability, Revision, Service
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+
+class RevisionPageAttrs(TypedDict):
+    """Set by `service_revisions` for pages."""
+
+    same_as: list[str]
+    locks: list[str]
+
+
+class CapabilityPageAttrs(TypedDict):
+    """Set by `capabilities_of` for pages."""
+
+    stale: bool
+
+
+RevisionForPage: TypeAlias = "WithAnnotations[Revision, RevisionPageAttrs]"
+CapabilityForPage: TypeAlias = "WithAnnotations[Capability, CapabilityPageAttrs]"
 
 
 def same_fingerprint(revision: Revision) -> QuerySet[Revision]:
@@ -35,11 +55,13 @@ def fingerprint_twins(revisions: Sequence[Revision]) -> dict[int, list[Revision]
     }
 
 
-def service_revisions(service: Service) -> list[Revision]:
+def service_revisions(service: Service) -> list[RevisionForPage]:
     """A service's revisions, newest first, each with `.same_as` (labels of its twins in
     the service) and `.locks` (why it may not change). Queries: the revisions, and
     whatever the registered lock rules need for all of them at once."""
-    revisions = list(service.revisions.with_parts().order_by("-number"))
+    revisions = cast(
+        "list[RevisionForPage]", list(service.revisions.with_parts().order_by("-number"))
+    )
     twins = fingerprint_twins(revisions)
     reasons = locks.reasons_for_many(revisions)
     for revision in revisions:
@@ -48,10 +70,12 @@ def service_revisions(service: Service) -> list[Revision]:
     return revisions
 
 
-def capabilities_of(revision: Revision) -> list[Capability]:
+def capabilities_of(revision: Revision) -> list[CapabilityForPage]:
     """The revision's capabilities, each with `.stale`: verified, but for another
     fingerprint than the revision has now (its asset or runtime changed since)."""
-    capabilities = list(Capability.objects.filter(revision=revision))
+    capabilities = cast(
+        "list[CapabilityForPage]", list(Capability.objects.filter(revision=revision))
+    )
     for capability in capabilities:
         capability.stale = (
             capability.status == Capability.Status.VERIFIED
@@ -61,7 +85,7 @@ def capabilities_of(revision: Revision) -> list[Capability]:
 
 
 class FingerprintCheck(NamedTuple):
-    components: dict[str, Any]
+    components: FingerprintComponents
     # The stored fingerprint no longer matches its components: the verbs keep it
     # true, so a row was changed outside them.
     stale: bool

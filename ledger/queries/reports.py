@@ -9,7 +9,8 @@ reports.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, TypedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, cast
 
 from django.utils import timezone
 
@@ -17,13 +18,28 @@ from ledger.charts import LatencyPoint
 from ledger.models import LoadTestReport, LoadTestRequestData, Revision, Service
 from ledger.queries.capacity import pct
 from ledger.queries.chart_data import latency_point
-from ledger.queries.goodput import goodput_slo, needs_recompute, report_goodput
-from ledger.queries.staleness import evidence_status, newest_by_workload
+from ledger.queries.goodput import GoodputResult, goodput_slo, needs_recompute, report_goodput
+from ledger.queries.staleness import EvidenceStatus, evidence_status, newest_by_workload
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 LATENCY_METRICS = (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL"), ("e2e", "End to end"))
 
 
-def attach_goodputs(reports: list[LoadTestReport], service: Service) -> None:
+class ReportPageAttrs(TypedDict):
+    """Set by `revision_reports` (`goodput_*` by `attach_goodputs`) for pages."""
+
+    status: EvidenceStatus
+    error_rate_pct: float | None
+    goodput_now: GoodputResult
+    goodput_pct: float | None
+
+
+ReportForPage: TypeAlias = "WithAnnotations[LoadTestReport, ReportPageAttrs]"
+
+
+def attach_goodputs(reports: Sequence[ReportForPage], service: Service) -> None:
     """Set `goodput_now` and `goodput_pct` on each report against today's SLOs, reading
     the per-request arrays of those whose SLOs changed since import in one query
     (none when unchanged)."""
@@ -40,8 +56,7 @@ def attach_goodputs(reports: list[LoadTestReport], service: Service) -> None:
 
 
 class RevisionReports(TypedDict):
-    # Each with .status, .goodput_now, .goodput_pct and .error_rate_pct set.
-    reports: list[LoadTestReport]
+    reports: list[ReportForPage]
     # The first level of the newest current report of each workload class.
     latency_points: list[LatencyPoint]
     stale_count: int
@@ -56,10 +71,13 @@ def revision_reports(revision: Revision, *, now: dt.datetime | None = None) -> R
     recomputed because the SLOs changed (only then).
     """
     now = now or timezone.now()
-    reports = list(
-        LoadTestReport.objects.filter(revision=revision)
-        .select_related("uploaded_by")
-        .defer("results")
+    reports = cast(
+        "list[ReportForPage]",
+        list(
+            LoadTestReport.objects.filter(revision=revision)
+            .select_related("uploaded_by")
+            .defer("results")
+        ),
     )
     for report in reports:
         report.revision = revision

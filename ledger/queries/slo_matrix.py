@@ -260,7 +260,7 @@ def live_vs_candidate(matrix: SloMatrix) -> Comparison | None:
     live_points, candidate_points = [], []
     statuses: dict[str, dict[str, str]] = {}
     for old, new in pairs:
-        words = {
+        words: dict[str, str] = {
             side: row["status"].status if row["status"] else "no evidence"
             for side, row in (("live", old), ("candidate", new))
         }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, TypeVar
 
 from django.conf import settings
 from django.utils import timezone
@@ -16,6 +16,7 @@ from django.utils import timezone
 from ledger.models import LoadTestReport, Revision
 
 StatusWord = Literal["current", "stale"]
+_Report = TypeVar("_Report", bound=LoadTestReport)
 
 
 class EvidenceStatus(NamedTuple):
@@ -83,9 +84,9 @@ def current_reports(
     return [r for r in reports if evidence_status(r, now=now).status == "current"]
 
 
-def newest_by_workload(reports: Iterable[LoadTestReport]) -> dict[str, LoadTestReport]:
+def newest_by_workload(reports: Iterable[_Report]) -> dict[str, _Report]:
     """The newest report of each workload class, in the order of the classes."""
-    newest: dict[str, LoadTestReport] = {}
+    newest: dict[str, _Report] = {}
     for report in reports:
         held = newest.get(report.workload)
         if held is None or (report.measured_at, report.pk) > (held.measured_at, held.pk):

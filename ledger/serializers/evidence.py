@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -11,6 +11,10 @@ from rest_framework import serializers
 from ledger import queries
 from ledger.importers import FORMATS
 from ledger.models import LoadTestReport
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from django_stubs_ext import WithAnnotations
 
 
 @extend_schema_field(OpenApiTypes.BINARY)
@@ -40,17 +44,26 @@ class LoadTestUploadSerializer(serializers.Serializer):
     )
 
 
+class _StatusCache(TypedDict):
+    """Set by `_status` on the report it serializes."""
+
+    _api_status: queries.EvidenceStatus
+
+
 def _status(report: LoadTestReport, context: dict[str, Any]) -> queries.EvidenceStatus:
     # `status` and `status_reason` share one computation per report per response.
-    if not hasattr(report, "_api_status"):
-        report._api_status = queries.evidence_status(report, now=context.get("now"))
-    return report._api_status
+    cached = cast("WithAnnotations[LoadTestReport, _StatusCache]", report)
+    if not hasattr(cached, "_api_status"):
+        cached._api_status = queries.evidence_status(report, now=context.get("now"))
+    return cached._api_status
 
 
 class LoadTestReportSerializer(serializers.ModelSerializer):
     service = serializers.CharField(source="revision.service.slug", read_only=True)
     revision_label = serializers.CharField(source="revision.label", read_only=True)
-    uploaded_by = serializers.SlugRelatedField(read_only=True, slug_field="username")
+    uploaded_by: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
+        read_only=True, slug_field="username"
+    )
     status = serializers.SerializerMethodField(
         help_text="current, or stale: older than the tier allows, or measured another "
         "fingerprint or hardware. Release gates accept only current evidence."

@@ -6,7 +6,7 @@ SPDX id, runtime name); people only by username.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.contrib.auth import get_user_model
 from drf_spectacular.utils import extend_schema_field
@@ -25,6 +25,9 @@ from ledger.models import (
 from ledger.queries import license_findings
 from ledger.roles import roles_of
 from ledger.validators import EXAMPLE_DIGEST
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 class WhoAmISerializer(serializers.ModelSerializer):
@@ -62,7 +65,10 @@ class LockSerializerMixin(serializers.Serializer):
 
 
 class TeamSerializer(serializers.ModelSerializer):
-    members = serializers.SlugRelatedField(many=True, read_only=True, slug_field="username")
+    # many=True makes a ManyRelatedField of these, which the stubs cannot say.
+    members: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
+        many=True, read_only=True, slug_field="username"
+    )
 
     class Meta:
         model = Team
@@ -94,9 +100,15 @@ class TaskTypeSlugsField(serializers.ListField):
 
 
 class RevisionSummarySerializer(serializers.ModelSerializer):
-    label = serializers.CharField(read_only=True)
-    model_asset = serializers.StringRelatedField(help_text="name@revision")
-    runtime = serializers.SlugRelatedField(read_only=True, slug_field="name")
+    # A field named `label` shadows Field.label in the stubs; at run time the metaclass
+    # takes declared fields off the class, so nothing is shadowed (the same below).
+    label = serializers.CharField(read_only=True)  # type: ignore[assignment]
+    model_asset: serializers.StringRelatedField[ModelAsset] = serializers.StringRelatedField(
+        help_text="name@revision"
+    )
+    runtime: serializers.SlugRelatedField[Runtime] = serializers.SlugRelatedField(
+        read_only=True, slug_field="name"
+    )
     engine = serializers.CharField(source="runtime.engine", read_only=True)
 
     class Meta:
@@ -218,7 +230,9 @@ class ModelAssetSerializer(serializers.ModelSerializer):
 
 
 class AssetRefSerializer(serializers.ModelSerializer):
-    license = serializers.SlugRelatedField(read_only=True, slug_field="spdx_id")
+    license: serializers.SlugRelatedField[License] = serializers.SlugRelatedField(
+        read_only=True, slug_field="spdx_id"
+    )
 
     class Meta:
         model = ModelAsset
@@ -234,7 +248,8 @@ class ModelAssetDetailSerializer(LockSerializerMixin, ModelAssetSerializer):
 
     @extend_schema_field(AssetRefSerializer(many=True))
     def get_lineage(self, asset: ModelAsset) -> list[dict[str, Any]]:
-        return AssetRefSerializer(asset.lineage(), many=True).data
+        # many=True makes a ListSerializer, whose data is a list; the stubs cannot say.
+        return cast("list[dict[str, Any]]", AssetRefSerializer(asset.lineage(), many=True).data)
 
 
 class LicenseReviewSerializer(serializers.Serializer):
@@ -295,7 +310,7 @@ class RuntimeDetailSerializer(LockSerializerMixin, RuntimeSerializer):
 
 
 class CapabilitySerializer(serializers.ModelSerializer):
-    service = serializers.SlugRelatedField(
+    service: serializers.SlugRelatedField[Service] = serializers.SlugRelatedField(
         source="revision.service", read_only=True, slug_field="slug"
     )
     revision_label = serializers.CharField(source="revision.label", read_only=True)
@@ -320,7 +335,7 @@ class CapabilitySerializer(serializers.ModelSerializer):
         ]
         read_only_fields = ["status", "verified_fingerprint", "verified_at", "evidence"]
         # Declaring an existing kind again re-declares it (the domain's upsert).
-        validators = []
+        validators: list[Any] = []
 
     def get_current(self, capability: Capability) -> bool:
         return (
@@ -343,11 +358,15 @@ class CapabilitySerializer(serializers.ModelSerializer):
 
 class RevisionSerializer(LockSerializerMixin, serializers.ModelSerializer):
     service = serializers.SlugRelatedField(slug_field="slug", queryset=Service.objects.all())
-    label = serializers.CharField(read_only=True)
-    model_asset_label = serializers.StringRelatedField(source="model_asset")
+    label = serializers.CharField(read_only=True)  # type: ignore[assignment]
+    model_asset_label: serializers.StringRelatedField[ModelAsset] = serializers.StringRelatedField(
+        source="model_asset"
+    )
     runtime = serializers.SlugRelatedField(slug_field="name", queryset=Runtime.objects.all())
     engine = serializers.CharField(source="runtime.engine", read_only=True)
-    created_by = serializers.SlugRelatedField(read_only=True, slug_field="username")
+    created_by: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
+        read_only=True, slug_field="username"
+    )
 
     class Meta:
         model = Revision
@@ -373,12 +392,14 @@ class RevisionSerializer(LockSerializerMixin, serializers.ModelSerializer):
         ]
         read_only_fields = ["number", "based_on", "fingerprint", "served_at", "created_at"]
         # The domain numbers revisions under a row lock; no serializer-level uniqueness check.
-        validators = []
+        validators: list[Any] = []
 
 
 class SameFingerprintSerializer(serializers.ModelSerializer):
-    service = serializers.SlugRelatedField(read_only=True, slug_field="slug")
-    label = serializers.CharField(read_only=True)
+    service: serializers.SlugRelatedField[Service] = serializers.SlugRelatedField(
+        read_only=True, slug_field="slug"
+    )
+    label = serializers.CharField(read_only=True)  # type: ignore[assignment]
 
     class Meta:
         model = Revision
@@ -397,7 +418,8 @@ class RevisionDetailSerializer(RevisionSerializer):
 
     @extend_schema_field(SameFingerprintSerializer(many=True))
     def get_same_fingerprint(self, revision: Revision) -> list[dict[str, Any]]:
-        return SameFingerprintSerializer(queries.same_fingerprint(revision), many=True).data
+        same = SameFingerprintSerializer(queries.same_fingerprint(revision), many=True)
+        return cast("list[dict[str, Any]]", same.data)  # a ListSerializer's list, as above
 
 
 class NewRevisionSerializer(serializers.Serializer):

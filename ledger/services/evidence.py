@@ -17,7 +17,6 @@ import logging
 import os
 from typing import IO, Any
 
-import numpy as np
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files import File
@@ -28,8 +27,9 @@ from ledger import permissions
 from ledger.chain import append_event
 from ledger.importers import FORMATS, ParsedReport, ReportFormatError, parse_report
 from ledger.importers.report import ReportJSON
-from ledger.models import LoadTestReport, LoadTestRequestData, Revision
+from ledger.models import LoadTestReport, LoadTestRequestData, RequestLevel, Revision
 from ledger.queries import goodput_slo, level_goodputs
+from lib.actors import Actor
 
 __all__ = [
     "hardware_for",
@@ -125,7 +125,7 @@ def preview_loadtest_report(
     sha256, size = _hash_and_measure(stream, filename)
     parsed = _parse(stream, filename, format)
     stream.seek(0)
-    return {**parsed.to_json(), "sha256": sha256, "size_bytes": size}  # type: ignore[typeddict-item]
+    return {**parsed.to_json(), "sha256": sha256, "size_bytes": size}
 
 
 def hardware_for(revision: Revision, parsed: ParsedReport) -> tuple[dict[str, Any], list[str]]:
@@ -163,7 +163,7 @@ def hardware_for(revision: Revision, parsed: ParsedReport) -> tuple[dict[str, An
     return hardware, warnings
 
 
-def _request_arrays(parsed: ParsedReport) -> list[dict[str, np.ndarray | None]] | None:
+def _request_arrays(parsed: ParsedReport) -> list[RequestLevel] | None:
     if not parsed.levels or any(level.requests is None for level in parsed.levels):
         return None
     return [
@@ -181,7 +181,7 @@ def _build_report(
     revision: Revision,
     parsed: ParsedReport,
     *,
-    actor,
+    actor: Actor,
     workload: str,
     filename: str,
     sha256: str,
@@ -194,9 +194,11 @@ def _build_report(
     slo = goodput_slo(revision.service)
     arrays = _request_arrays(parsed)
     packed = None
+    request_count = 0
     goodputs = []
     if arrays is not None:
         packed = LoadTestRequestData.pack(arrays)
+        request_count = sum(len(a["error"]) for a in arrays)
         # Computed from the stored (float32) arrays, so a recomputation agrees exactly.
         goodputs = level_goodputs(LoadTestRequestData.unpack(packed), slo)
     report = LoadTestReport(
@@ -232,9 +234,7 @@ def _build_report(
     )
     data = None
     if packed is not None:
-        data = LoadTestRequestData(
-            report=report, request_count=sum(len(a["error"]) for a in arrays), arrays=packed
-        )
+        data = LoadTestRequestData(report=report, request_count=request_count, arrays=packed)
     return report, data
 
 
@@ -249,7 +249,7 @@ def _delete_quietly(storage, name: str) -> None:
 def import_loadtest_report(
     revision: Revision,
     *,
-    actor,
+    actor: Actor,
     workload: str,
     file: IO[bytes],
     filename: str,

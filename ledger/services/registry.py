@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -17,7 +17,7 @@ from django.db import models, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from ledger import permissions
+from ledger import locks, permissions
 from ledger.chain import append_event
 from ledger.engines import check_launch_parameters
 from ledger.fingerprint import compute_fingerprint
@@ -33,6 +33,10 @@ from ledger.models import (
     Team,
 )
 from ledger.validators import parse_image, unpinned_image_message
+from lib.actors import Actor
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 # Fields that may still change once an object is locked: governance state, not content.
 MUTABLE_WHEN_LOCKED: dict[type[models.Model], set[str]] = {
@@ -81,7 +85,7 @@ def _value_of(obj: models.Model, name: str) -> Any:
     field = obj._meta.get_field(name)
     if field.many_to_many:
         return sorted(str(item) for item in getattr(obj, name).all()) if obj.pk else []
-    if field.is_relation:
+    if isinstance(field, models.Field) and field.is_relation:  # a reverse relation has no attname
         return getattr(obj, field.attname)
     return getattr(obj, name)
 
@@ -114,7 +118,12 @@ def _guard(model: type[models.Model], changes: dict[str, Any]) -> None:
 
 
 def _create(
-    obj: models.Model, *, actor, action: str, extra: dict | None = None, m2m: dict | None = None
+    obj: models.Model,
+    *,
+    actor: Actor,
+    action: str,
+    extra: dict | None = None,
+    m2m: dict | None = None,
 ):
     obj.full_clean()
     obj.save(force_insert=True)
@@ -131,7 +140,7 @@ def _update(
     obj: models.Model,
     changes: dict[str, Any],
     *,
-    actor,
+    actor: Actor,
     action: str,
     m2m: dict | None = None,
     extra: dict | None = None,
@@ -191,7 +200,7 @@ def _refuse_if_locked(obj: models.Model, names: Iterable[str]) -> None:
     if not locked_fields:
         return
     _lock_row(type(obj), obj.pk)
-    reasons = obj.lock_reasons()
+    reasons = locks.reasons_for(obj)  # what each model's lock_reasons() answers
     if reasons:
         raise ValidationError(
             {
@@ -202,7 +211,7 @@ def _refuse_if_locked(obj: models.Model, names: Iterable[str]) -> None:
         )
 
 
-def _task_types(slugs: Iterable[str | TaskType], *, actor) -> list[TaskType]:
+def _task_types(slugs: Iterable[str | TaskType], *, actor: Actor) -> list[TaskType]:
     """The task types named; a new slug becomes a task type, recorded like any change."""
     result = []
     for item in slugs:
@@ -220,7 +229,7 @@ def _task_types(slugs: Iterable[str | TaskType], *, actor) -> list[TaskType]:
     return result
 
 
-def _refresh_fingerprints(revisions: models.QuerySet[Revision], *, actor) -> None:
+def _refresh_fingerprints(revisions: models.QuerySet[Revision], *, actor: Actor) -> None:
     """An asset or runtime changed: the revisions built on it now have another fingerprint."""
     for revision in revisions.select_related("model_asset", "runtime"):
         fingerprint = compute_fingerprint(
@@ -239,7 +248,7 @@ def _refresh_fingerprints(revisions: models.QuerySet[Revision], *, actor) -> Non
 
 
 @transaction.atomic
-def create_team(*, actor, slug: str, name: str, members: Iterable = ()) -> Team:
+def create_team(*, actor: Actor, slug: str, name: str, members: Iterable[User] = ()) -> Team:
     if actor is not None and not actor.is_superuser:
         raise PermissionDenied("Only an administrator can create a team.")
     team = _create(Team(slug=slug, name=name), actor=actor, action="team.created")
@@ -255,7 +264,7 @@ def create_team(*, actor, slug: str, name: str, members: Iterable = ()) -> Team:
 
 
 @transaction.atomic
-def add_team_member(team: Team, user, *, actor) -> None:
+def add_team_member(team: Team, user: User, *, actor: Actor) -> None:
     if actor is not None and not actor.is_superuser:
         raise PermissionDenied("Only an administrator can change team membership.")
     team.members.add(user)
@@ -281,7 +290,7 @@ DEFAULT_LICENSE_KIND = {
 @transaction.atomic
 def create_license(
     *,
-    actor,
+    actor: Actor,
     spdx_id: str,
     name: str,
     kind: str | None = None,
@@ -308,7 +317,9 @@ def create_license(
 # ---------------------------------------------------------------- services
 
 
-def _ensure_can_move(actor, obj: Service | ModelAsset | Runtime, changes: dict[str, Any]) -> None:
+def _ensure_can_move(
+    actor: Actor, obj: Service | ModelAsset | Runtime, changes: dict[str, Any]
+) -> None:
     """Moving an object to another team needs the right in both teams."""
     permissions.ensure_can_edit(actor, obj.team)
     target = changes.get("team")
@@ -317,7 +328,9 @@ def _ensure_can_move(actor, obj: Service | ModelAsset | Runtime, changes: dict[s
 
 
 @transaction.atomic
-def create_service(*, actor, task_types: Iterable[str | TaskType] = (), **fields: Any) -> Service:
+def create_service(
+    *, actor: Actor, task_types: Iterable[str | TaskType] = (), **fields: Any
+) -> Service:
     service = Service(**fields)
     if service.team_id:
         permissions.ensure_can_edit(actor, service.team)
@@ -331,7 +344,11 @@ def create_service(*, actor, task_types: Iterable[str | TaskType] = (), **fields
 
 @transaction.atomic
 def update_service(
-    service: Service, *, actor, task_types: Iterable[str | TaskType] | None = None, **changes: Any
+    service: Service,
+    *,
+    actor: Actor,
+    task_types: Iterable[str | TaskType] | None = None,
+    **changes: Any,
 ) -> bool:
     _ensure_can_move(actor, service, changes)
     _guard(Service, changes)
@@ -340,7 +357,9 @@ def update_service(
 
 
 @transaction.atomic
-def set_live_revision(service: Service, revision: Revision, *, actor, reason: str = "") -> None:
+def set_live_revision(
+    service: Service, revision: Revision, *, actor: Actor, reason: str = ""
+) -> None:
     """Point the service at a revision; the first time a revision serves, it is frozen."""
     service = Service.objects.select_for_update().get(pk=service.pk)
     if revision.service_id != service.pk:
@@ -374,7 +393,7 @@ def set_live_revision(service: Service, revision: Revision, *, actor, reason: st
 
 
 @transaction.atomic
-def register_asset(*, actor, **fields: Any) -> ModelAsset:
+def register_asset(*, actor: Actor, **fields: Any) -> ModelAsset:
     asset = ModelAsset(**fields)
     if asset.team_id:
         permissions.ensure_can_edit(actor, asset.team)
@@ -388,7 +407,7 @@ def register_asset(*, actor, **fields: Any) -> ModelAsset:
 
 
 @transaction.atomic
-def update_asset(asset: ModelAsset, *, actor, **changes: Any) -> bool:
+def update_asset(asset: ModelAsset, *, actor: Actor, **changes: Any) -> bool:
     _ensure_can_move(actor, asset, changes)
     if "license_approval" in changes and changes["license_approval"] != asset.license_approval:
         permissions.ensure_can_approve_licenses(actor)
@@ -399,7 +418,9 @@ def update_asset(asset: ModelAsset, *, actor, **changes: Any) -> bool:
 
 
 @transaction.atomic
-def set_license_approval(asset: ModelAsset, *, actor, approval: str, comment: str = "") -> bool:
+def set_license_approval(
+    asset: ModelAsset, *, actor: Actor, approval: str, comment: str = ""
+) -> bool:
     permissions.ensure_can_approve_licenses(actor)
     return _update(
         asset,
@@ -435,7 +456,7 @@ def _lock_lifecycle(asset: ModelAsset) -> None:
 
 
 @transaction.atomic
-def deprecate_asset(asset: ModelAsset, *, actor, on: dt.date | None = None) -> bool:
+def deprecate_asset(asset: ModelAsset, *, actor: Actor, on: dt.date | None = None) -> bool:
     """Mark an active (or deprecated) asset deprecated; a retired one stays retired."""
     permissions.ensure_can_edit(actor, asset.team)
     _lock_lifecycle(asset)
@@ -449,7 +470,7 @@ def deprecate_asset(asset: ModelAsset, *, actor, on: dt.date | None = None) -> b
 
 
 @transaction.atomic
-def retire_asset(asset: ModelAsset, *, actor, on: dt.date | None = None) -> bool:
+def retire_asset(asset: ModelAsset, *, actor: Actor, on: dt.date | None = None) -> bool:
     permissions.ensure_can_edit(actor, asset.team)
     _lock_lifecycle(asset)
     today = on or timezone.localdate()
@@ -465,7 +486,7 @@ def retire_asset(asset: ModelAsset, *, actor, on: dt.date | None = None) -> bool
 def record_license_acceptance(
     asset: ModelAsset,
     *,
-    actor,
+    actor: Actor,
     terms_version: str,
     accepted_by: str,
     accepted_at: dt.datetime | None = None,
@@ -517,7 +538,7 @@ def runtime_warnings(runtime: Runtime) -> list[str]:
 
 
 @transaction.atomic
-def create_runtime(*, actor, **fields: Any) -> Runtime:
+def create_runtime(*, actor: Actor, **fields: Any) -> Runtime:
     runtime = Runtime(**fields)
     if runtime.team_id:
         permissions.ensure_can_edit(actor, runtime.team)
@@ -526,7 +547,7 @@ def create_runtime(*, actor, **fields: Any) -> Runtime:
 
 
 @transaction.atomic
-def update_runtime(runtime: Runtime, *, actor, **changes: Any) -> bool:
+def update_runtime(runtime: Runtime, *, actor: Actor, **changes: Any) -> bool:
     _ensure_can_move(actor, runtime, changes)
     candidate = Runtime(
         **{
@@ -582,7 +603,7 @@ def check_revision(
 def create_revision(
     service: Service,
     *,
-    actor,
+    actor: Actor,
     model_asset: ModelAsset,
     runtime: Runtime,
     context_limit: int,
@@ -615,9 +636,9 @@ def create_revision(
     )
 
 
-def new_revision_from(revision: Revision, *, actor, **overrides: Any) -> Revision:
+def new_revision_from(revision: Revision, *, actor: Actor, **overrides: Any) -> Revision:
     """'New revision from this one': the same parts, with the given ones replaced."""
-    fields = {
+    fields: dict[str, Any] = {
         "model_asset": revision.model_asset,
         "runtime": revision.runtime,
         "context_limit": revision.context_limit,
@@ -629,7 +650,7 @@ def new_revision_from(revision: Revision, *, actor, **overrides: Any) -> Revisio
 
 
 @transaction.atomic
-def update_revision(revision: Revision, *, actor, **changes: Any) -> bool:
+def update_revision(revision: Revision, *, actor: Actor, **changes: Any) -> bool:
     permissions.ensure_can_edit(actor, revision.service.team)
     _guard(Revision, changes)
     _refuse_if_locked(
@@ -716,7 +737,7 @@ def validate_capability_value(kind: str, value: Any, *, context_limit: int | Non
 
 
 @transaction.atomic
-def declare_capability(revision: Revision, *, actor, kind: str, value: Any) -> Capability:
+def declare_capability(revision: Revision, *, actor: Actor, kind: str, value: Any) -> Capability:
     """Declare (or re-declare) one capability; a changed value must be verified again."""
     permissions.ensure_can_edit(actor, revision.service.team)
     validate_capability_value(kind, value, context_limit=revision.context_limit)
@@ -754,7 +775,7 @@ def declare_capability(revision: Revision, *, actor, kind: str, value: Any) -> C
 
 @transaction.atomic
 def record_capability_check(
-    capability: Capability, *, actor, passed: bool, evidence: dict
+    capability: Capability, *, actor: Actor, passed: bool, evidence: dict
 ) -> Capability:
     """A probe's verdict: verified (bound to the revision's fingerprint) or failed, with what was seen."""
     capability = (

@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import F
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -22,13 +22,14 @@ from ledger.permissions import (
     ensure_can_create,
     ensure_can_edit,
 )
+from lib.actors import AuthenticatedHttpRequest
 from lib.pages import apply_errors, changed_values, paginate, render_field, render_form, render_list
 
 
 @require_GET
 @login_required
 @vary_on_headers("HX-Request")
-def asset_list(request: HttpRequest) -> HttpResponse:
+def asset_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     assets = AssetListFilter(
         request.GET or None,
         queryset=ModelAsset.objects.select_related("team", "license", "derived_from").order_by(
@@ -51,7 +52,7 @@ def _asset(pk: int) -> ModelAsset:
 
 @require_GET
 @login_required
-def asset_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def asset_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     asset = _asset(pk)
     revisions = list(
         asset.revisions.select_related("service", "runtime")
@@ -77,13 +78,13 @@ def _prefill(pk: str | None) -> dict:
     source = ModelAsset.objects.filter(pk=int(pk)).first()
     if source is None:
         return {}
-    attnames = {name: ModelAsset._meta.get_field(name).attname for name in ASSET_FIELDS}
+    attnames = {f.name: f.attname for f in ModelAsset._meta.concrete_fields}
     return {name: getattr(source, attnames[name]) for name in ASSET_FIELDS if name != "revision"}
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def asset_create(request: HttpRequest) -> HttpResponse:
+def asset_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     teams = ensure_can_create(request.user)
     form = AssetForm(
         request.POST if request.method == "POST" else None,
@@ -111,12 +112,12 @@ def asset_create(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @login_required
-def asset_create_validate(request: HttpRequest) -> HttpResponse:
+def asset_create_validate(request: AuthenticatedHttpRequest) -> HttpResponse:
     teams = ensure_can_create(request.user)
     return render_field(request, AssetForm(request.POST, validate_url=request.path, teams=teams))
 
 
-def _asset_for_edit(request: HttpRequest, pk: int) -> ModelAsset:
+def _asset_for_edit(request: AuthenticatedHttpRequest, pk: int) -> ModelAsset:
     asset = _asset(pk)
     ensure_can_edit(request.user, asset.team)
     return asset
@@ -124,7 +125,7 @@ def _asset_for_edit(request: HttpRequest, pk: int) -> ModelAsset:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def asset_edit(request: HttpRequest, pk: int) -> HttpResponse:
+def asset_edit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     asset = _asset_for_edit(request, pk)
     title = f"Edit {asset}"
     lock_reasons = asset.lock_reasons()
@@ -158,7 +159,7 @@ def asset_edit(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @login_required
-def asset_edit_validate(request: HttpRequest, pk: int) -> HttpResponse:
+def asset_edit_validate(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     asset = _asset_for_edit(request, pk)
     form = AssetForm(
         request.POST,
@@ -170,7 +171,7 @@ def asset_edit_validate(request: HttpRequest, pk: int) -> HttpResponse:
     return render_field(request, form)
 
 
-def _lifecycle_change(request: HttpRequest, pk: int, *, retire: bool) -> HttpResponse:
+def _lifecycle_change(request: AuthenticatedHttpRequest, pk: int, *, retire: bool) -> HttpResponse:
     asset = _asset_for_edit(request, pk)
     live_revisions = list(
         asset.revisions.filter(service__live_revision=F("pk")).select_related("service")
@@ -199,13 +200,13 @@ def _lifecycle_change(request: HttpRequest, pk: int, *, retire: bool) -> HttpRes
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def asset_deprecate(request: HttpRequest, pk: int) -> HttpResponse:
+def asset_deprecate(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     """GET asks for confirmation and says what will happen; POST deprecates."""
     return _lifecycle_change(request, pk, retire=False)
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def asset_retire(request: HttpRequest, pk: int) -> HttpResponse:
+def asset_retire(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     """GET asks for confirmation and says what will happen; POST retires."""
     return _lifecycle_change(request, pk, retire=True)

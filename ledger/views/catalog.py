@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -17,13 +17,14 @@ from ledger.models import Service
 from ledger.permissions import can_create, editable_teams, ensure_can_create
 from ledger.roles import Role, has_role
 from ledger.views._common import service_for_edit
+from lib.actors import AuthenticatedHttpRequest
 from lib.pages import apply_errors, changed_values, paginate, render_field, render_form, render_list
 
 
 @require_GET
 @login_required
 @vary_on_headers("HX-Request")
-def service_list(request: HttpRequest) -> HttpResponse:
+def service_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     catalog = CatalogFilter(
         request.GET or None,
         queryset=Service.objects.for_catalog().order_by("slug"),
@@ -42,7 +43,7 @@ def service_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def service_create(request: HttpRequest) -> HttpResponse:
+def service_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     teams = ensure_can_create(request.user)
     form = ServiceForm(
         request.POST if request.method == "POST" else None,
@@ -71,14 +72,14 @@ def service_create(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @login_required
-def service_create_validate(request: HttpRequest) -> HttpResponse:
+def service_create_validate(request: AuthenticatedHttpRequest) -> HttpResponse:
     teams = ensure_can_create(request.user)
     return render_field(request, ServiceForm(request.POST, validate_url=request.path, teams=teams))
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def service_edit(request: HttpRequest, slug: str) -> HttpResponse:
+def service_edit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     service = service_for_edit(request, slug)
     title = f"Edit service {service.slug}"
     form = ServiceForm(
@@ -113,7 +114,7 @@ def service_edit(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_POST
 @login_required
-def service_edit_validate(request: HttpRequest, slug: str) -> HttpResponse:
+def service_edit_validate(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     service = service_for_edit(request, slug)
     form = ServiceForm(
         request.POST,

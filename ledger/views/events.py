@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
@@ -14,6 +14,7 @@ from django.views.decorators.vary import vary_on_headers
 from ledger.checkpoints import verify_ledger
 from ledger.forms import EventListFilter
 from ledger.models import Capability, Event, Revision, Runtime, Service
+from lib.actors import AuthenticatedHttpRequest
 from lib.pages import paginate, render_list, wants_fragment
 
 
@@ -56,7 +57,7 @@ def _subject_urls(events: list[Event]) -> dict[int, str]:
 @require_GET
 @login_required
 @vary_on_headers("HX-Request")
-def event_list(request: HttpRequest) -> HttpResponse:
+def event_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     ledger = EventListFilter(
         request.GET or None, queryset=Event.objects.order_by("-sequence"), request=request
     )
@@ -75,7 +76,7 @@ def event_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 @login_required
 @vary_on_headers("HX-Request")
-def event_verify(request: HttpRequest) -> HttpResponse:
+def event_verify(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Recompute the whole chain and check it against the newest checkpoint: on demand
     only, since it reads every event."""
     ledger = verify_ledger()

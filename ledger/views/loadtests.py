@@ -14,6 +14,7 @@ Charts come from the pure builders in `ledger.charts`, fed by
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import plotly.graph_objects as go
@@ -21,7 +22,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.files.storage import FileSystemStorage
-from django.http import FileResponse, HttpRequest, HttpResponse
+from django.http import FileResponse, HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import content_disposition_header
@@ -30,16 +31,18 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import reswap, retarget
 
 from ledger import charts, queries, services
+from ledger.charts import LatencyPoint
 from ledger.forms import LoadTestUploadForm
 from ledger.models import LoadTestReport, Revision
 from ledger.permissions import ensure_can_edit
+from lib.actors import AuthenticatedHttpRequest
 from lib.charts import figure_html
 from lib.pages import apply_errors, wants_fragment
 
 # ---------------------------------------------------------------- fetching
 
 
-def _revision_for_upload(request: HttpRequest, slug: str, number: int) -> Revision:
+def _revision_for_upload(request: AuthenticatedHttpRequest, slug: str, number: int) -> Revision:
     revision = get_object_or_404(
         Revision.objects.select_related("service__team", "runtime"),
         service__slug=slug,
@@ -94,7 +97,7 @@ def revision_evidence(
     }
 
 
-def _preview_for_page(preview: dict[str, Any], revision: Revision) -> dict[str, Any]:
+def _preview_for_page(preview: Mapping[str, Any], revision: Revision) -> dict[str, Any]:
     duplicate = LoadTestReport.objects.filter(
         revision=revision, raw_sha256=preview["sha256"]
     ).first()
@@ -113,7 +116,7 @@ def _upload_context(revision: Revision, form: LoadTestUploadForm, preview=None) 
 @require_POST
 @login_required
 @vary_on_headers("HX-Request")
-def loadtest_preview(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+def loadtest_preview(request: AuthenticatedHttpRequest, slug: str, number: int) -> HttpResponse:
     """Parse an uploaded file and show what it says; nothing is stored or recorded."""
     revision = _revision_for_upload(request, slug, number)
     form = LoadTestUploadForm(request.POST, request.FILES)
@@ -146,7 +149,7 @@ def _saved_message(report: LoadTestReport, created: bool) -> str:
 @login_required
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
-def loadtest_upload(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+def loadtest_upload(request: AuthenticatedHttpRequest, slug: str, number: int) -> HttpResponse:
     """Attach a load-test report to a revision: the form's own page, and its save."""
     revision = _revision_for_upload(request, slug, number)
     posted = request.method == "POST"
@@ -196,9 +199,28 @@ def _chart(fig: go.Figure, rows: list[dict], *, height: int = 460) -> dict[str, 
     return {"html": _chart_html(fig, height=height), "rows": rows}
 
 
+def _level_latency_point(level: dict[str, Any]) -> LatencyPoint:
+    """One load level of a sweep as a latency point of its own, named by the level."""
+    latency = level["latency_ms"]
+    ttft, tpot = latency.get("ttft") or {}, latency.get("tpot") or {}
+    return {
+        "workload": level["name"],
+        "label": level["name"],
+        "ttft_p50_ms": ttft.get("p50"),
+        "ttft_p95_ms": ttft.get("p95"),
+        "ttft_p99_ms": ttft.get("p99"),
+        "tpot_p50_ms": tpot.get("p50"),
+        "tpot_p95_ms": tpot.get("p95"),
+        "tpot_p99_ms": tpot.get("p99"),
+        "status": "",
+    }
+
+
 @require_GET
 @login_required
-def loadtest_detail(request: HttpRequest, slug: str, number: int, pk: int) -> HttpResponse:
+def loadtest_detail(
+    request: AuthenticatedHttpRequest, slug: str, number: int, pk: int
+) -> HttpResponse:
     report = _report(slug, number, pk)
     revision = report.revision
     service = revision.service
@@ -207,19 +229,7 @@ def loadtest_detail(request: HttpRequest, slug: str, number: int, pk: int) -> Ht
 
     # Latency percentiles against the SLOs: one bar group per load level of a sweep.
     if len(levels) > 1:
-        points = [
-            {
-                **queries.latency_point(report, status=""),
-                "workload": level["name"],
-                "label": level["name"],
-                **{
-                    f"{metric}_{pct}_ms": (level["latency_ms"].get(metric) or {}).get(pct)
-                    for metric in ("ttft", "tpot")
-                    for pct in ("p50", "p95", "p99")
-                },
-            }
-            for level in levels
-        ]
+        points = [_level_latency_point(level) for level in levels]
         latency_fig = charts.latency_by_workload_figure(
             points, slo, title="Latency percentiles by load level, against the SLOs"
         )
@@ -276,7 +286,9 @@ def loadtest_detail(request: HttpRequest, slug: str, number: int, pk: int) -> Ht
 
 @require_GET
 @login_required
-def loadtest_raw(request: HttpRequest, slug: str, number: int, pk: int) -> HttpResponse:
+def loadtest_raw(
+    request: AuthenticatedHttpRequest, slug: str, number: int, pk: int
+) -> HttpResponseBase:
     """The raw file as the tool wrote it: streamed from the local folder through this
     login-protected view, or a short-lived presigned URL of the object store."""
     report = _report(slug, number, pk)

@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -18,6 +18,7 @@ from ledger.models import Capability, Revision, Service
 from ledger.permissions import can_edit_team_objects, ensure_can_edit
 from ledger.views._common import service_for_edit
 from ledger.views.loadtests import revision_evidence
+from lib.actors import AuthenticatedHttpRequest
 from lib.pages import apply_errors, render_field, render_form
 
 COMPONENT_LABELS = {
@@ -43,7 +44,7 @@ def _revision(slug: str, number: int) -> Revision:
 
 @require_GET
 @login_required
-def revision_detail(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+def revision_detail(request: AuthenticatedHttpRequest, slug: str, number: int) -> HttpResponse:
     revision = _revision(slug, number)
     check = queries.fingerprint_check(revision)
     rows = [
@@ -72,7 +73,7 @@ def revision_detail(request: HttpRequest, slug: str, number: int) -> HttpRespons
 
 @require_POST
 @login_required
-def revision_new_from(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+def revision_new_from(request: AuthenticatedHttpRequest, slug: str, number: int) -> HttpResponse:
     """'New revision from this one': open the revision form prefilled with its parts."""
     revision = _revision(slug, number)
     ensure_can_edit(request.user, revision.service.team)
@@ -98,7 +99,7 @@ def _prefill(service: Service, number: str | None) -> dict:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def revision_create(request: HttpRequest, slug: str) -> HttpResponse:
+def revision_create(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     service = service_for_edit(request, slug)
     form = RevisionForm(
         request.POST if request.method == "POST" else None,
@@ -133,14 +134,14 @@ def revision_create(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_POST
 @login_required
-def revision_create_validate(request: HttpRequest, slug: str) -> HttpResponse:
+def revision_create_validate(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     service = service_for_edit(request, slug)
     return render_field(
         request, RevisionForm(request.POST, validate_url=request.path, service=service)
     )
 
 
-def _revision_for_edit(request: HttpRequest, slug: str, number: int) -> Revision:
+def _revision_for_edit(request: AuthenticatedHttpRequest, slug: str, number: int) -> Revision:
     revision = _revision(slug, number)
     ensure_can_edit(request.user, revision.service.team)
     return revision
@@ -148,7 +149,7 @@ def _revision_for_edit(request: HttpRequest, slug: str, number: int) -> Revision
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def capability_declare(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+def capability_declare(request: AuthenticatedHttpRequest, slug: str, number: int) -> HttpResponse:
     revision = _revision_for_edit(request, slug, number)
     initial = {}
     kind = request.GET.get("kind")
@@ -191,7 +192,9 @@ def capability_declare(request: HttpRequest, slug: str, number: int) -> HttpResp
 
 @require_POST
 @login_required
-def capability_declare_validate(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+def capability_declare_validate(
+    request: AuthenticatedHttpRequest, slug: str, number: int
+) -> HttpResponse:
     revision = _revision_for_edit(request, slug, number)
     return render_field(
         request, CapabilityForm(request.POST, validate_url=request.path, revision=revision)

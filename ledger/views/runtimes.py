@@ -8,7 +8,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Count, F
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -24,6 +24,7 @@ from ledger.permissions import (
     ensure_can_create,
     ensure_can_edit,
 )
+from lib.actors import AuthenticatedHttpRequest
 from lib.pages import apply_errors, changed_values, paginate, render_field, render_form, render_list
 
 RUNTIME_FIELDS = [
@@ -42,7 +43,7 @@ RUNTIME_FIELDS = [
 @require_GET
 @login_required
 @vary_on_headers("HX-Request")
-def runtime_list(request: HttpRequest) -> HttpResponse:
+def runtime_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     runtimes = RuntimeListFilter(
         request.GET or None,
         queryset=Runtime.objects.select_related("team")
@@ -65,7 +66,7 @@ def _runtime(name: str) -> Runtime:
 
 @require_GET
 @login_required
-def runtime_detail(request: HttpRequest, name: str) -> HttpResponse:
+def runtime_detail(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     runtime = _runtime(name)
     parameters = [
         (key, json.dumps(value) if not isinstance(value, str) else value)
@@ -99,7 +100,7 @@ def _prefill(name: str | None) -> dict:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def runtime_create(request: HttpRequest) -> HttpResponse:
+def runtime_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     teams = ensure_can_create(request.user)
     form = RuntimeForm(
         request.POST if request.method == "POST" else None,
@@ -126,12 +127,12 @@ def runtime_create(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @login_required
-def runtime_create_validate(request: HttpRequest) -> HttpResponse:
+def runtime_create_validate(request: AuthenticatedHttpRequest) -> HttpResponse:
     teams = ensure_can_create(request.user)
     return render_field(request, RuntimeForm(request.POST, validate_url=request.path, teams=teams))
 
 
-def _runtime_for_edit(request: HttpRequest, name: str) -> Runtime:
+def _runtime_for_edit(request: AuthenticatedHttpRequest, name: str) -> Runtime:
     runtime = _runtime(name)
     ensure_can_edit(request.user, runtime.team)
     return runtime
@@ -139,7 +140,7 @@ def _runtime_for_edit(request: HttpRequest, name: str) -> Runtime:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def runtime_edit(request: HttpRequest, name: str) -> HttpResponse:
+def runtime_edit(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     runtime = _runtime_for_edit(request, name)
     lock_reasons = runtime.lock_reasons()
     form = None
@@ -173,7 +174,7 @@ def runtime_edit(request: HttpRequest, name: str) -> HttpResponse:
 
 @require_POST
 @login_required
-def runtime_edit_validate(request: HttpRequest, name: str) -> HttpResponse:
+def runtime_edit_validate(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     runtime = _runtime_for_edit(request, name)
     form = RuntimeForm(
         request.POST,

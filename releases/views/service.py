@@ -3,8 +3,10 @@ the SLOs (ledger), whether it still behaves (replay), and what happened to it.""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeAlias, TypedDict, cast
+
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
@@ -12,10 +14,23 @@ from ledger import charts
 from ledger import queries as ledger_queries
 from ledger.models import Event, Service
 from ledger.permissions import can_edit_team_objects
+from lib.actors import AuthenticatedHttpRequest
 from lib.charts import figure_html
 from replay import queries as replay_queries
 
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
 RECENT_EVENTS = 20
+
+
+class EventPageAttrs(TypedDict):
+    """Set by `service_detail` for the page."""
+
+    changes: list[ledger_queries.FieldChange]
+
+
+EventForPage: TypeAlias = "WithAnnotations[Event, EventPageAttrs]"
 
 
 def _service_for_page(slug: str) -> Service:
@@ -27,9 +42,12 @@ def _service_for_page(slug: str) -> Service:
     )
 
 
-def _recent_events(service: Service) -> list[Event]:
+def _recent_events(service: Service) -> list[EventForPage]:
     """The last events of the service and everything that belongs to it (one indexed query)."""
-    return list(Event.objects.filter(service=service).order_by("-sequence")[:RECENT_EVENTS])
+    return cast(
+        "list[EventForPage]",
+        list(Event.objects.filter(service=service).order_by("-sequence")[:RECENT_EVENTS]),
+    )
 
 
 def _comparison_chart(comparison: ledger_queries.Comparison) -> str:
@@ -44,7 +62,7 @@ def _comparison_chart(comparison: ledger_queries.Comparison) -> str:
 
 @require_GET
 @login_required
-def service_detail(request: HttpRequest, slug: str) -> HttpResponse:
+def service_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     service = _service_for_page(slug)
     live = service.live_revision
     revisions = ledger_queries.service_revisions(service)

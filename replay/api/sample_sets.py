@@ -36,7 +36,8 @@ class NDJSONParser(BaseParser):
 
     media_type = NDJSON
 
-    def parse(self, stream, media_type=None, parser_context=None) -> str:
+    # DRF makes whatever a parser returns `request.data`; the stubs expect a mapping.
+    def parse(self, stream, media_type=None, parser_context=None) -> str:  # type: ignore[override]
         try:
             return stream.read().decode("utf-8-sig")
         except UnicodeDecodeError as error:

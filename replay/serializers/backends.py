@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from ledger.models import Revision
+from ledger.models import Revision, Service
 from replay.models import Backend, Probe
 
 
 class ProbeSerializer(serializers.ModelSerializer):
-    backend = serializers.SlugRelatedField(read_only=True, slug_field="name")
+    backend: serializers.SlugRelatedField[Backend] = serializers.SlugRelatedField(
+        read_only=True, slug_field="name"
+    )
 
     class Meta:
         model = Probe
@@ -36,7 +40,7 @@ class BackendSerializer(serializers.ModelSerializer):
         queryset=Revision.objects.select_related("service__team"),
         help_text="Id of the registered revision this endpoint serves.",
     )
-    service = serializers.SlugRelatedField(
+    service: serializers.SlugRelatedField[Service] = serializers.SlugRelatedField(
         source="revision.service", slug_field="slug", read_only=True
     )
     revision_label = serializers.CharField(source="revision.label", read_only=True)
@@ -69,7 +73,7 @@ class BackendSerializer(serializers.ModelSerializer):
             "updated_at",
         ]
         # The domain validates; the model's own validators would answer first and differently.
-        extra_kwargs = {"name": {"validators": []}}
+        extra_kwargs: dict[str, dict[str, Any]] = {"name": {"validators": []}}
 
 
 class BackendUpdateSerializer(BackendSerializer):

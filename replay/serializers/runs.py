@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rest_framework import serializers
 
-from replay.models import Backend, Result, Run
+from ledger.models import Service
+from replay.models import Backend, Result, Run, Sample
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 class ResultSerializer(serializers.ModelSerializer):
-    sample = serializers.SlugRelatedField(read_only=True, slug_field="key")
+    sample: serializers.SlugRelatedField[Sample] = serializers.SlugRelatedField(
+        read_only=True, slug_field="key"
+    )
     category = serializers.CharField(source="sample.category", read_only=True)
 
     class Meta:
@@ -37,11 +45,15 @@ class ResultSerializer(serializers.ModelSerializer):
 
 class RunSerializer(serializers.ModelSerializer):
     sample_set = serializers.SerializerMethodField(help_text="name@version the run used.")
-    backend = serializers.SlugRelatedField(read_only=True, slug_field="name")
-    service = serializers.SlugRelatedField(
+    backend: serializers.SlugRelatedField[Backend] = serializers.SlugRelatedField(
+        read_only=True, slug_field="name"
+    )
+    service: serializers.SlugRelatedField[Service] = serializers.SlugRelatedField(
         source="revision.service", slug_field="slug", read_only=True
     )
-    requested_by = serializers.SlugRelatedField(read_only=True, slug_field="username")
+    requested_by: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
+        read_only=True, slug_field="username"
+    )
 
     class Meta:
         model = Run

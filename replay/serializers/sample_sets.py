@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rest_framework import serializers
 
 from replay.models import Sample, SampleSet
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 class SampleSerializer(serializers.ModelSerializer):
@@ -27,7 +32,9 @@ class SampleSerializer(serializers.ModelSerializer):
 
 class SampleSetSerializer(serializers.ModelSerializer):
     ref = serializers.SerializerMethodField(help_text="name@version, how URLs address it.")
-    created_by = serializers.SlugRelatedField(read_only=True, slug_field="username")
+    created_by: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
+        read_only=True, slug_field="username"
+    )
     sample_count = serializers.IntegerField(read_only=True)
 
     class Meta:

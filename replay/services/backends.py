@@ -17,6 +17,7 @@ from django.db import transaction
 from config.env import env_str
 from ledger.chain import append_event
 from ledger.services import snapshot
+from lib.actors import Actor
 from replay.client import BackendConfig, Timeouts
 from replay.models import Backend
 from replay.permissions import ensure_can_manage_backend
@@ -88,7 +89,7 @@ def _view(backend: Backend) -> dict[str, Any]:
 
 
 @transaction.atomic
-def create_backend(*, actor, **fields: Any) -> Backend:
+def create_backend(*, actor: Actor, **fields: Any) -> Backend:
     """Register an endpoint serving ``revision``; appends ``replay.backend_created``."""
     _check_fields(fields)
     revision = fields.get("revision")
@@ -108,7 +109,7 @@ def create_backend(*, actor, **fields: Any) -> Backend:
 
 
 @transaction.atomic
-def update_backend(backend: Backend, *, actor, **changes: Any) -> bool:
+def update_backend(backend: Backend, *, actor: Actor, **changes: Any) -> bool:
     """Change a backend; False (and no event) when nothing changed.
 
     Pointing a backend at another revision is allowed (the endpoint was redeployed);

@@ -23,6 +23,7 @@ from django.utils import timezone
 from ledger import services as ledger_services
 from ledger.chain import append_event
 from ledger.models import Capability
+from lib.actors import Actor
 from replay import probes
 from replay.client import BackendConfig, replay_many
 from replay.models import Backend, Probe
@@ -69,7 +70,7 @@ def _checks_for(capabilities: list[Capability]) -> tuple[list, dict[str, str]]:
     return checks, not_probed
 
 
-def probe_backend(backend: Backend, *, actor, record_unchanged: bool = True) -> Probe:
+def probe_backend(backend: Backend, *, actor: Actor, record_unchanged: bool = True) -> Probe:
     """Probe a backend now; returns the stored Probe.
 
     The requests go out with no transaction open (a long-context probe against a
@@ -155,7 +156,7 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _record_drift(backend: Backend, probe: Probe, actor) -> None:
+def _record_drift(backend: Backend, probe: Probe, actor: Actor) -> None:
     previous = (
         Probe.objects.filter(backend=backend, reachable=True)
         .exclude(pk=probe.pk)

@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from ledger.chain import append_event
+from lib.actors import Actor
 from replay import jsonl as jsonl_format
 from replay.models import Sample, SampleSet
 from replay.permissions import ensure_can_manage_sample_sets
@@ -38,7 +39,7 @@ def get_sample_set(name: str, version: int | None = None) -> SampleSet | None:
 
 @transaction.atomic
 def import_sample_set(
-    *, actor, name: str, jsonl: str, description: str = ""
+    *, actor: Actor, name: str, jsonl: str, description: str = ""
 ) -> tuple[SampleSet, bool]:
     """Import a set from JSONL: (the new version, True), or (the latest, False) if unchanged.
 

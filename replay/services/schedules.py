@@ -18,6 +18,7 @@ from django_celery_beat import validators
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
 from ledger.chain import append_event
+from lib.actors import Actor
 from replay.models import Backend, Run, SampleSet, Schedule
 from replay.permissions import ensure_can_manage_backend
 
@@ -89,7 +90,7 @@ def _view(schedule: Schedule) -> dict:
 @transaction.atomic
 def create_schedule(
     *,
-    actor,
+    actor: Actor,
     backend: Backend,
     sample_set_name: str,
     crontab: str,
@@ -141,7 +142,7 @@ def create_schedule(
 
 @transaction.atomic
 def update_schedule(
-    schedule: Schedule, *, actor, crontab: str | None = None, enabled: bool | None = None
+    schedule: Schedule, *, actor: Actor, crontab: str | None = None, enabled: bool | None = None
 ) -> bool:
     """Change the crontab or pause/resume; False (and no event) when nothing changed."""
     schedule = (
@@ -177,7 +178,7 @@ def update_schedule(
 
 
 @transaction.atomic
-def delete_schedule(schedule: Schedule, *, actor) -> None:
+def delete_schedule(schedule: Schedule, *, actor: Actor) -> None:
     schedule = Schedule.objects.select_related(
         "backend__revision__service__team", "periodic_task__crontab"
     ).get(pk=schedule.pk)

@@ -16,6 +16,7 @@ pass rate, or one flaky answer within budget would count as a regression). It
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
 from django.conf import settings
@@ -64,7 +65,7 @@ def summarize_run(run: Run) -> RunSummary:
             "sample_id", "outcome", "error_code", "ttft_ms", "tpot_ms", "e2e_ms", "output_tokens"
         )
     )
-    by_sample: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    by_sample: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
     for row in rows:
         by_sample[row["sample_id"]].append(row)
     per_sample: dict[str, SampleSummary] = {}
@@ -123,7 +124,7 @@ def summarize_run(run: Run) -> RunSummary:
     )
 
 
-def _summary(rows: list[dict[str, Any]], name: str) -> stats.Summary:
+def _summary(rows: Sequence[Mapping[str, Any]], name: str) -> stats.Summary:
     summary = stats.summarize(r[name] for r in rows if r[name] is not None)
     return {
         key: round(value, 3) if isinstance(value, float) else value

@@ -8,14 +8,14 @@ before any work is done.
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 
+from lib.actors import AuthenticatedHttpRequest
 from replay.models import Backend
 from replay.permissions import can_manage_backend
 
 
-def backend_for(request: HttpRequest, name: str, *, write: bool = False) -> Backend:
+def backend_for(request: AuthenticatedHttpRequest, name: str, *, write: bool = False) -> Backend:
     """The backend with its revision, service and team; 404 if unknown, 403 if `write` is refused."""
     backend = get_object_or_404(
         Backend.objects.select_related(

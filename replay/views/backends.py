@@ -6,13 +6,14 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import OuterRef, Subquery
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from lib.actors import AuthenticatedHttpRequest
 from lib.charts import figure_html
 from lib.pages import apply_errors, changed_values, paginate, render_form, render_list
 from replay import charts, queries, services
@@ -30,7 +31,7 @@ TREND_RUNS = 30
 @require_GET
 @login_required
 @vary_on_headers("HX-Request")
-def backend_list(request: HttpRequest) -> HttpResponse:
+def backend_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     latest_probe = Probe.objects.filter(backend=OuterRef("pk")).order_by("-started_at")
     latest_run = Run.objects.filter(backend=OuterRef("pk")).order_by("-created_at")
     queryset = (
@@ -88,7 +89,7 @@ def capability_checks(probe: Probe | None) -> list[dict[str, str]]:
 
 @require_GET
 @login_required
-def backend_detail(request: HttpRequest, name: str) -> HttpResponse:
+def backend_detail(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     backend = backend_for(request, name)
     trend = queries.backend_trend(backend, limit=TREND_RUNS)
     figure = charts.trend_figure(trend, title=f"{backend.name}: last {len(trend)} finished runs")
@@ -121,7 +122,7 @@ def backend_detail(request: HttpRequest, name: str) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def backend_create(request: HttpRequest) -> HttpResponse:
+def backend_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     if not can_register_backends(request.user):
         raise PermissionDenied(
             "Only model owners of a team and platform SREs can register backends."
@@ -151,7 +152,7 @@ def backend_create(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def backend_edit(request: HttpRequest, name: str) -> HttpResponse:
+def backend_edit(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     backend = backend_for(request, name, write=True)
     form = BackendForm(
         request.POST if request.method == "POST" else None,
@@ -179,7 +180,7 @@ def backend_edit(request: HttpRequest, name: str) -> HttpResponse:
 
 @require_POST
 @login_required
-def backend_run(request: HttpRequest, name: str) -> HttpResponse:
+def backend_run(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     """'Run now': queue a replay of the chosen set against this backend."""
     backend = backend_for(request, name, write=True)
     form = RunStartForm(request.POST)
@@ -205,7 +206,7 @@ def backend_run(request: HttpRequest, name: str) -> HttpResponse:
 
 @require_POST
 @login_required
-def backend_probe(request: HttpRequest, name: str) -> HttpResponse:
+def backend_probe(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     """'Probe now': ask the backend what it serves and check its declared capabilities."""
     backend = backend_for(request, name, write=True)
     try:

@@ -6,13 +6,14 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Sum
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import floatformat
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRefresh
 
+from lib.actors import AuthenticatedHttpRequest
 from lib.charts import figure_html
 from lib.pages import paginate, render_list, wants_fragment
 from replay import charts, services
@@ -41,7 +42,7 @@ def _run(pk: int) -> Run:
 @require_GET
 @login_required
 @vary_on_headers("HX-Request")
-def run_list(request: HttpRequest) -> HttpResponse:
+def run_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     runs = RunListFilter(
         request.GET or None,
         queryset=Run.objects.select_related("sample_set", "backend", "revision__service").order_by(
@@ -111,7 +112,7 @@ def _progress(run: Run, done: int | None = None) -> dict[str, Any]:
 @require_GET
 @login_required
 @vary_on_headers("HX-Request")
-def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def run_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     run = _run(pk)
     outcomes = dict(run.results.order_by().values_list("outcome").annotate(n=Count("pk")))
     error_codes = list(
@@ -149,7 +150,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 @login_required
 @vary_on_headers("HX-Request")
-def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
+def run_progress(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     """The progress panel htmx polls every 2 s while the run is queued or running.
 
     When the run has finished since the page was drawn, the whole page reloads so
@@ -182,8 +183,8 @@ def _change_ms(delta: dict) -> str:
     if _number(delta.get("delta")) is None:
         return "—"
     text = f"{_signed(delta['delta'])} ms"
-    pct = delta.get("change_pct")
-    return f"{text} ({_signed(pct)} %)" if _number(pct) is not None else text
+    pct = _number(delta.get("change_pct"))
+    return f"{text} ({_signed(pct)} %)" if pct is not None else text
 
 
 def _change_points(delta: dict) -> str:
@@ -299,7 +300,7 @@ def _comparison_context(run_a: Run, run_b: Run) -> dict[str, Any]:
 
 @require_GET
 @login_required
-def run_compare(request: HttpRequest) -> HttpResponse:
+def run_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Two runs of the same sample set: candidate against live, or one engine against another."""
     ids = {side: request.GET.get(side, "") for side in ("a", "b")}
     problems = []

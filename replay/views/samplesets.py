@@ -9,11 +9,12 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, Max
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
+from lib.actors import AuthenticatedHttpRequest
 from lib.pages import apply_errors, paginate, render_list
 from replay import permissions, services
 from replay.filters import SampleFilter, SampleSetListFilter
@@ -27,7 +28,7 @@ CATEGORIES = [(value, label) for value, label in Sample.Category.choices]
 @require_GET
 @login_required
 @vary_on_headers("HX-Request")
-def sampleset_list(request: HttpRequest) -> HttpResponse:
+def sampleset_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     names = SampleSetListFilter(
         request.GET or None, queryset=SampleSet.objects.all(), request=request
     )
@@ -86,7 +87,7 @@ def _sample_set(name: str, version: int) -> SampleSet:
 
 @require_GET
 @login_required
-def sampleset_latest(request: HttpRequest, name: str) -> HttpResponse:
+def sampleset_latest(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     """A set's name alone opens its newest version."""
     latest = SampleSet.objects.filter(name=name).order_by("-version").first()
     if latest is None:
@@ -128,7 +129,7 @@ def _prompt_preview(messages_: list) -> str:
 @require_GET
 @login_required
 @vary_on_headers("HX-Request")
-def sampleset_detail(request: HttpRequest, name: str, version: int) -> HttpResponse:
+def sampleset_detail(request: AuthenticatedHttpRequest, name: str, version: int) -> HttpResponse:
     sample_set = _sample_set(name, version)
     samples = SampleFilter(
         request.GET or None,
@@ -161,7 +162,7 @@ def sampleset_detail(request: HttpRequest, name: str, version: int) -> HttpRespo
 
 @require_GET
 @login_required
-def sampleset_export(request: HttpRequest, name: str, version: int) -> HttpResponse:
+def sampleset_export(request: AuthenticatedHttpRequest, name: str, version: int) -> HttpResponse:
     """The version as JSONL, one sample a line, ready to commit next to the code it tests."""
     sample_set = _sample_set(name, version)
     response = HttpResponse(
@@ -173,7 +174,7 @@ def sampleset_export(request: HttpRequest, name: str, version: int) -> HttpRespo
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def sampleset_import(request: HttpRequest) -> HttpResponse:
+def sampleset_import(request: AuthenticatedHttpRequest) -> HttpResponse:
     if not permissions.can_manage_sample_sets(request.user):
         raise PermissionDenied("Only model owners and platform SREs can import sample sets.")
     initial = {"name": request.GET.get("name", "")}
@@ -223,7 +224,7 @@ def _line_errors(error: ValidationError) -> list[str]:
     """The domain names a bad line by its number ('line 3' or a message saying so)."""
     if not hasattr(error, "error_dict"):
         return []
-    found = []
+    found: list[str] = []
     for key, messages_ in error.message_dict.items():
         if _is_line_key(key):
             found.extend(

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import cast
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from lib.actors import AuthenticatedHttpRequest
 from lib.pages import apply_errors, render_form, wants_fragment
 from replay import services
 from replay.forms import ScheduleEditForm, ScheduleForm
@@ -62,7 +65,7 @@ def schedule_rows(schedules: list[Schedule], *, now: dt.datetime) -> list[Schedu
     ]
 
 
-def _schedule_for_edit(request: HttpRequest, pk: int) -> Schedule:
+def _schedule_for_edit(request: AuthenticatedHttpRequest, pk: int) -> Schedule:
     schedule = get_object_or_404(
         Schedule.objects.select_related(
             "backend__revision__service__team", "periodic_task__crontab"
@@ -82,7 +85,7 @@ def _back_to_backend(schedule_or_name) -> str:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def schedule_create(request: HttpRequest, name: str) -> HttpResponse:
+def schedule_create(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     backend = backend_for(request, name, write=True)
     form = ScheduleForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
@@ -102,7 +105,7 @@ def schedule_create(request: HttpRequest, name: str) -> HttpResponse:
         form,
         title=f"Schedule a replay on {backend.name}",
         intro="Beat replays the set on this backend whenever the crontab fires."
-        if form.fields["sample_set_name"].choices
+        if cast(forms.ChoiceField, form.fields["sample_set_name"]).choices
         else "No sample set exists yet: import one under Sample sets first.",
         submit="Create schedule",
         cancel_url=_back_to_backend(backend.name),
@@ -111,7 +114,7 @@ def schedule_create(request: HttpRequest, name: str) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def schedule_edit(request: HttpRequest, pk: int) -> HttpResponse:
+def schedule_edit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     schedule = _schedule_for_edit(request, pk)
     initial = {"crontab": crontab_text(schedule), "enabled": schedule.periodic_task.enabled}
     form = ScheduleEditForm(request.POST if request.method == "POST" else None, initial=initial)
@@ -140,7 +143,7 @@ def schedule_edit(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @login_required
 @vary_on_headers("HX-Request")
-def schedule_toggle(request: HttpRequest, pk: int) -> HttpResponse:
+def schedule_toggle(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     """Enable or disable; htmx swaps the schedule's row, a plain form goes back to the page."""
     schedule = _schedule_for_edit(request, pk)
     enable = not schedule.periodic_task.enabled
@@ -164,7 +167,7 @@ def schedule_toggle(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def schedule_delete(request: HttpRequest, pk: int) -> HttpResponse:
+def schedule_delete(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     """GET asks for confirmation and says what will happen; POST deletes."""
     schedule = _schedule_for_edit(request, pk)
     if request.method == "POST":

@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand, CommandError
 from ledger.declarative import ApplyResult, DocumentError, apply_document, parse_yaml
 from ledger.declarative.document import format_path
 from ledger.declarative.run import show
+from lib.actors import Actor
 
 
 class Command(BaseCommand):
@@ -67,7 +68,7 @@ class Command(BaseCommand):
             ) from exc
         self._report(result, name)
 
-    def _actor(self, username: str | None):
+    def _actor(self, username: str | None) -> Actor:
         if not username:
             return None
         User = get_user_model()

@@ -9,6 +9,7 @@ replaying the starter sets against a local model. The run is recorded like any o
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
@@ -144,12 +145,13 @@ class Command(BaseCommand):
 
     def _print(self, run: Run) -> None:
         summary = run.summary or {}
-        style = {
+        styles: dict[str, Callable[[str], str]] = {
             Run.Verdict.PASSED: self.style.SUCCESS,
             Run.Verdict.FAILED: self.style.ERROR,
             Run.Verdict.REGRESSED: self.style.ERROR,
             Run.Verdict.ERRORED: self.style.WARNING,
-        }.get(run.verdict, self.style.WARNING)
+        }
+        style = styles.get(run.verdict, self.style.WARNING)
         verdict = run.verdict if run.state == Run.State.FINISHED else run.state
         self.stdout.write(
             style(
