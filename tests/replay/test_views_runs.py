@@ -9,12 +9,7 @@ from django.utils import timezone
 
 from replay.models import Result, Run
 from tests.replay.factories import ResultFactory, RunFactory, SampleFactory, SampleSetFactory
-from tests.replay.test_views import finish, make_backend, run_with_results
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+from tests.replay.helpers import finish, make_backend, run_with_results
 
 
 @pytest.fixture
