@@ -32,13 +32,13 @@ def admin_user(db):
     return UserFactory(username="root", is_superuser=True, is_staff=True)
 
 
-def _one_of_everything(team, *, slug, task_type, asset, runtime, license_, accepted_by):
+def _one_of_everything(team, *, slug, task_type, asset, family, runtime, license_, accepted_by):
     revision = RevisionFactory(
         service__team=team,
         service__slug=slug,
         service__task_types=[task_type],
         model_asset__name=asset,
-        model_asset__family=asset.split("-")[0].lower(),
+        model_asset__family=family,
         model_asset__license=license_,
         runtime__name=runtime,
     )
@@ -58,6 +58,7 @@ def registry(team):
         slug="kb-assistant",
         task_type="chat",
         asset="Qwen2.5-7B-Instruct",
+        family="qwen2.5",
         runtime="kb-vllm-h100",
         license_=LicenseFactory(),
         accepted_by="legal",
@@ -72,6 +73,7 @@ def other_registry(db):
         slug="sql-assistant",
         task_type="sql",
         asset="Llama-3.1-8B-Instruct",
+        family="llama-3.1",
         runtime="sql-vllm-a100",
         license_=LicenseFactory(spdx_id="MIT", name="MIT License"),
         accepted_by="counsel",
