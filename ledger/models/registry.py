@@ -113,6 +113,12 @@ class Service(models.Model):
                 | Q(slo_ttft_p99_ms__isnull=True)
                 | Q(slo_ttft_p99_ms__gte=models.F("slo_ttft_p95_ms")),
                 name="ledger_service_ttft_p99_not_below_p95",
+                violation_error_code="ttft_p99_below_p95",
+                violation_error_message=(
+                    "SLO p99 TTFT (ms) must be at least the SLO p95 TTFT (ms): give a p99 "
+                    "equal to or above the p95 (e.g. p95 900, p99 1500), or leave one of them "
+                    "empty."
+                ),
             ),
             models.CheckConstraint(
                 condition=Q(review_cadence_days__gte=1), name="ledger_service_cadence_positive"
@@ -249,10 +255,21 @@ class ModelAsset(models.Model):
                 condition=Q(derivation="base", derived_from__isnull=True)
                 | (~Q(derivation="base") & Q(derived_from__isnull=False)),
                 name="ledger_modelasset_derivation_matches_parent",
+                violation_error_code="derivation_mismatch",
+                violation_error_message=(
+                    "Derivation and Derived from must agree: a base model is derived from "
+                    "nothing; a quantized, merged or fine-tuned one names the asset it was "
+                    "derived from."
+                ),
             ),
             models.CheckConstraint(
                 condition=~Q(derived_from=models.F("id")),
                 name="ledger_modelasset_not_derived_from_itself",
+                violation_error_code="derived_from_itself",
+                violation_error_message=(
+                    "Derived from cannot be the asset itself: name the asset it was quantized, "
+                    "merged or fine-tuned from, or make it a base model."
+                ),
             ),
             models.CheckConstraint(
                 condition=~Q(lifecycle="deprecated") | Q(deprecated_on__isnull=False),
@@ -370,7 +387,13 @@ class Revision(models.Model):
                 condition=Q(number__gte=1), name="ledger_revision_number_positive"
             ),
             models.CheckConstraint(
-                condition=Q(context_limit__gte=1), name="ledger_revision_context_positive"
+                condition=Q(context_limit__gte=1),
+                name="ledger_revision_context_positive",
+                violation_error_code="context_limit_not_positive",
+                violation_error_message=(
+                    "Context limit must be at least 1 token: give the largest prompt + output "
+                    "this revision serves, e.g. 32768."
+                ),
             ),
         ]
         indexes = [

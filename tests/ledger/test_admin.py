@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.apps import apps
 
 from ledger import services
 from ledger.models import Event, License, Service, Team
 from tests.factories import UserFactory
-from tests.ledger.factories import LicenseFactory, RevisionFactory
+from tests.ledger.factories import LicenseFactory, RevisionFactory, TeamFactory
 
 MODELS = [
     "team",
@@ -30,16 +32,58 @@ def admin_user(db):
     return UserFactory(username="root", is_superuser=True, is_staff=True)
 
 
-@pytest.fixture
-def registry(team):
-    """One of everything, so changelists render real rows."""
-    revision = RevisionFactory(service__team=team, service__task_types=["chat"])
+def _one_of_everything(team, *, slug, task_type, asset, family, runtime, license_, accepted_by):
+    revision = RevisionFactory(
+        service__team=team,
+        service__slug=slug,
+        service__task_types=[task_type],
+        model_asset__name=asset,
+        model_asset__family=family,
+        model_asset__license=license_,
+        runtime__name=runtime,
+    )
     services.set_live_revision(revision.service, revision, actor=None)
     services.declare_capability(revision, actor=None, kind="streaming", value="sse")
     services.record_license_acceptance(
-        revision.model_asset, actor=None, terms_version="2024-07", accepted_by="legal"
+        revision.model_asset, actor=None, terms_version="2024-07", accepted_by=accepted_by
     )
     return revision
+
+
+@pytest.fixture
+def registry(team):
+    """One of everything, so changelists render real rows."""
+    return _one_of_everything(
+        team,
+        slug="kb-assistant",
+        task_type="chat",
+        asset="Qwen2.5-7B-Instruct",
+        family="qwen2.5",
+        runtime="kb-vllm-h100",
+        license_=LicenseFactory(),
+        accepted_by="legal",
+    )
+
+
+@pytest.fixture
+def other_registry(db):
+    """One of everything again, of another team: rows a search must leave out."""
+    return _one_of_everything(
+        TeamFactory(slug="sql-team", name="SQL team"),
+        slug="sql-assistant",
+        task_type="sql",
+        asset="Llama-3.1-8B-Instruct",
+        family="llama-3.1",
+        runtime="sql-vllm-a100",
+        license_=LicenseFactory(spdx_id="MIT", name="MIT License"),
+        accepted_by="counsel",
+    )
+
+
+def _rows_shown(response, model: str) -> list[int]:
+    """The primary keys of the rows a changelist page links to, in order."""
+    page = response.content.decode()
+    return [int(pk) for pk in re.findall(rf'href="/admin/ledger/{model}/(\d+)/change/', page)]
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -61,13 +105,44 @@ def test_change_page_renders_for_a_superuser(client, admin_user, registry, model
     assert response.status_code == 200
 
 
-@pytest.mark.parametrize("model", MODELS)
-def test_changelist_search_works(client, admin_user, registry, model):
+# What an administrator types, and the rows (by their labels) it must find.
+SEARCHES = {
+    "team": ("kb", ["Knowledge base team"]),  # by slug
+    "tasktype": ("chat", ["chat"]),
+    "license": ("apache", ["Apache-2.0"]),
+    "licenseacceptance": ("legal", ["Apache-2.0 2024-07 by legal"]),
+    "service": ("kb", ["kb-assistant"]),
+    "modelasset": ("qwen", ["Qwen2.5-7B-Instruct@main"]),
+    "runtime": ("kb-vllm", ["kb-vllm-h100"]),
+    "revision": ("kb-assistant", ["kb-assistant r1"]),  # by the service's slug
+    "capability": ("kb-assistant", ["kb-assistant r1 streaming"]),
+}
+
+
+@pytest.mark.parametrize("model", SEARCHES)
+def test_changelist_search_finds_the_matching_rows_only(
+    client, admin_user, registry, other_registry, model
+):
+    query, labels = SEARCHES[model]
     client.force_login(admin_user)
 
-    response = client.get(f"/admin/ledger/{model}/", {"q": "kb"})
+    response = client.get(f"/admin/ledger/{model}/", {"q": query})
 
+    changelist = response.context["cl"]
     assert response.status_code == 200
+    assert [str(row) for row in changelist.result_list] == labels
+    assert _rows_shown(response, model) == [row.pk for row in changelist.result_list]
+    assert changelist.full_result_count > len(labels)  # the other team's rows were left out
+
+
+def test_event_search_finds_an_event_by_its_hash(client, admin_user, registry, other_registry):
+    created = Event.objects.get(action="service.created", subject_label="kb-assistant")
+    client.force_login(admin_user)
+
+    response = client.get("/admin/ledger/event/", {"q": created.hash})
+
+    assert [row.pk for row in response.context["cl"].result_list] == [created.pk]
+    assert _rows_shown(response, "event") == [created.pk]
 
 
 def test_service_changelist_runs_a_constant_number_of_queries(
@@ -114,12 +189,27 @@ def test_a_service_change_page_is_read_only_and_says_why(client, admin_user, reg
     assert Event.objects.count() == events_before
 
 
-def test_a_registry_row_cannot_be_deleted_in_the_admin(client, admin_user, registry):
+@pytest.mark.parametrize("model", [*READ_ONLY, "capability", "team", "license"])
+def test_a_registry_row_cannot_be_deleted_in_the_admin(client, admin_user, registry, model):
+    # No verb deletes any of these: a deletion would leave the ledger unrecorded.
+    rows = apps.get_model("ledger", model).objects
+    row = rows.first()
+    count, events_before = rows.count(), Event.objects.count()
     client.force_login(admin_user)
+    url = f"/admin/ledger/{model}/{row.pk}/delete/"
 
-    response = client.post(f"/admin/ledger/revision/{registry.pk}/delete/", {"post": "yes"})
+    page = client.get(url)
+    refused = client.post(url, {"post": "yes"})
+    client.post(
+        f"/admin/ledger/{model}/",
+        {"action": "delete_selected", "_selected_action": [row.pk], "post": "yes"},
+    )
 
-    assert response.status_code == 403
+    assert (page.status_code, refused.status_code) == (403, 403)
+    assert "delete_selected" not in client.get(f"/admin/ledger/{model}/").content.decode()
+    assert rows.filter(pk=row.pk).exists()
+    assert rows.count() == count
+    assert Event.objects.count() == events_before
 
 
 def test_an_event_cannot_be_changed_even_by_a_superuser(client, admin_user, registry):

@@ -233,6 +233,70 @@ def test_a_derived_asset_must_say_how_it_was_derived(api, team):
     assert "quantized, merged or fine-tuned" in response.json()["derivation"][0]
 
 
+def test_a_derived_asset_must_name_what_it_was_derived_from(api):
+    before = Event.objects.count()
+
+    response = api.post("/api/assets/", _asset(derivation="quantized"))
+
+    assert response.status_code == 400
+    assert response.json() == {
+        "non_field_errors": [
+            "Derivation and Derived from must agree: a base model is derived from nothing; "
+            "a quantized, merged or fine-tuned one names the asset it was derived from."
+        ]
+    }
+    assert not ModelAsset.objects.exists()
+    assert Event.objects.count() == before
+
+
+def test_an_asset_cannot_be_derived_from_itself(api, team):
+    asset = ModelAssetFactory(team=team)
+    before = Event.objects.count()
+
+    response = api.patch(
+        f"/api/assets/{asset.pk}/", {"derived_from": asset.pk, "derivation": "quantized"}
+    )
+
+    assert response.status_code == 400
+    assert response.json() == {
+        "non_field_errors": [
+            "Derived from cannot be the asset itself: name the asset it was quantized, "
+            "merged or fine-tuned from, or make it a base model."
+        ]
+    }
+    asset.refresh_from_db()
+    assert (asset.derived_from, asset.derivation) == (None, "base")
+    assert Event.objects.count() == before
+
+
+def test_a_revision_of_no_context_is_refused(api, team):
+    ServiceFactory(slug="kb-assistant", team=team)
+    asset = ModelAssetFactory(team=team)
+    runtime = RuntimeFactory(team=team)
+    before = Event.objects.count()
+
+    response = api.post(
+        "/api/revisions/",
+        {
+            "service": "kb-assistant",
+            "model_asset": asset.pk,
+            "runtime": runtime.name,
+            "context_limit": 0,
+            "gateway_policy_version": "gw-7",
+        },
+    )
+
+    assert response.status_code == 400
+    assert response.json() == {
+        "non_field_errors": [
+            "Context limit must be at least 1 token: give the largest prompt + output this "
+            "revision serves, e.g. 32768."
+        ]
+    }
+    assert not Revision.objects.exists()
+    assert Event.objects.count() == before
+
+
 def test_an_unknown_spdx_id_is_refused_with_a_suggestion(client, security, db):
     client.force_login(security)
 
@@ -461,6 +525,11 @@ def test_slo_p99_below_p95_is_refused(api):
     )
 
     assert response.status_code == 400
-    assert "non_field_errors" in response.json()
+    assert response.json() == {
+        "non_field_errors": [
+            "SLO p99 TTFT (ms) must be at least the SLO p95 TTFT (ms): give a p99 equal to "
+            "or above the p95 (e.g. p95 900, p99 1500), or leave one of them empty."
+        ]
+    }
     assert not Service.objects.exists()
     assert Event.objects.count() == before

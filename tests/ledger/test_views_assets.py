@@ -18,6 +18,11 @@ from tests.ledger.factories import (
 )
 
 BAD_DIGEST = "sha256:abc123"
+# The database rule's own message (ledger_modelasset_derivation_matches_parent).
+DERIVATION_MISMATCH = (
+    "Derivation and Derived from must agree: a base model is derived from nothing; a "
+    "quantized, merged or fine-tuned one names the asset it was derived from."
+)
 
 
 def asset_data(team, license_, **overrides):
@@ -212,15 +217,27 @@ def test_inline_validation_of_a_good_digest_clears_the_error(client, owner, team
     assert '<div class="field" id="field-weights_digest">' in response.content.decode()
 
 
-def test_derivation_must_match_the_parent(client, owner, team, apache):
+@pytest.mark.parametrize(
+    "derivation",
+    [
+        pytest.param({"derivation": "base"}, id="base-with-a-parent"),
+        pytest.param({"derivation": "quantized", "derived_from": ""}, id="derived-from-nothing"),
+    ],
+)
+def test_derivation_must_match_the_parent(client, owner, team, apache, derivation):
     base = ModelAssetFactory(team=team)
+    events_before = Event.objects.count()
     client.force_login(owner)
+    data = asset_data(team, apache, derived_from=base.pk)
+    data.update(derivation)
 
-    response = client.post("/assets/new", asset_data(team, apache, derived_from=base.pk))
+    response = client.post("/assets/new", data)
 
     assert response.status_code == 200
-    assert "quantized, merged or fine-tuned" in response.content.decode()
+    assert response.context["form"].non_field_errors() == [DERIVATION_MISMATCH]
+    assert f"<li>{DERIVATION_MISMATCH}</li>" in response.content.decode()
     assert ModelAsset.objects.count() == 1
+    assert Event.objects.count() == events_before
 
 
 def test_license_is_a_select_of_known_licenses(client, owner, team, apache):

@@ -15,6 +15,11 @@ from tests.ledger.factories import (
 )
 
 CATALOG = "/services/"
+# The database rule's own message (ledger_service_ttft_p99_not_below_p95).
+P99_BELOW_P95 = (
+    "SLO p99 TTFT (ms) must be at least the SLO p95 TTFT (ms): give a p99 equal to or "
+    "above the p95 (e.g. p95 900, p99 1500), or leave one of them empty."
+)
 
 
 def live_service(team, slug, *, engine="vllm", asset_name=None, task_types=(), **fields):
@@ -433,8 +438,12 @@ def test_service_form_maps_a_database_rule_to_the_summary(client, owner, team):
     )
 
     page = response.content.decode()
-    assert "ledger_service_ttft_p99_not_below_p95" in page or "p99" in page
+    assert response.status_code == 200
+    assert response.context["form"].non_field_errors() == [P99_BELOW_P95]
+    assert f"<li>{P99_BELOW_P95}</li>" in page  # in the summary at the top
+    assert "ledger_service_ttft_p99_not_below_p95" not in page  # a rule's name says nothing
     assert not Service.objects.exists()
+    assert not Event.objects.exists()
 
 
 def test_service_form_has_a_label_and_help_for_every_field(client, owner, team):

@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from ledger import services
-from ledger.models import Event
+from ledger.models import Event, Revision, Service
 from tests.factories import UserFactory
 from tests.ledger.factories import RevisionFactory, ServiceFactory
 
@@ -102,6 +102,7 @@ def test_owner_may_not_move_a_service_to_a_team_they_do_not_belong_to(client, ow
     other = TeamFactory(slug="other-team")
     service = ServiceFactory(team=team, slug="kb-assistant", name="KB")
     client.force_login(owner)
+    events_before = Event.objects.count()
 
     response = client.post(
         reverse("ledger:service_edit", args=[service.slug]),
@@ -113,6 +114,7 @@ def test_owner_may_not_move_a_service_to_a_team_they_do_not_belong_to(client, ow
     assert "Select a valid choice" in response.content.decode()
     service.refresh_from_db()
     assert service.team == team
+    assert Event.objects.count() == events_before
 
 
 READ_PAGES = [
@@ -138,10 +140,13 @@ def test_anonymous_visitors_are_sent_to_login(client, registry, name, args):
 
 @pytest.mark.parametrize("view", WRITE_VIEWS)
 def test_anonymous_visitors_cannot_write(client, registry, view):
+    events_before = Event.objects.count()
+
     response = client.post(_urls(registry)[view], {})
 
     assert response.status_code in (302, 405)
-    assert Event.objects.filter(actor__isnull=False).count() == 0
+    # Not by anyone: the fixture's rows were recorded by the system, and nothing since.
+    assert Event.objects.count() == events_before
 
 
 @pytest.mark.parametrize("reader", ["auditor", "outsider", "sre", "business", "security"])
@@ -176,21 +181,45 @@ def test_team_owner_sees_the_edit_actions(client, registry, owner):
     assert b"New revision from this one" in revision_page
 
 
-def test_superuser_may_edit_any_team(client, registry):
+def test_superuser_may_edit_any_team(client, registry, team):
     admin = UserFactory(username="root", is_superuser=True, is_staff=True)
     client.force_login(admin)
+    url = reverse("ledger:service_edit", args=["kb-assistant"])
+    events_before = Event.objects.count()
 
-    response = client.get(reverse("ledger:service_edit", args=["kb-assistant"]))
+    form = client.get(url)
+    response = client.post(
+        url,
+        {
+            "name": "Knowledge-base assistant",
+            "team": team.pk,
+            "tier": "internal",
+            "exposure": "internal",
+            "review_cadence_days": "30",
+        },
+    )
 
-    assert response.status_code == 200
+    assert form.status_code == 200
+    assert response.status_code == 302
+    assert response["Location"] == reverse("releases:service_detail", args=["kb-assistant"])
+    assert not team.members.filter(pk=admin.pk).exists()  # not one of the team's owners
+    service = Service.objects.get(slug="kb-assistant")
+    assert (service.name, service.review_cadence_days) == ("Knowledge-base assistant", 30)
+    assert Event.objects.count() == events_before + 1
+    event = Event.objects.order_by("-sequence").first()
+    assert (event.action, event.actor, event.actor_label) == ("service.updated", admin, "root")
+    assert (event.subject_type, event.subject_id) == ("ledger.service", str(service.pk))
+    assert event.payload_data == {
+        "before": {"name": "Kb Assistant", "review_cadence_days": 90},
+        "after": {"name": "Knowledge-base assistant", "review_cadence_days": 30},
+    }
 
 
 def test_live_revision_stays_served_after_a_refused_write(client, registry, auditor):
-    from ledger.models import Revision, Service
-
     service = Service.objects.get(slug="kb-assistant")
     services.set_live_revision(service, Revision.objects.get(service=service), actor=None)
     client.force_login(auditor)
+    events_before = Event.objects.count()
 
     response = client.post(
         reverse("ledger:revision_new_from", args=["kb-assistant", 1]),
@@ -198,3 +227,4 @@ def test_live_revision_stays_served_after_a_refused_write(client, registry, audi
 
     assert response.status_code == 403
     assert Revision.objects.filter(service=service).count() == 1
+    assert Event.objects.count() == events_before

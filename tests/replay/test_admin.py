@@ -12,15 +12,10 @@ from replay import services
 from replay.models import Probe, Schedule
 from tests.factories import UserFactory
 from tests.replay.factories import SampleFactory
-from tests.replay.test_views import finish, make_backend, run_with_results
+from tests.replay.helpers import finish, make_backend, run_with_results
 
 MODELS = ["backend", "probe", "sampleset", "sample", "run", "result", "schedule"]
 READ_ONLY = ["backend", "probe", "sampleset", "sample", "run", "result"]
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture

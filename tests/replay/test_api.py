@@ -11,13 +11,8 @@ from rest_framework.test import APIClient
 from ledger.models import Event
 from replay.models import Backend, Probe, Run, SampleSet
 from tests.replay.factories import SampleFactory, SampleSetFactory
-from tests.replay.test_views import SECRET, finish, make_backend, run_with_results
+from tests.replay.helpers import SECRET, finish, make_backend, run_with_results
 from tests.replay.test_views_samplesets import JSONL
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture

@@ -14,18 +14,13 @@ from playwright.sync_api import expect
 from replay.models import Run
 from tests.factories import PASSWORD
 from tests.replay.factories import SampleSetFactory
-from tests.replay.test_views import finish, make_backend, run_with_results
+from tests.replay.helpers import finish, make_backend, run_with_results
 
 pytestmark = pytest.mark.browser
 
 SCREENSHOTS = Path(os.environ.get("REPLAY_SCREENSHOTS", "/tmp"))
 PHONE = {"width": 375, "height": 800}
 DESKTOP = {"width": 1366, "height": 900}
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def log_in(page, live_server, user):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import statistics
@@ -12,6 +13,7 @@ import httpx
 import pytest
 
 from replay.client import (
+    _DRAIN_SECONDS,
     BackendConfig,
     ChatRequest,
     ErrorCode,
@@ -68,25 +70,38 @@ def test_usage_block_wins_over_counted_chunks(fake):
     fake.configure(ttft_ms=20, itl_ms=30, tokens=4, tokens_per_chunk=3)
 
     result = ask(fake)
+    server = fake.timing_of(result.request_id)
 
     assert (result.output_tokens, result.output_tokens_source) == (12, "usage")
+    assert len(server.chunks) == 4  # what went over the wire
+    assert len(result.itl_ms) == 3  # a gap between each two chunks the client read
+    # The time after the first token, spread over the 11 tokens after it, not over 3 gaps.
     assert result.tpot_ms == pytest.approx((result.e2e_ms - result.ttft_ms) / 11)
-    assert 7 <= result.tpot_ms <= 12  # 3 gaps of 30 ms spread over 11 tokens
+    assert result.e2e_ms >= server.last_chunk_ms >= 20 + 3 * 30
 
 
 def test_ttft_excludes_role_chunk_and_tpot_matches_itl(fake):
     fake.configure(ttft_ms=120, itl_ms=15, tokens=11)
 
     result = ask(fake)
+    server = fake.timing_of(result.request_id)
 
     assert result.ok, result.error_detail
-    # The role chunk is written at once; TTFT waits for the first content delta.
-    # Upper bounds leave room for a busy machine; the fake keeps to its timetable.
-    assert 120 <= result.ttft_ms < 200
-    assert 13 <= result.tpot_ms <= 20
-    assert len(result.itl_ms) == 10
-    assert 12 <= statistics.median(result.itl_ms) <= 20
-    assert result.e2e_ms >= 120 + 10 * 15
+    # The server wrote the role chunk at once and the first content chunk 120 ms after
+    # the request arrived; the client's TTFT waits for the content.
+    assert server.first_byte < server.chunks[0]
+    assert result.ttft_ms >= server.first_chunk_ms >= 120
+    # Each token reached the client after the server wrote it, on the fake's timetable.
+    arrived_ms = list(itertools.accumulate([result.ttft_ms, *result.itl_ms]))
+    assert len(arrived_ms) == len(server.chunks) == 11
+    for k, (client_ms, server_ms) in enumerate(zip(arrived_ms, server.chunk_ms, strict=True)):
+        assert client_ms >= server_ms >= 120 + 15 * k, k
+    # TPOT is the time after the first token over the 10 tokens after it: the mean ITL,
+    # plus the wait for [DONE], which the client read after the server sent it.
+    assert result.tpot_ms == pytest.approx((result.e2e_ms - result.ttft_ms) / 10)
+    assert result.tpot_ms >= statistics.mean(result.itl_ms)
+    assert result.e2e_ms >= arrived_ms[-1]
+    assert result.e2e_ms >= server.last_chunk_ms >= 120 + 10 * 15
 
 
 def test_sse_comments_and_multiline_events_parse_like_plain_ones(fake):
@@ -234,8 +249,14 @@ def test_interrupted_stream_keeps_what_arrived(fake):
 def test_first_token_timeout_fires_on_time(fake):
     backend = backend_for(fake, timeouts=Timeouts(connect=2, first_token=0.3, idle=5, total=5))
     loop_time = asyncio.run(_timed(backend, "fault=hang"))
+    (request,) = fake.chat_requests
 
-    assert 0.3 <= loop_time < 0.8
+    # The server answered at once (headers and the role chunk), then sent no token:
+    # the client gave up on the first token, never before 0.3 s, and before any of the
+    # 5 s deadlines (idle, total) could have been the one.
+    assert request.timing.first_byte is not None
+    assert request.timing.chunks == []
+    assert 0.3 <= loop_time < 5
 
 
 async def _timed(backend: BackendConfig, directive: str) -> float:
@@ -243,6 +264,7 @@ async def _timed(backend: BackendConfig, directive: str) -> float:
     start = asyncio.get_running_loop().time()
     result = await replay_one(backend, chat)
     assert result.error_code == ErrorCode.TIMEOUT_FIRST_TOKEN
+    assert result.error_detail == f"no first token within {backend.timeouts.first_token}s"
     return asyncio.get_running_loop().time() - start
 
 
@@ -252,7 +274,7 @@ def test_slow_first_token_within_budget_is_not_a_timeout(fake):
     result = ask(fake, "ttft_ms=500 itl_ms=20", backend=backend)
 
     assert result.ok, result.error_detail
-    assert result.ttft_ms >= 500
+    assert result.ttft_ms >= fake.timing_of(result.request_id).first_chunk_ms >= 500
 
 
 # -- credentials ----------------------------------------------------------------------
@@ -346,9 +368,16 @@ def test_body_left_open_after_done_costs_nothing(fake):
 
     result = ask(fake, "linger_ms=5000 tokens=3")
 
+    wall_ms = (time.perf_counter() - start) * 1000
+    server = fake.timing_of(result.request_id)
+    body_ended_before_the_client_returned = server.body_end is not None
     assert result.ok, result.error_detail
-    assert result.e2e_ms < 500  # measured at [DONE]
-    assert time.perf_counter() - start < 3
+    # The client came back while the server still held the body open after [DONE].
+    assert not body_ended_before_the_client_returned
+    # e2e is measured at [DONE], which the client read after the server sent it, not
+    # when it stopped reading: it reads on for _DRAIN_SECONDS after [DONE] first.
+    assert result.e2e_ms >= server.last_chunk_ms
+    assert result.e2e_ms <= wall_ms - _DRAIN_SECONDS * 1000
 
 
 def test_one_limiter_bounds_several_runs_on_a_backend(fake):
@@ -443,6 +472,7 @@ def test_llama_cpp_captures_parse(fake, capture, text, tokens, finish):
     assert result.finish_reason == finish
     assert result.served_model == "gemma-3-270m"
     assert result.ttft_ms >= 30
+    assert result.e2e_ms >= fake.timing_of(result.request_id).last_chunk_ms
     if text is not None:
         assert result.output_text.startswith(text)
 

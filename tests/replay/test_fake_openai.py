@@ -161,3 +161,32 @@ def test_max_in_flight_is_recorded(fake):
 
     assert fake.max_in_flight == 1
     assert len(fake.chat_requests) == 1
+
+
+def test_the_timing_log_has_each_part_of_a_stream_in_order_on_its_timetable(fake):
+    fake.configure(ttft_ms=50, itl_ms=10, tokens=3)
+
+    status, _ = _post(
+        fake,
+        {"model": "fake-model", "stream": True, "messages": [{"role": "user", "content": "a"}]},
+    )
+
+    timing = fake.chat_requests[0].timing
+    moments = [timing.received, timing.first_byte, *timing.chunks, timing.last_chunk]
+    assert status == 200
+    assert len(timing.chunks) == 3
+    assert moments == sorted(moments)
+    assert timing.body_end >= timing.last_chunk
+    for sent_ms, due_ms in zip(timing.chunk_ms, (50, 60, 70), strict=True):
+        assert sent_ms >= due_ms  # never early
+
+
+def test_the_timing_log_of_a_plain_answer_is_one_write(fake):
+    fake.configure(ttft_ms=20)
+
+    _post(fake, {"model": "fake-model", "messages": [{"role": "user", "content": "a"}]})
+
+    timing = fake.chat_requests[0].timing
+    assert timing.chunks == []
+    assert timing.first_byte == timing.last_chunk == timing.body_end
+    assert timing.ms(timing.first_byte) >= 20

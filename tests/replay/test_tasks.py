@@ -11,6 +11,7 @@ import datetime as dt
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections import Counter
@@ -25,6 +26,7 @@ from config.celery import app
 from ledger.models import Event
 from replay import services, tasks
 from replay.models import Run
+from replay.services import runs as runs_services
 from tests.replay.helpers import backend_on, make_set, sample
 from tests.support.processes import ROOT, celery_worker, child_env, database_url
 
@@ -153,7 +155,7 @@ def test_a_worker_killed_mid_run_is_reaped_and_a_restarted_worker_finishes_it(fa
     assert len(fake.chat_requests) <= 10 + 2
 
 
-def test_the_reaper_leaves_live_runs_alone_and_is_a_singleton(fake, queue):
+def test_the_reaper_leaves_live_runs_alone(fake, queue):
     backend = backend_on(fake)
     sample_set = make_set("live", [sample("s", "fake: reply=4")])
     run = services.start_run(actor=None, backend=backend, sample_set=sample_set)
@@ -163,6 +165,47 @@ def test_the_reaper_leaves_live_runs_alone_and_is_a_singleton(fake, queue):
 
     assert tasks.reap_stale_runs() == []
     assert _state(run.pk) == Run.State.RUNNING
+
+
+def test_two_reapers_at_once_reap_a_stale_run_once(fake, queue, monkeypatch):
+    backend = backend_on(fake)
+    sample_set = make_set("stale", [sample("s", "fake: reply=4")])
+    run = services.start_run(actor=None, backend=backend, sample_set=sample_set)
+    stale = timezone.now() - dt.timedelta(seconds=STALE_S + 1)
+    Run.objects.filter(pk=run.pk).update(state=Run.State.RUNNING, heartbeat_at=stale, attempts=1)
+
+    take_lock = runs_services.try_singleton_lock
+    both_asked = threading.Barrier(2, timeout=30)
+    granted: list[bool] = []
+
+    def take_lock_then_wait_for_the_other(name: str) -> bool:
+        # Each reaper asks inside its own transaction, then waits until the other has
+        # asked too: whoever got the lock still holds it when the other asks.
+        got = take_lock(name)
+        granted.append(got)
+        both_asked.wait()
+        return got
+
+    monkeypatch.setattr(runs_services, "try_singleton_lock", take_lock_then_wait_for_the_other)
+    requeued: list[list[int]] = []
+
+    def reaper() -> None:
+        # A thread of its own, as a second beat or worker would be: its own connection.
+        try:
+            requeued.append(tasks.reap_stale_runs())
+        finally:
+            connection.close()
+
+    reapers = [threading.Thread(target=reaper) for _ in range(2)]
+    for thread in reapers:
+        thread.start()
+    for thread in reapers:
+        thread.join(60)
+
+    assert sorted(granted) == [False, True]
+    assert sorted(requeued) == [[], [run.pk]]
+    assert _state(run.pk) == Run.State.INTERRUPTED
+    assert Event.objects.filter(action="replay.run_interrupted").count() == 1
 
 
 def test_a_run_that_keeps_killing_its_worker_is_failed_not_resumed_forever(fake, queue, settings):

@@ -9,12 +9,7 @@ from django.utils import timezone
 
 from replay.models import Result, Run
 from tests.replay.factories import ResultFactory, RunFactory, SampleFactory, SampleSetFactory
-from tests.replay.test_views import finish, make_backend, run_with_results
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+from tests.replay.helpers import finish, make_backend, run_with_results
 
 
 @pytest.fixture
@@ -168,7 +163,20 @@ def test_run_page_shows_the_comparison_with_its_baseline(client, auditor, backen
     assert f"/replay/runs/compare?a={baseline.pk}&amp;b={run.pk}" in page
     assert "p95 TTFT rose from" in page
     assert '<span class="badge bad">regressed</span>' in page
-    assert "+299.0 ms (+292.2 %)" in page or "+299" in page
+    # The baseline's TTFTs are 100, 101 and 102 ms: its p95 is 101.9 ms; this run's is 400.
+    assert run.comparison["ttft_ms"]["p95"] == {
+        "a": 101.9,
+        "b": 400.0,
+        "delta": 298.1,
+        "change_pct": 292.5,
+    }
+    assert (
+        '<td data-label="" class="card-title">p95 TTFT</td> '
+        '<td data-label="Baseline" class="num">101.9 ms</td> '
+        '<td data-label="This run" class="num">400.0 ms</td> '
+        '<td data-label="Change" class="num">+298.1 ms (+292.5 %)</td> '
+        '<td data-label="Verdict"><span class="badge bad">regressed</span></td>'
+    ) in " ".join(page.split())
 
 
 def test_run_page_without_baseline_says_how_one_comes(client, auditor, backend):

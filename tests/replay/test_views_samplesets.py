@@ -11,7 +11,7 @@ from ledger.models import Event
 from replay import services
 from replay.models import Sample, SampleSet
 from tests.replay.factories import SampleFactory, SampleSetFactory
-from tests.replay.test_views import ANSWER_SCHEMA
+from tests.replay.helpers import ANSWER_SCHEMA
 
 LINES = [
     {
@@ -41,11 +41,6 @@ LINES = [
     },
 ]
 JSONL = "".join(json.dumps(line) + "\n" for line in LINES)
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture

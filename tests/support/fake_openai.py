@@ -4,7 +4,8 @@ Tests start it in a background thread (``FakeOpenAI``) or, when the client under
 needs the CPU to itself (the benchmark), in a subprocess (``fake_openai_process``).
 It speaks plain HTTP/1.1 on ``asyncio.start_server``: token timing is scheduled
 against absolute deadlines, so the configured TTFT and ITL hold to about a
-millisecond at any concurrency.
+millisecond at any concurrency. Each request's ``timing`` is the server's own log of
+when it sent what, on the clock the replay client measures with (see ``Timing``).
 
 Behaviour is a ``Scenario``: a server-wide default (``FakeOpenAI(scenario=...)``,
 ``server.configure(...)`` or ``POST /_fake/config``), overridden per request by a
@@ -108,12 +109,59 @@ class ServerConfig:
 
 
 @dataclass
+class Timing:
+    """When the server did what for one request: its own log, on ``time.perf_counter()``.
+
+    The replay client measures on that clock too, so a test that runs the fake in
+    its own process can hold the client's numbers against the server's. The client
+    starts its clock before the server receives the request and reads each chunk
+    after the server wrote it: its TTFT, each token's arrival and its e2e are never
+    below the server's (``*_ms``, from receipt), however loaded the machine is. Each
+    moment is read just before the write it stands for.
+    """
+
+    received: float  # the request's head and body were read
+    first_byte: float | None = None  # the status line (streaming: with the role chunk)
+    chunks: list[float] = field(default_factory=list)  # each token-carrying chunk
+    last_chunk: float | None = None  # the last event ([DONE]), or the whole body
+    body_end: float | None = None  # the body ended, or the connection was dropped
+
+    def ms(self, moment: float | None) -> float | None:
+        """Milliseconds from the request's arrival to ``moment``."""
+        return None if moment is None else (moment - self.received) * 1000
+
+    @property
+    def first_chunk_ms(self) -> float | None:
+        """The server's own TTFT: receipt to the first token-carrying chunk."""
+        return self.ms(self.chunks[0]) if self.chunks else None
+
+    @property
+    def chunk_ms(self) -> list[float]:
+        return [(moment - self.received) * 1000 for moment in self.chunks]
+
+    @property
+    def last_chunk_ms(self) -> float | None:
+        return self.ms(self.last_chunk)
+
+    def sent(self, *, last: bool = False, end: bool = False) -> None:
+        """Note a write about to happen: the first one is the first byte."""
+        now = time.perf_counter()
+        if self.first_byte is None:
+            self.first_byte = now
+        if last:
+            self.last_chunk = now
+        if end:
+            self.body_end = now
+
+
+@dataclass
 class RecordedRequest:
     method: str
     path: str
     headers: dict[str, str]
     body: Any
     received_at: float
+    timing: Timing
     first_token_at: float | None = None  # loop time the first content chunk was written
     lateness_ms: list[float] = field(default_factory=list)  # each chunk's write past its due
 
@@ -184,6 +232,8 @@ class _Handler:
         self.in_flight = 0
         self.max_in_flight = 0
         self.connections = 0
+        # Notified at each chat request's arrival (FakeOpenAI.wait_for_chat_requests).
+        self.arrivals = threading.Condition()
         self._tasks: set[asyncio.Task] = set()
 
     # -- HTTP plumbing ---------------------------------------------------------------
@@ -220,13 +270,20 @@ class _Handler:
 
     @staticmethod
     async def _respond(
-        writer: asyncio.StreamWriter, status: int, body: Any, content_type: str = "application/json"
+        writer: asyncio.StreamWriter,
+        status: int,
+        body: Any,
+        content_type: str = "application/json",
+        *,
+        timing: Timing | None = None,
     ) -> bool:
         payload = body if isinstance(body, bytes) else json.dumps(body).encode()
         head = (
             f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\n"
             f"content-type: {content_type}\r\ncontent-length: {len(payload)}\r\n\r\n"
         )
+        if timing is not None:
+            timing.sent(last=True, end=True)
         writer.write(head.encode() + payload)
         await writer.drain()
         return True
@@ -247,14 +304,22 @@ class _Handler:
             return await self._respond(writer, 400, _error("body is not JSON", 400))
         if path.startswith("/_fake/"):
             return await self._control(method, path, body, writer)
-        record = RecordedRequest(method, path, headers, body, loop.time())
+        # The log's receipt is read first: the timetable, from loop time, starts after it.
+        timing = Timing(time.perf_counter())
+        record = RecordedRequest(method, path, headers, body, loop.time(), timing)
         self.requests.append(record)
+        if path == "/v1/chat/completions":
+            with self.arrivals:
+                self.arrivals.notify_all()
         auth = self.config.api_key
         if auth is not None and headers.get("authorization") != f"Bearer {auth}":
             # Echoes what it got, as careless servers do: the client must not pass it on.
             seen = headers.get("authorization", "")
             return await self._respond(
-                writer, 401, {"error": "Unauthorized", "received_authorization": seen}
+                writer,
+                401,
+                {"error": "Unauthorized", "received_authorization": seen},
+                timing=timing,
             )
         if method == "GET":
             return await self._respond(writer, *self._get(path))
@@ -339,7 +404,9 @@ class _Handler:
     async def _chat(self, record: RecordedRequest, body: Any, writer) -> bool:
         config = self.config
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return await self._respond(writer, 400, _error("messages: field required", 400))
+            return await self._respond(
+                writer, 400, _error("messages: field required", 400), timing=record.timing
+            )
         messages = body["messages"]
         last_user = next(
             (m.get("content") for m in reversed(messages) if m.get("role") == "user"), ""
@@ -347,10 +414,14 @@ class _Handler:
         try:
             scenario = _coerce(config.scenario, _scenario_overrides(str(last_user or "")))
         except (AttributeError, TypeError, ValueError) as error:
-            return await self._respond(writer, 400, _error(f"fake directive: {error}", 400))
+            return await self._respond(
+                writer, 400, _error(f"fake directive: {error}", 400), timing=record.timing
+            )
         if config.check_model and body.get("model") != config.model:
             message = f"The model `{body.get('model')}` does not exist."
-            return await self._respond(writer, 404, _error(message, 404, "NotFoundError"))
+            return await self._respond(
+                writer, 404, _error(message, 404, "NotFoundError"), timing=record.timing
+            )
         prompt_tokens = sum(len(str(m.get("content") or "").split()) for m in messages)
         max_tokens = body.get("max_tokens")
         if max_tokens is None and scenario.style == "vllm":
@@ -364,10 +435,12 @@ class _Handler:
                     f"{max_tokens or 0} in the completion). Please reduce the length of the "
                     "messages or completion."
                 )
-                return await self._respond(writer, 400, _error(message, 400))
+                return await self._respond(writer, 400, _error(message, 400), timing=record.timing)
         if scenario.fault == "http_error":
             message = f"Internal server error (fake fault {scenario.status})"
-            return await self._respond(writer, scenario.status, _error(message, scenario.status))
+            return await self._respond(
+                writer, scenario.status, _error(message, scenario.status), timing=record.timing
+            )
         if scenario.fault == "hang_headers":
             await asyncio.sleep(scenario.hang_s)
             return False
@@ -408,7 +481,7 @@ class _Handler:
                 "total_tokens": prompt_tokens + len(plan.pieces),
             },
         }
-        return await self._respond(writer, 200, completion)
+        return await self._respond(writer, 200, completion, timing=record.timing)
 
 
 def _error(message: str, code: int, kind: str = "BadRequestError") -> dict[str, Any]:
@@ -553,10 +626,12 @@ class _Stream:
 
     async def run(self, include_usage: bool, prompt_tokens: int) -> bool:
         scenario = self.scenario
+        timing = self.record.timing
         head = (
             "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
             "cache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n"
         )
+        timing.sent()
         self.writer.write(head.encode())
         if scenario.raw_stream is not None:
             return await self._raw(scenario.raw_stream)
@@ -580,6 +655,7 @@ class _Stream:
                 due += (scenario.drip_gap_ms if slow else scenario.itl_ms) / 1000
             await self._sleep_until(due)
             if index == scenario.cut_after and scenario.fault in ("cut", "cut_clean"):
+                timing.sent(end=True)
                 if scenario.fault == "cut":
                     self.writer.transport.abort()
                     return False
@@ -590,10 +666,12 @@ class _Stream:
                 self._write(b'data: {"id": "chatcmpl-broken", "choices": [{"delta": {"cont\n\n')
             if index == scenario.cut_after and scenario.fault == "error_event":
                 error = {"error": _error("fake engine error mid-stream", 500)}
+                timing.sent(last=True, end=True)
                 self._write(self._event(error) + self._event("[DONE]"))
                 self.writer.write(b"0\r\n\r\n")
                 await self.writer.drain()
                 return True
+            timing.chunks.append(time.perf_counter())
             self._write(self._event(self._delta_chunk(index)))
             if index == 0:
                 self.record.first_token_at = self.loop.time()
@@ -613,10 +691,12 @@ class _Stream:
             }
             tail += self._event(self._chunk([], usage=usage))
         tail += self._event("[DONE]")
+        timing.sent(last=True)
         self._write(tail)
         if scenario.linger_ms:
             await self.writer.drain()
             await asyncio.sleep(scenario.linger_ms / 1000)
+        timing.sent(end=True)
         self.writer.write(b"0\r\n\r\n")
         await self.writer.drain()
         return True
@@ -631,8 +711,10 @@ class _Stream:
             elif index > 1:
                 due += self.scenario.itl_ms / 1000
             await self._sleep_until(due)
+            self.record.timing.sent(last=index == len(events) - 1)
             self._write(event)
             await self.writer.drain()
+        self.record.timing.sent(end=True)
         self.writer.write(b"0\r\n\r\n")
         await self.writer.drain()
         return True
@@ -665,6 +747,19 @@ class FakeOpenAI:
     @property
     def chat_requests(self) -> list[RecordedRequest]:
         return [r for r in self.handler.requests if r.path == "/v1/chat/completions"]
+
+    def timing_of(self, request_id: str) -> Timing:
+        """The server's log of the chat request the client sent with this X-Request-Id."""
+        (record,) = (r for r in self.chat_requests if r.headers.get("x-request-id") == request_id)
+        return record.timing
+
+    def wait_for_chat_requests(self, count: int, timeout: float = 30) -> None:
+        """Block until ``count`` chat requests have arrived: a test's cue, not a sleep."""
+        with self.handler.arrivals:
+            if not self.handler.arrivals.wait_for(
+                lambda: len(self.chat_requests) >= count, timeout
+            ):
+                raise AssertionError(f"{count} chat request(s) did not arrive in {timeout} s")
 
     @property
     def max_in_flight(self) -> int:
