@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('ledger', '0003_event_service'),
+        ('ledger', '0004_event_no_truncate'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
