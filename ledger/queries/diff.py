@@ -4,9 +4,28 @@ The release page shows the candidate against the live revision; the rollback
 target check reads live against the target (what rolling back would change).
 Both ask `revision_diff(from_revision, to_revision)`.
 
-`RULES` below is the whole judgement: a field's rule says when its change
-breaks callers and what to tell an SRE. A field without a rule (most launch
-parameters, such as gpu_memory_utilization) is listed as a plain change.
+What breaks callers (`RULES` below says it field by field, with the words shown):
+
+| breaks when                      | fields                                                 |
+|----------------------------------|--------------------------------------------------------|
+| it changes                       | `tokenizer_id` `tokenizer_digest` `chat_template_digest` |
+|                                  | `generation_config_digest` (default sampling)          |
+|                                  | `launch_parameters.chat_template` `launch_parameters.chat_format` |
+|                                  | `launch_parameters.guided_decoding_backend` `launch_parameters.grammar_backend` |
+|                                  | `launch_parameters.served_model_name`                  |
+| it changes or is unset           | `launch_parameters.tool_call_parser` `launch_parameters.reasoning_parser` |
+| it gets smaller                  | `context_limit` `capabilities.context_length` `capabilities.max_concurrency` |
+|                                  | each engine's context, prompt and concurrency flag: `launch_parameters.max_model_len` |
+|                                  | `launch_parameters.max_num_seqs` (vLLM), `launch_parameters.context_length` (SGLang), … |
+| true becomes false or unset      | `capabilities.tool_calling` `launch_parameters.enable_auto_tool_choice` |
+| a mode is dropped (or all)       | `capabilities.structured_output`                       |
+| the protocol changes or is unset | `capabilities.streaming` (unless it was "none")         |
+
+Everything else that differs is listed as a plain change with a short note or
+none: the asset's name, family, quantization, weights and config.json; the
+engine, its version, the image and its digest, the hardware; the gateway
+policy; launch parameters without a rule (gpu_memory_utilization, …); the
+other capabilities.
 """
 
 from __future__ import annotations

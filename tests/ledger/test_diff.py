@@ -491,3 +491,17 @@ def test_every_engines_context_flag_breaks_when_lowered():
         rule = RULES[f"launch_parameters.{flag}"]
         assert rule.breaks(32768, 8192), engine
         assert not rule.breaks(8192, 32768), engine
+
+
+def test_the_overview_in_the_module_docstring_names_only_breaking_rules():
+    import re
+
+    from ledger.queries import diff as module
+    from ledger.queries.diff import never
+
+    table = module.__doc__.split("What breaks callers", 1)[1].split("Everything else", 1)[0]
+    named = re.findall(r"`([a-z_.]+)`", table)
+
+    assert len(named) >= 17
+    for field in named:
+        assert RULES[field].breaks is not never, field
