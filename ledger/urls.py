@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from ledger.views import assets, catalog, events, loadtests, revisions, runtimes
+from ledger.views import assets, catalog, diff, events, loadtests, revisions, runtimes
 
 app_name = "ledger"
 
@@ -26,6 +26,12 @@ urlpatterns = [
         "services/<slug:slug>/r<int:number>/",
         revisions.revision_detail,
         name="revision_detail",
+    ),
+    path("services/<slug:slug>/diff/", diff.revision_diff_pick, name="revision_diff_pick"),
+    path(
+        "services/<slug:slug>/diff/<int:a>/<int:b>/",
+        diff.revision_diff,
+        name="revision_diff",
     ),
     path(
         "services/<slug:slug>/r<int:number>/new-revision",

@@ -13,15 +13,20 @@ from typing import TypeAlias
 
 from django.contrib.auth import get_user_model
 from django.db.models import Prefetch
-from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import mixins, status, viewsets
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import exceptions, mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.generics import RetrieveAPIView
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ledger import permissions, services
+from ledger import permissions, queries, services
 from ledger.filters import (
     CapabilityFilter,
     LicenseFilter,
@@ -49,6 +54,7 @@ from ledger.serializers import (
     ModelAssetSerializer,
     NewRevisionSerializer,
     RevisionDetailSerializer,
+    RevisionDiffSerializer,
     RevisionSerializer,
     RuntimeDetailSerializer,
     RuntimeSerializer,
@@ -361,6 +367,58 @@ class RevisionViewSet(RegistryViewSet):
         successor = self.call_verb(services.new_revision_from, revision, **overrides.validated_data)
         data = RevisionSerializer(successor, context=self.get_serializer_context()).data
         return Response(data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="What changes going from this revision to another of the same service, "
+        "breaking changes flagged and explained",
+        description="Every field that differs (model asset, tokenizer, chat template, "
+        "generation config, engine, image, each launch parameter, context limit, gateway "
+        "policy, hardware, each declared capability), breaking changes first. The release "
+        "page reads it candidate against live, the rollback target check live against the "
+        "target.",
+        parameters=[
+            OpenApiParameter(
+                "other_id",
+                int,
+                OpenApiParameter.PATH,
+                description="The revision to compare with: the diff reads from {id} to {other_id}.",
+            )
+        ],
+        responses={
+            200: RevisionDiffSerializer,
+            400: OpenApiResponse(
+                description="The two revisions belong to different services: diffs compare "
+                "revisions of one service (the error is keyed other_id)."
+            ),
+            404: OpenApiResponse(description="A revision does not exist; the detail names it."),
+        },
+    )
+    @action(detail=True, methods=["get"], url_path=r"diff/(?P<other_id>[0-9]+)")
+    def diff(self, request: Request, pk: str = "", other_id: str = "") -> Response:
+        if not pk.isdigit():
+            raise exceptions.NotFound(f"There is no revision {pk}.")
+        ids = [int(pk), int(other_id)]  # the route only matches digits for other_id
+        found = {revision.pk: revision for revision in self.get_queryset().filter(pk__in=ids)}
+        missing = [str(number) for number in dict.fromkeys(ids) if number not in found]
+        if missing:
+            raise exceptions.NotFound(
+                f"There is no revision {missing[0]}."
+                if len(missing) == 1
+                else f"There are no revisions {' and '.join(missing)}."
+            )
+        revision, other = found[ids[0]], found[ids[1]]
+        self.check_object_permissions(request, revision)
+        if revision.service_id != other.service_id:
+            raise exceptions.ValidationError(
+                {
+                    "other_id": [
+                        f"Diffs compare revisions of one service: revision {revision.pk} "
+                        f"is {revision}, revision {other.pk} is {other}."
+                    ]
+                }
+            )
+        changes = queries.revision_diff(revision, other)
+        return Response(RevisionDiffSerializer({"changes": changes}).data)
 
 
 # ---------------------------------------------------------------- capabilities

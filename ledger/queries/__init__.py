@@ -2,7 +2,8 @@
 
 Split by feature; import from this package (`from ledger import queries`).
 Release gates read `current_reports`, `evidence_status`, `slo_matrix` and
-`license_findings`; pages read the rest.
+`license_findings`; the release page and the rollback target check read
+`revision_diff`; pages read the rest.
 """
 
 from ledger.queries.capacity import (
@@ -17,6 +18,7 @@ from ledger.queries.capacity import (
 )
 from ledger.queries.chart_data import latency_point, latency_points, level_points, ttft_cdf_series
 from ledger.queries.compliance import ALLOWED_EXPOSURES, Finding, license_findings
+from ledger.queries.diff import Change, breaking_changes, has_breaking, revision_diff
 from ledger.queries.events import FieldChange, event_changes
 from ledger.queries.goodput import (
     GOODPUT_TARGET,
@@ -69,6 +71,7 @@ __all__ = [
     "MATRIX_COLUMNS",
     "Attainment",
     "Capacity",
+    "Change",
     "Comparison",
     "EvidenceStatus",
     "FieldChange",
@@ -83,6 +86,7 @@ __all__ = [
     "SloMatrix",
     "StatusWord",
     "attach_goodputs",
+    "breaking_changes",
     "capabilities_of",
     "capacity_from_levels",
     "current_reports",
@@ -93,6 +97,7 @@ __all__ = [
     "goodput_of",
     "goodput_slo",
     "gpu_hours_per_million",
+    "has_breaking",
     "latency_point",
     "latency_points",
     "level_goodputs",
@@ -108,6 +113,7 @@ __all__ = [
     "pct",
     "report_capacity",
     "report_goodput",
+    "revision_diff",
     "revision_reports",
     "same_fingerprint",
     "service_revisions",

@@ -1,5 +1,6 @@
 """Shapes of the ledger's REST API, one module per feature. Import them from here."""
 
+from ledger.serializers.diff import RevisionChangeSerializer, RevisionDiffSerializer
 from ledger.serializers.events import ChainReportSerializer, EventSerializer
 from ledger.serializers.evidence import (
     CapacitySerializer,
@@ -50,7 +51,9 @@ __all__ = [
     "ModelAssetDetailSerializer",
     "ModelAssetSerializer",
     "NewRevisionSerializer",
+    "RevisionChangeSerializer",
     "RevisionDetailSerializer",
+    "RevisionDiffSerializer",
     "RevisionSerializer",
     "RevisionSummarySerializer",
     "RuntimeDetailSerializer",

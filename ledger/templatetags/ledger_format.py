@@ -6,6 +6,7 @@ The queries hand over numbers; these filters are the only place they become text
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from django import template
@@ -20,6 +21,7 @@ WORD_CLASSES = {
     "no SLO": "none",
     "no evidence": "none",
 }
+DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 LOAD_AXES = {
     "concurrency": ("concurrency", ""),
     "request_rate": ("request rate", "req/s"),
@@ -94,3 +96,24 @@ def change_value(value: Any) -> str:
 def component_value(value: Any) -> Any:
     """A fingerprint component: objects (launch parameters) as JSON, the rest as they are."""
     return json.dumps(value, sort_keys=True) if isinstance(value, dict) else value
+
+
+@register.filter
+def diff_value(value: Any, field: str = "") -> str:
+    """A from or to value of a revision diff: names comma-separated, true/false, JSON;
+    "not declared" (a capability) or "not set" when there is none."""
+    if value is None:
+        return "not declared" if field.startswith("capabilities.") else "not set"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return ", ".join(value) or "none"
+    return as_json(value)
+
+
+@register.filter
+def is_digest(value: Any) -> bool:
+    """A `sha256:` digest, which a page shortens (it opens to the full value)."""
+    return isinstance(value, str) and DIGEST.fullmatch(value) is not None

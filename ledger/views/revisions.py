@@ -35,7 +35,12 @@ COMPONENT_LABELS = {
 def _revision(slug: str, number: int) -> Revision:
     return get_object_or_404(
         Revision.objects.select_related(
-            "service__team", "model_asset__license", "runtime", "based_on", "created_by"
+            "service__team",
+            "service__live_revision",
+            "model_asset__license",
+            "runtime",
+            "based_on",
+            "created_by",
         ),
         service__slug=slug,
         number=number,

@@ -455,6 +455,7 @@ def test_openapi_schema_validates_without_warnings(scratch_dir, db):
         "/api/assets/{id}/license-review/",
         "/api/runtimes/{name}/",
         "/api/revisions/{id}/new-revision/",
+        "/api/revisions/{id}/diff/{other_id}/",
         "/api/capabilities/{id}/",
         "/api/events/{sequence}/",
         "/api/events/verify/",

@@ -12,6 +12,7 @@ from ledger.models import ModelAsset, Service
 from tests.factories import PASSWORD
 from tests.ledger.factories import (
     LicenseFactory,
+    ModelAssetFactory,
     RevisionFactory,
     ServiceFactory,
     digest,
@@ -157,3 +158,30 @@ def test_registry_pages_and_a_form_with_errors_fit_a_phone(live_server, page, ow
     page.get_by_role("button", name="Register asset").click()
     expect(page.locator(".error-summary")).to_contain_text("Weights digest")
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
+
+
+def test_revision_diff_fits_a_phone_and_its_form_picks_another_pair(live_server, page, owner, team):
+    service = ServiceFactory(team=team, slug="kb-assistant")
+    r1 = RevisionFactory(service=service, runtime__launch_parameters={"max_model_len": 8192})
+    services.set_live_revision(service, r1, actor=None)
+    services.declare_capability(
+        r1, actor=None, kind="structured_output", value=["json_schema", "regex"]
+    )
+    r2 = services.new_revision_from(
+        r1, actor=None, model_asset=ModelAssetFactory(team=team), context_limit=8192
+    )
+    services.declare_capability(r2, actor=None, kind="structured_output", value=["regex"])
+    services.new_revision_from(r1, actor=None)
+    page.set_viewport_size({"width": 375, "height": 740})
+    log_in(page, live_server, owner)
+
+    page.goto(f"{live_server.url}/services/kb-assistant/diff/1/2/")
+    expect(page.get_by_role("heading", level=1)).to_have_text("kb-assistant: r1 → r2")
+    expect(page.locator("table.diff .badge.bad").first).to_have_text("breaking")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    page.locator("table.diff details.fingerprint summary").first.click()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+
+    page.get_by_label("From").select_option("3")
+    page.get_by_role("button", name="Compare").click()
+    expect(page).to_have_url(f"{live_server.url}/services/kb-assistant/diff/3/2/")
