@@ -292,6 +292,21 @@ def test_a_bad_file_is_named_with_its_place_and_nothing_is_written(
     assert _stored_files() == []
 
 
+@pytest.mark.parametrize("url", [_preview_url(), _save_url()])
+def test_a_report_saved_as_utf16_is_told_to_be_saved_as_utf8(client, owner, r1, url):
+    client.force_login(owner)
+    utf16 = fixture_path(*VLLM).read_text("utf-8").encode("utf-16")  # what PowerShell's > writes
+
+    response = client.post(url, {"workload": "short", "file": _file(*VLLM, content=utf16)}, **HTMX)
+
+    page = unescape(response.content.decode())
+    field = re.search(r'id="field-file".*?</div>', page, re.S).group(0)
+    assert "vllm_c2_n20_detailed.json: the file is UTF-16; save it as UTF-8" in field
+    assert "not a text file" not in page
+    assert LoadTestReport.objects.count() == 0
+    assert _stored_files() == []
+
+
 def test_a_file_over_the_size_limit_is_refused_with_its_size(client, owner, r1, settings):
     settings.LOADTEST_MAX_UPLOAD_BYTES = 1000
     client.force_login(owner)
