@@ -7,12 +7,13 @@ DATA_DIR. Every variable is listed in .env.example.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_list, env_str
+from config.env import env_bool, env_int, env_list, env_rate, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("DATA_DIR", str(BASE_DIR / "var"))).resolve()
@@ -41,6 +42,7 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "rest_framework",
     "rest_framework.authtoken",
+    "axes",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_filters",
@@ -64,6 +66,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last: turns the lockout axes flags during authenticate() into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -122,6 +126,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+# axes first: it refuses a locked-out username or address before a password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -211,10 +220,44 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 
+# Cache: CACHE_URL (redis://host:6379/2) shares the API throttles' counts between
+# processes and machines; without it each process counts on its own.
+CACHE_URL = env_str("CACHE_URL")
+if CACHE_URL.startswith(("redis://", "rediss://")):
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    }
+elif CACHE_URL:
+    raise ImproperlyConfigured(f"CACHE_URL={CACHE_URL!r} must be a redis:// or rediss:// URL.")
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# Guessing limits (lib/throttling.py), per client address as NUM_PROXIES reads it:
+# the number of proxies in front of the app that append to X-Forwarded-For (0: only
+# the peer's address counts; behind a proxy that leaves every client sharing its one).
+NUM_PROXIES = env_int("NUM_PROXIES", 0)
+# Failed passwords lock sign-in for the username and for the address (either over
+# the limit) until LOGIN_COOLOFF_MINUTES after the last attempt.
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+_login_cooloff_minutes = env_int("LOGIN_COOLOFF_MINUTES", 15)
+AXES_COOLOFF_TIME = timedelta(minutes=_login_cooloff_minutes)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "lib.throttling.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "lib.throttling.client_ip"
+if NUM_PROXIES < 0:
+    raise ImproperlyConfigured(f"NUM_PROXIES={NUM_PROXIES} must be 0 or more.")
+for _name, _value in (
+    ("LOGIN_FAILURE_LIMIT", AXES_FAILURE_LIMIT),
+    ("LOGIN_COOLOFF_MINUTES", _login_cooloff_minutes),
+):
+    if _value < 1:
+        raise ImproperlyConfigured(f"{_name}={_value} must be at least 1.")
+
 # API
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "lib.throttling.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -222,6 +265,17 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Per user for a token or a session; anonymous callers per address.
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "user": env_rate("API_THROTTLE_USER_RATE", "600/min"),
+        "anon": env_rate("API_THROTTLE_ANON_RATE", "60/min"),
+        "wrong_token": env_rate("API_WRONG_TOKEN_RATE", "10/min"),
+    },
+    "NUM_PROXIES": NUM_PROXIES,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Inference Release Ledger API",

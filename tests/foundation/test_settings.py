@@ -1,7 +1,7 @@
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_list, env_str
+from config.env import env_bool, env_int, env_list, env_rate, env_str
 from tests.support.processes import child_env, run_manage
 
 
@@ -77,3 +77,35 @@ def test_migrations_reach_the_owner_through_its_own_alias(scratch_dir):
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["ledger", "ledger_app", "ledger", "default"]
+
+
+def test_sign_in_and_api_limits_come_from_the_environment(scratch_dir):
+    script = (
+        "from django.conf import settings as s; r = s.REST_FRAMEWORK; "
+        "print(s.AXES_FAILURE_LIMIT, int(s.AXES_COOLOFF_TIME.total_seconds()), r['NUM_PROXIES'], "
+        "*(r['DEFAULT_THROTTLE_RATES'][k] for k in ('user', 'anon', 'wrong_token')))"
+    )
+    env = child_env(
+        DEBUG="true",
+        DATA_DIR=str(scratch_dir),
+        LOGIN_FAILURE_LIMIT="8",
+        LOGIN_COOLOFF_MINUTES="30",
+        NUM_PROXIES="1",
+        API_THROTTLE_USER_RATE="100/min",
+        API_THROTTLE_ANON_RATE="5/minute",
+        API_WRONG_TOKEN_RATE="2/h",
+    )
+
+    result = run_manage("shell", "--no-imports", "-c", script, env=env)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["8", "1800", "1", "100/min", "5/minute", "2/h"]
+
+
+def test_a_malformed_rate_is_refused_with_its_name(monkeypatch):
+    monkeypatch.setenv("LEDGER_RATE", "ten a minute")
+
+    with pytest.raises(ImproperlyConfigured, match="LEDGER_RATE='ten a minute' is not a rate"):
+        env_rate("LEDGER_RATE", "10/min")
+    monkeypatch.delenv("LEDGER_RATE")
+    assert env_rate("LEDGER_RATE", "10/min") == "10/min"
