@@ -28,6 +28,7 @@ from tests.ledger.factories import (
     ServiceFactory,
     TeamFactory,
 )
+from tests.support.charts import chart_specs
 
 SWEEP = ("guidellm", "rate-sweep", "benchmarks.json")
 VLLM = ("vllm", "vllm_c2_n20_detailed.json")
@@ -464,8 +465,11 @@ def test_report_page_of_a_sweep_shows_its_charts_and_their_numbers(client, sre, 
     assert "vendor/plotly.min.js" in page
     for chart in ("chart-latency", "chart-throughput-latency", "chart-ttft-cdf"):
         figure = re.search(rf'<figure [^>]*id="{chart}".*?</figure>', page, re.S).group(0)
-        assert 'class="plotly-graph-div"' in figure
-        assert "Plotly.newPlot" in figure
+        # The figure as data for static/js/charts.js, no inline script.
+        [spec] = chart_specs(figure)
+        assert spec["data"] and spec["layout"]["height"] in (460, 620)
+        assert spec["config"]["showSendToCloud"] is False
+    assert "Plotly.newPlot" not in page
     assert '<span class="badge ok">current</span>' in page
 
     # The throughput-latency table holds the report's own numbers, level by level.
@@ -707,7 +711,8 @@ def test_service_page_compares_the_candidate_with_live(client, sre, kb, evidence
 
     assert "vendor/plotly.min.js" in page
     figure = re.search(r'<figure [^>]*id="chart-comparison".*?</figure>', page, re.S).group(0)
-    assert 'class="plotly-graph-div"' in figure
+    [spec] = chart_specs(figure)
+    assert {"live r1", "candidate r2"} <= {trace.get("name") for trace in spec["data"]}
     [rows] = tables(figure, "chart-table")
     live = LoadTestReport.objects.get(revision=kb.live_revision, workload="short")
     candidate = LoadTestReport.objects.get(revision=evidence_set, workload="short")
