@@ -299,13 +299,21 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# Security. HTTPS=true behind a TLS-terminating proxy turns on secure cookies.
+# Security. HTTPS=true behind a TLS-terminating proxy (which sets X-Forwarded-Proto)
+# turns on secure cookies, HSTS and the redirect of plain HTTP to HTTPS; the health
+# probes stay answerable over plain HTTP inside the network.
 HTTPS = env_bool("HTTPS", default=False)
 SESSION_COOKIE_SECURE = HTTPS
 CSRF_COOKIE_SECURE = HTTPS
 if HTTPS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=True)
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 3600)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+    # "preload" consents to the browsers' preload list; the domain goes on it only
+    # when someone submits it (hstspreload.org, which also wants a max-age of a year).
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=True)
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 # Scripts and styles from this site only, or carrying the response's nonce

@@ -109,3 +109,81 @@ def test_a_malformed_rate_is_refused_with_its_name(monkeypatch):
         env_rate("LEDGER_RATE", "10/min")
     monkeypatch.delenv("LEDGER_RATE")
     assert env_rate("LEDGER_RATE", "10/min") == "10/min"
+
+
+def _ed25519_pem() -> str:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    return (
+        Ed25519PrivateKey.generate()
+        .private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        .decode()
+    )
+
+
+def _production_env(scratch_dir, **overrides) -> dict[str, str]:
+    import secrets
+
+    return child_env(
+        DEBUG="false",
+        SECRET_KEY=secrets.token_urlsafe(50),
+        HTTPS="true",
+        LEDGER_SIGNING_KEY=_ed25519_pem(),
+        ALLOWED_HOSTS="ledger.example.com,testserver",
+        DATA_DIR=str(scratch_dir),
+        DJANGO_ALLOW_ASYNC_UNSAFE=None,  # the suite's own, which check --deploy refuses
+        **overrides,
+    )
+
+
+def test_production_settings_pass_the_deployment_checklist(scratch_dir):
+    result = run_manage(
+        "check", "--deploy", "--fail-level", "WARNING", env=_production_env(scratch_dir)
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+def test_https_redirects_plain_requests_but_not_the_health_probes(scratch_dir):
+    script = """
+from django.test import Client
+c = Client()
+plain = c.get("/services/")
+proxied = c.get("/services/", headers={"X-Forwarded-Proto": "https"})
+print(plain.status_code, plain["Location"])
+print(proxied.status_code, proxied["Strict-Transport-Security"])
+print(c.get("/healthz").status_code, c.get("/readyz").status_code != 301)
+"""
+    result = run_manage("shell", "--no-imports", "-c", script, env=_production_env(scratch_dir))
+
+    assert result.returncode == 0, result.stderr
+    plain, proxied, health = result.stdout.strip().splitlines()
+    assert plain == "301 https://testserver/services/"
+    assert proxied == "302 max-age=3600; includeSubDomains; preload"
+    assert health == "200 True"
+
+
+def test_hsts_and_the_redirect_can_be_tuned(scratch_dir):
+    script = (
+        "from django.conf import settings as s; "
+        "print(s.SECURE_HSTS_SECONDS, s.SECURE_HSTS_INCLUDE_SUBDOMAINS, s.SECURE_HSTS_PRELOAD, "
+        "s.SECURE_SSL_REDIRECT)"
+    )
+    env = _production_env(
+        scratch_dir,
+        SECURE_HSTS_SECONDS="31536000",
+        SECURE_HSTS_INCLUDE_SUBDOMAINS="false",
+        SECURE_HSTS_PRELOAD="false",
+        SECURE_SSL_REDIRECT="false",
+    )
+
+    result = run_manage("shell", "--no-imports", "-c", script, env=env)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["31536000", "False", "False", "False"]
