@@ -187,3 +187,17 @@ def test_hsts_and_the_redirect_can_be_tuned(scratch_dir):
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["31536000", "False", "False", "False"]
+
+
+def test_a_redis_cache_url_shares_the_cache_and_anything_else_is_refused(scratch_dir):
+    script = "from django.conf import settings as s; print(s.CACHES['default']['BACKEND'])"
+    env = child_env(DEBUG="true", DATA_DIR=str(scratch_dir), CACHE_URL="redis://127.0.0.1:6379/14")
+
+    shared = run_manage("shell", "--no-imports", "-c", script, env=env)
+    refused = run_manage("check", env={**env, "CACHE_URL": "memcached://127.0.0.1:11211"})
+
+    assert shared.stdout.split() == ["django.core.cache.backends.redis.RedisCache"], shared.stderr
+    assert refused.returncode != 0
+    assert "CACHE_URL='memcached://127.0.0.1:11211' must be a redis:// or rediss:// URL" in (
+        refused.stderr
+    )
