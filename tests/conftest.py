@@ -89,6 +89,9 @@ def _fast_passwords(settings):
 
 
 # The cast (healthchecks' alice/bob/charlie): one person per role and an outsider.
+# Log them in with client.force_login(user): client.login() calls authenticate()
+# without a request, which django-axes refuses (AxesBackendRequestParameterRequired);
+# code that checks a password passes the request, as the login pages do.
 @pytest.fixture
 def owner(db):
     return UserFactory(username="olivia", roles=["model_owner"])
