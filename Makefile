@@ -10,7 +10,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_WORKERS ?= 2
 
-.PHONY: run test install services chromium lint format bench clean
+.PHONY: run test install services chromium lint format bench clean plotly-css
 
 install: $(STAMP) $(PLOTLY_JS)
 
@@ -22,6 +22,12 @@ $(STAMP): pyproject.toml requirements.lock
 # plotly.js ships inside the plotly package; pages load it from static/, never a CDN.
 $(PLOTLY_JS): $(STAMP)
 	$(PY) -c "import pathlib, shutil, plotly; shutil.copy(pathlib.Path(plotly.__file__).parent / 'package_data' / 'plotly.min.js', '$(PLOTLY_JS)')"
+
+# plotly.js's run-time CSS as static files under the ids it checks (the pages'
+# Content-Security-Policy refuses the <style> elements it would inject); run
+# after upgrading plotly and commit the result.
+plotly-css: $(PLOTLY_JS) chromium
+	$(PY) scripts/extract-plotly-css.py static/vendor
 
 # The embedded default: SQLite, a filesystem broker, a local media folder.
 run: install

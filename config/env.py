@@ -8,6 +8,7 @@ that secrets can come from Docker or Kubernetes secret files.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -61,3 +62,19 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if value is None:
         return list(default)
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+_RATE = re.compile(r"^\s*\d+\s*/\s*(s|sec|second|m|min|minute|h|hour|d|day)\s*$")
+
+
+def env_rate(name: str, default: str) -> str:
+    """A request rate as Django REST framework's throttles read it: "100/min"."""
+    value = _raw(name)
+    if value is None or value.strip() == "":
+        return default
+    if not _RATE.match(value):
+        raise ImproperlyConfigured(
+            f"{name}={value!r} is not a rate: use a number of requests per s, min, hour "
+            "or day, e.g. 100/min"
+        )
+    return value.strip().replace(" ", "")

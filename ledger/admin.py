@@ -12,11 +12,13 @@ import json
 from typing import TYPE_CHECKING, TypedDict
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db import models
 from django.db.models import Count
 from django.http import HttpRequest
 from django.utils.html import format_html
+from rest_framework.authtoken.admin import TokenAdmin as DRFTokenAdmin
+from rest_framework.authtoken.models import TokenProxy
 
 from ledger import services
 from ledger.models import (
@@ -334,3 +336,45 @@ class EventAdmin(ReadOnlyAdmin):
     def payload_pretty(self, event: Event) -> str:
         text = json.dumps(event.payload_data, indent=2, sort_keys=True, ensure_ascii=False)
         return format_html("<pre>{}</pre>", text)
+
+
+# ---------------------------------------------------------------- API tokens
+# rest_framework.authtoken's admin showed every key whole: in the list, and, since
+# a token's str() is its key, in the titles of its change, delete and history
+# pages and in the admin's "Recent actions". A key is now shown whole once, in
+# the message after it is created, and as its first characters everywhere after.
+
+TOKEN_PREFIX_LENGTH = 6
+
+
+def token_prefix(key: str) -> str:
+    return f"{key[:TOKEN_PREFIX_LENGTH]}…"
+
+
+# TokenProxy is the model DRF made for its admin alone; its str() is what every
+# admin page and log entry shows of a token.
+def _token_str(token: TokenProxy) -> str:
+    return f"{token_prefix(token.key)} ({token.user})"
+
+
+setattr(TokenProxy, "__str__", _token_str)  # noqa: B010 - a method of DRF's own model
+
+
+admin.site.unregister(TokenProxy)
+
+
+@admin.register(TokenProxy)
+class TokenAdmin(DRFTokenAdmin):
+    list_display = ("key_prefix", "user", "created")
+
+    @admin.display(description="key", ordering="key")
+    def key_prefix(self, token: TokenProxy) -> str:
+        return token_prefix(token.key)
+
+    def save_model(self, request: HttpRequest, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        if not change:
+            messages.success(
+                request,
+                f"New API token for {obj.user}: {obj.key}. Copy it now: it is not shown again.",
+            )

@@ -6,7 +6,8 @@ plain data comes from `ledger.queries` (latency_points, level_points,
 ttft_cdf_series, service_slo). Every series differs by marker, dash or fill
 pattern as well as colour, so the charts read in greyscale and print.
 
-Pages fit a figure with `fit_to_page` and render it with `lib.charts.figure_html`.
+Pages fit a figure with `fit_to_page` and hand it to the template with
+`lib.charts.figure_spec`.
 """
 
 from __future__ import annotations

@@ -1,20 +1,36 @@
-"""Plotly figures as page fragments.
+"""Plotly figures as what a page needs to draw them.
 
-The apps' `charts.py` build figures from plain data; pages turn them into
-HTML here and load plotly.js from static/ themselves (no CDN, no inline
-copy of the library).
+The apps' `charts.py` build figures from plain data; `figure_spec` turns one into
+the data a template puts in a `json_script` beside a `<div data-plotly>`
+(templates/lib/_chart.html), which static/js/charts.js draws with the
+plotly.js served from static/vendor. No inline script, no style attribute: the
+pages keep a Content-Security-Policy without 'unsafe-inline' (an htmx swap brings
+its charts the same way).
 """
 
 from __future__ import annotations
 
+import json
+from typing import Any, TypedDict
+
 import plotly.graph_objects as go
 
+# Sized by the container's width; no plotly logo; no "Share chart" button, which
+# would post the figure's data to plotly's cloud.
+CONFIG = {"responsive": True, "displaylogo": False, "showSendToCloud": False}
 
-def figure_html(fig: go.Figure) -> str:
-    """The figure as a `<div>` and its script, sized by its container's width."""
-    return fig.to_html(
-        full_html=False,
-        include_plotlyjs=False,
-        config={"responsive": True, "displaylogo": False},
-        default_width="100%",
-    )
+
+class FigureSpec(TypedDict):
+    data: list[dict[str, Any]]
+    layout: dict[str, Any]
+    config: dict[str, Any]
+
+
+def figure_spec(fig: go.Figure) -> FigureSpec:
+    """The figure as JSON-ready data for `{{ spec|json_script }}`.
+
+    Through plotly's own encoder, which writes numpy arrays as typed arrays
+    ("bdata") that plotly.js decodes.
+    """
+    plain = json.loads(fig.to_json())
+    return {"data": plain.get("data", []), "layout": plain.get("layout", {}), "config": CONFIG}

@@ -6,8 +6,8 @@ trend points come from `replay.queries.backend_trend`, the comparison rows
 from the run pages. Series differ by marker and dash as well as colour, so
 the charts read in greyscale and print.
 
-Pages render a figure with `fig.to_html(full_html=False, include_plotlyjs=False)`
-(see `lib.charts.figure_html`); plotly.js is served from static/vendor.
+Pages hand a figure to the template with `lib.charts.figure_spec`; plotly.js
+is served from static/vendor.
 """
 
 from __future__ import annotations

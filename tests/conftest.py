@@ -71,12 +71,27 @@ def _media_in_tmp(settings, tmp_path):
 
 
 @pytest.fixture(autouse=True)
+def _fresh_cache():
+    """The API throttles count in the default cache (per process here): one test's
+    requests must not use up the next one's rate. Sign-in failures (django-axes)
+    live in the database and go with each test's rollback."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def _fast_passwords(settings):
     # Hashing the cast's passwords with PBKDF2 would be most of each test's time.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 # The cast (healthchecks' alice/bob/charlie): one person per role and an outsider.
+# Log them in with client.force_login(user): client.login() calls authenticate()
+# without a request, which django-axes refuses (AxesBackendRequestParameterRequired);
+# code that checks a password passes the request, as the login pages do.
 @pytest.fixture
 def owner(db):
     return UserFactory(username="olivia", roles=["model_owner"])

@@ -22,6 +22,19 @@ HEAD_BYTES = 64 * 1024
 _CHUNK = 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
 _NOT_SPACE = re.compile(rb"\S")
+# Reports saved in a wide encoding by mistake (PowerShell's `>` writes UTF-16):
+# a byte-order mark, UTF-32's first since UTF-32LE's starts with UTF-16LE's...
+_WIDE_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
+# ...or, without one, ASCII characters with NUL bytes between them.
+_WIDE_ASCII = (
+    (re.compile(rb"(?:[\x01-\x7f]\x00{3}){2}|(?:\x00{3}[\x01-\x7f]){2}"), "UTF-32"),
+    (re.compile(rb"(?:[\x01-\x7f]\x00){2}|(?:\x00[\x01-\x7f]){2}"), "UTF-16"),
+)
 
 
 class Source:
@@ -208,8 +221,22 @@ class Probe:
         return None
 
 
+def _wide_encoding(head: bytes) -> str | None:
+    """The wide encoding (UTF-16 or UTF-32) the start of a file is in, if any."""
+    for bom, name in _WIDE_BOMS:
+        if head.startswith(bom):
+            return name
+    for pattern, name in _WIDE_ASCII:
+        if pattern.match(head):
+            return name
+    return None
+
+
 def probe(source: Source) -> Probe:
     head = source.peek(HEAD_BYTES)
+    encoding = _wide_encoding(head)
+    if encoding:
+        raise source.error(None, f"the file is {encoding}; save it as UTF-8")
     text = head.lstrip()
     if not text:
         if source.exhausted:
@@ -228,7 +255,9 @@ def probe(source: Source) -> Probe:
     try:
         first = source.first_line()[1].decode("utf-8")
     except UnicodeDecodeError:
-        raise source.error(None, "not a text file") from None
+        raise source.error(
+            None, "not a text file: expected UTF-8 text (JSON, JSON Lines or CSV)"
+        ) from None
     header = next(csv.reader([first]), [])
     return Probe(source, "csv", header=[cell.strip() for cell in header])
 

@@ -36,7 +36,7 @@ from ledger.forms import LoadTestUploadForm
 from ledger.models import LoadTestReport, Revision
 from ledger.permissions import ensure_can_edit
 from lib.actors import AuthenticatedHttpRequest
-from lib.charts import figure_html
+from lib.charts import FigureSpec, figure_spec
 from lib.pages import apply_errors, wants_fragment
 
 # ---------------------------------------------------------------- fetching
@@ -81,7 +81,7 @@ def revision_evidence(
     points = read["latency_points"]
     chart = rows = None
     if points:
-        chart = _chart_html(charts.latency_by_workload_figure(points, slo))
+        chart = _chart_spec(charts.latency_by_workload_figure(points, slo))
         rows = charts.latency_by_workload_rows(points, slo)
     return {
         "evidence_reports": read["reports"],
@@ -191,12 +191,12 @@ def loadtest_upload(request: AuthenticatedHttpRequest, slug: str, number: int) -
 # ---------------------------------------------------------------- one report
 
 
-def _chart_html(fig: go.Figure, *, height: int = 460) -> str:
-    return figure_html(charts.fit_to_page(fig, height=height))
+def _chart_spec(fig: go.Figure, *, height: int = 460) -> FigureSpec:
+    return figure_spec(charts.fit_to_page(fig, height=height))
 
 
 def _chart(fig: go.Figure, rows: list[dict], *, height: int = 460) -> dict[str, Any]:
-    return {"html": _chart_html(fig, height=height), "rows": rows}
+    return {"spec": _chart_spec(fig, height=height), "rows": rows}
 
 
 def _level_latency_point(level: dict[str, Any]) -> LatencyPoint:

@@ -15,7 +15,7 @@ from ledger import queries as ledger_queries
 from ledger.models import Event, Service
 from ledger.permissions import can_edit_team_objects
 from lib.actors import AuthenticatedHttpRequest
-from lib.charts import figure_html
+from lib.charts import FigureSpec, figure_spec
 from replay import queries as replay_queries
 
 if TYPE_CHECKING:
@@ -50,14 +50,14 @@ def _recent_events(service: Service) -> list[EventForPage]:
     )
 
 
-def _comparison_chart(comparison: ledger_queries.Comparison) -> str:
+def _comparison_chart(comparison: ledger_queries.Comparison) -> FigureSpec:
     fig = charts.comparison_figure(
         comparison["live_points"],
         comparison["candidate_points"],
         live_label=f"live {comparison['live'].label}",
         candidate_label=f"candidate {comparison['candidate'].label}",
     )
-    return figure_html(charts.fit_to_page(fig))
+    return figure_spec(charts.fit_to_page(fig))
 
 
 @require_GET

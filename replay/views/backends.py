@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from lib.actors import AuthenticatedHttpRequest
-from lib.charts import figure_html
+from lib.charts import figure_spec
 from lib.pages import apply_errors, changed_values, paginate, render_form, render_list
 from replay import charts, queries, services
 from replay.filters import BackendListFilter
@@ -107,7 +107,7 @@ def backend_detail(request: AuthenticatedHttpRequest, name: str) -> HttpResponse
         "probe": probe,
         "capability_checks": capability_checks(probe),
         "schedules": schedule_rows(schedules, now=timezone.now()),
-        "trend_html": figure_html(figure) if queries.trend_has_measurements(trend) else "",
+        "trend_chart": figure_spec(figure) if queries.trend_has_measurements(trend) else None,
         "trend_rows": charts.trend_rows(trend),
         "runs": list(
             backend.runs.select_related("sample_set", "revision__service").order_by("-created_at")[

@@ -14,7 +14,7 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRefresh
 
 from lib.actors import AuthenticatedHttpRequest
-from lib.charts import figure_html
+from lib.charts import figure_spec
 from lib.pages import paginate, render_list, wants_fragment
 from replay import charts, services
 from replay.filters import ResultFilter, RunListFilter
@@ -290,9 +290,9 @@ def _comparison_context(run_a: Run, run_b: Run) -> dict[str, Any]:
         "run_b": run_b,
         "pair": [("A", run_a), ("B", run_b)],
         "comparison": view,
-        "pass_html": figure_html(pass_fig) if samples else "",
+        "pass_chart": figure_spec(pass_fig) if samples else None,
         "pass_rows": charts.pass_rate_comparison_rows(samples),
-        "latency_html": figure_html(latency_fig),
+        "latency_chart": figure_spec(latency_fig),
         "latency_rows": latency_rows,
         "same_version": run_a.sample_set_id == run_b.sample_set_id,
     }

@@ -1,10 +1,13 @@
 from django.contrib.auth import authenticate, get_user_model
 from django.core.management import call_command
+from django.test import RequestFactory
 
 from ledger.roles import Role, roles_of
 
 
 def test_seed_demo_creates_one_login_per_role_and_is_idempotent(db, capsys):
+    # axes counts sign-ins per address: authenticate() needs the request.
+    request = RequestFactory().post("/accounts/login/")
     call_command("seed_demo")
     first_count = get_user_model().objects.count()
     call_command("seed_demo")
@@ -17,8 +20,8 @@ def test_seed_demo_creates_one_login_per_role_and_is_idempotent(db, capsys):
         ("business", Role.BUSINESS_OWNER),
         ("auditor", Role.AUDITOR),
     ]:
-        user = authenticate(username=username, password="demo")
+        user = authenticate(request, username=username, password="demo")
         assert user is not None, username
         assert roles_of(user) == [role]
-    assert authenticate(username="admin", password="demo").is_superuser
+    assert authenticate(request, username="admin", password="demo").is_superuser
     assert "password for each: demo" in capsys.readouterr().out

@@ -1,7 +1,7 @@
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_list, env_str
+from config.env import env_bool, env_int, env_list, env_rate, env_str
 from tests.support.processes import child_env, run_manage
 
 
@@ -77,3 +77,127 @@ def test_migrations_reach_the_owner_through_its_own_alias(scratch_dir):
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["ledger", "ledger_app", "ledger", "default"]
+
+
+def test_sign_in_and_api_limits_come_from_the_environment(scratch_dir):
+    script = (
+        "from django.conf import settings as s; r = s.REST_FRAMEWORK; "
+        "print(s.AXES_FAILURE_LIMIT, int(s.AXES_COOLOFF_TIME.total_seconds()), r['NUM_PROXIES'], "
+        "*(r['DEFAULT_THROTTLE_RATES'][k] for k in ('user', 'anon', 'wrong_token')))"
+    )
+    env = child_env(
+        DEBUG="true",
+        DATA_DIR=str(scratch_dir),
+        LOGIN_FAILURE_LIMIT="8",
+        LOGIN_COOLOFF_MINUTES="30",
+        NUM_PROXIES="1",
+        API_THROTTLE_USER_RATE="100/min",
+        API_THROTTLE_ANON_RATE="5/minute",
+        API_WRONG_TOKEN_RATE="2/h",
+    )
+
+    result = run_manage("shell", "--no-imports", "-c", script, env=env)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["8", "1800", "1", "100/min", "5/minute", "2/h"]
+
+
+def test_a_malformed_rate_is_refused_with_its_name(monkeypatch):
+    monkeypatch.setenv("LEDGER_RATE", "ten a minute")
+
+    with pytest.raises(ImproperlyConfigured, match="LEDGER_RATE='ten a minute' is not a rate"):
+        env_rate("LEDGER_RATE", "10/min")
+    monkeypatch.delenv("LEDGER_RATE")
+    assert env_rate("LEDGER_RATE", "10/min") == "10/min"
+
+
+def _ed25519_pem() -> str:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    return (
+        Ed25519PrivateKey.generate()
+        .private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        .decode()
+    )
+
+
+def _production_env(scratch_dir, **overrides) -> dict[str, str]:
+    import secrets
+
+    return child_env(
+        DEBUG="false",
+        SECRET_KEY=secrets.token_urlsafe(50),
+        HTTPS="true",
+        LEDGER_SIGNING_KEY=_ed25519_pem(),
+        ALLOWED_HOSTS="ledger.example.com,testserver",
+        DATA_DIR=str(scratch_dir),
+        DJANGO_ALLOW_ASYNC_UNSAFE=None,  # the suite's own, which check --deploy refuses
+        **overrides,
+    )
+
+
+def test_production_settings_pass_the_deployment_checklist(scratch_dir):
+    result = run_manage(
+        "check", "--deploy", "--fail-level", "WARNING", env=_production_env(scratch_dir)
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+def test_https_redirects_plain_requests_but_not_the_health_probes(scratch_dir):
+    script = """
+from django.test import Client
+c = Client()
+plain = c.get("/services/")
+proxied = c.get("/services/", headers={"X-Forwarded-Proto": "https"})
+print(plain.status_code, plain["Location"])
+print(proxied.status_code, proxied["Strict-Transport-Security"])
+print(c.get("/healthz").status_code, c.get("/readyz").status_code != 301)
+"""
+    result = run_manage("shell", "--no-imports", "-c", script, env=_production_env(scratch_dir))
+
+    assert result.returncode == 0, result.stderr
+    plain, proxied, health = result.stdout.strip().splitlines()
+    assert plain == "301 https://testserver/services/"
+    assert proxied == "302 max-age=3600; includeSubDomains; preload"
+    assert health == "200 True"
+
+
+def test_hsts_and_the_redirect_can_be_tuned(scratch_dir):
+    script = (
+        "from django.conf import settings as s; "
+        "print(s.SECURE_HSTS_SECONDS, s.SECURE_HSTS_INCLUDE_SUBDOMAINS, s.SECURE_HSTS_PRELOAD, "
+        "s.SECURE_SSL_REDIRECT)"
+    )
+    env = _production_env(
+        scratch_dir,
+        SECURE_HSTS_SECONDS="31536000",
+        SECURE_HSTS_INCLUDE_SUBDOMAINS="false",
+        SECURE_HSTS_PRELOAD="false",
+        SECURE_SSL_REDIRECT="false",
+    )
+
+    result = run_manage("shell", "--no-imports", "-c", script, env=env)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["31536000", "False", "False", "False"]
+
+
+def test_a_redis_cache_url_shares_the_cache_and_anything_else_is_refused(scratch_dir):
+    script = "from django.conf import settings as s; print(s.CACHES['default']['BACKEND'])"
+    env = child_env(DEBUG="true", DATA_DIR=str(scratch_dir), CACHE_URL="redis://127.0.0.1:6379/14")
+
+    shared = run_manage("shell", "--no-imports", "-c", script, env=env)
+    refused = run_manage("check", env={**env, "CACHE_URL": "memcached://127.0.0.1:11211"})
+
+    assert shared.stdout.split() == ["django.core.cache.backends.redis.RedisCache"], shared.stderr
+    assert refused.returncode != 0
+    assert "CACHE_URL='memcached://127.0.0.1:11211' must be a redis:// or rediss:// URL" in (
+        refused.stderr
+    )

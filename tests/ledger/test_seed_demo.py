@@ -6,6 +6,7 @@ from io import StringIO
 
 from django.contrib.auth import authenticate
 from django.core.management import call_command
+from django.test import RequestFactory
 
 from ledger.chain import verify_chain
 from ledger.models import Capability, Event, LicenseAcceptance, ModelAsset, Revision, Service
@@ -89,7 +90,9 @@ def test_seed_demo_twice_appends_no_event_and_keeps_the_chain_whole(db):
 def test_demo_owner_can_log_in_and_edit_the_demo_services(db):
     seed()
 
-    owner = authenticate(username="owner", password="demo")
+    owner = authenticate(
+        RequestFactory().post("/accounts/login/"), username="owner", password="demo"
+    )
     assert owner is not None
     for service in Service.objects.select_related("team"):
         assert service.team.members.filter(pk=owner.pk).exists(), service.slug

@@ -28,6 +28,7 @@ from tests.ledger.factories import (
     ServiceFactory,
     TeamFactory,
 )
+from tests.support.charts import chart_specs
 
 SWEEP = ("guidellm", "rate-sweep", "benchmarks.json")
 VLLM = ("vllm", "vllm_c2_n20_detailed.json")
@@ -292,6 +293,21 @@ def test_a_bad_file_is_named_with_its_place_and_nothing_is_written(
     assert _stored_files() == []
 
 
+@pytest.mark.parametrize("url", [_preview_url(), _save_url()])
+def test_a_report_saved_as_utf16_is_told_to_be_saved_as_utf8(client, owner, r1, url):
+    client.force_login(owner)
+    utf16 = fixture_path(*VLLM).read_text("utf-8").encode("utf-16")  # what PowerShell's > writes
+
+    response = client.post(url, {"workload": "short", "file": _file(*VLLM, content=utf16)}, **HTMX)
+
+    page = unescape(response.content.decode())
+    field = re.search(r'id="field-file".*?</div>', page, re.S).group(0)
+    assert "vllm_c2_n20_detailed.json: the file is UTF-16; save it as UTF-8" in field
+    assert "not a text file" not in page
+    assert LoadTestReport.objects.count() == 0
+    assert _stored_files() == []
+
+
 def test_a_file_over_the_size_limit_is_refused_with_its_size(client, owner, r1, settings):
     settings.LOADTEST_MAX_UPLOAD_BYTES = 1000
     client.force_login(owner)
@@ -449,8 +465,11 @@ def test_report_page_of_a_sweep_shows_its_charts_and_their_numbers(client, sre, 
     assert "vendor/plotly.min.js" in page
     for chart in ("chart-latency", "chart-throughput-latency", "chart-ttft-cdf"):
         figure = re.search(rf'<figure [^>]*id="{chart}".*?</figure>', page, re.S).group(0)
-        assert 'class="plotly-graph-div"' in figure
-        assert "Plotly.newPlot" in figure
+        # The figure as data for static/js/charts.js, no inline script.
+        [spec] = chart_specs(figure)
+        assert spec["data"] and spec["layout"]["height"] in (460, 620)
+        assert spec["config"]["showSendToCloud"] is False
+    assert "Plotly.newPlot" not in page
     assert '<span class="badge ok">current</span>' in page
 
     # The throughput-latency table holds the report's own numbers, level by level.
@@ -692,7 +711,8 @@ def test_service_page_compares_the_candidate_with_live(client, sre, kb, evidence
 
     assert "vendor/plotly.min.js" in page
     figure = re.search(r'<figure [^>]*id="chart-comparison".*?</figure>', page, re.S).group(0)
-    assert 'class="plotly-graph-div"' in figure
+    [spec] = chart_specs(figure)
+    assert {"live r1", "candidate r2"} <= {trace.get("name") for trace in spec["data"]}
     [rows] = tables(figure, "chart-table")
     live = LoadTestReport.objects.get(revision=kb.live_revision, workload="short")
     candidate = LoadTestReport.objects.get(revision=evidence_set, workload="short")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 
-from lib.charts import figure_html
 from replay import charts
 
 T0 = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)
@@ -88,16 +87,6 @@ def test_trend_with_missing_numbers_keeps_the_gaps():
     assert (
         charts.trend_rows([point(1, 0, None, None, None, None, None)])[0]["pass_rate_pct"] is None
     )
-
-
-def test_figure_html_leaves_plotly_js_to_the_page():
-    html = figure_html(charts.trend_figure(TREND))
-
-    assert 'class="plotly-graph-div"' in html
-    assert "<html" not in html
-    assert "cdn.plot.ly" not in html
-    assert len(html) < 50_000  # not the 4 MB library
-    assert '"responsive": true' in html
 
 
 # ---------------------------------------------------------------- two runs

@@ -10,6 +10,7 @@ from django.utils import timezone
 from replay.models import Result, Run
 from tests.replay.factories import ResultFactory, RunFactory, SampleFactory, SampleSetFactory
 from tests.replay.helpers import finish, make_backend, run_with_results
+from tests.support.charts import chart_specs
 
 
 @pytest.fixture
@@ -341,7 +342,7 @@ def test_compare_page_puts_per_sample_pass_rates_side_by_side(client, auditor, p
     assert rows["order-json"]["worse"]
     assert rows["capital-fr"]["delta_points"] == 0.0
     assert '<span class="badge bad">worse</span>' in page
-    assert page.count('class="plotly-graph-div"') == 2
+    assert len(chart_specs(page)) == 2
     assert "vendor/plotly.min.js" in page
 
 
@@ -368,7 +369,7 @@ def test_compare_refuses_runs_of_different_sets(client, auditor, backend):
     page = client.get("/replay/runs/compare", {"a": a.pk, "b": b.pk}).content.decode()
 
     assert "only runs of the same set compare" in page
-    assert "plotly-graph-div" not in page
+    assert chart_specs(page) == []
 
 
 def test_compare_waits_for_both_runs_to_finish(client, auditor, parity):

@@ -100,6 +100,21 @@ def test_an_empty_file_answers_400_by_name(ci, revision):
     assert response.json() == {"file": ["empty.json: the file is empty"]}
 
 
+def test_a_report_saved_as_utf16_answers_400_asking_for_utf8(ci, revision):
+    utf16 = fixture_path("vllm", "vllm_c2_n20_detailed.json").read_text("utf-8").encode("utf-16")
+
+    response = ci.post(
+        _url(revision),
+        {"workload": "short", "file": _file("vllm", "vllm_c2_n20_detailed.json", content=utf16)},
+    )
+
+    assert response.status_code == 400
+    assert response.json() == {
+        "file": ["vllm_c2_n20_detailed.json: the file is UTF-16; save it as UTF-8"]
+    }
+    assert LoadTestReport.objects.count() == 0
+
+
 def test_an_unknown_workload_answers_400_on_that_field(ci, revision):
     response = _post(ci, revision, "vllm", "vllm_c2_n20_detailed.json", workload="huge")
 

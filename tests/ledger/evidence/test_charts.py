@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ledger import charts
+from lib.charts import figure_spec
 
 SLO: charts.Slo = {
     "ttft_p95_ms": 800.0,
@@ -249,14 +252,14 @@ def test_ttft_cdf_rows_read_the_curve():
     assert rows[1]["within_slo_pct"] == 50.0
 
 
-def test_every_figure_renders_as_an_html_fragment():
+def test_every_figure_turns_into_data_for_the_page():
     for fig in (
         charts.latency_by_workload_figure(LIVE, SLO),
         charts.comparison_figure(LIVE, CANDIDATE),
         charts.throughput_latency_figure(SWEEP, SLO),
         charts.ttft_cdf_figure(CDF, SLO),
     ):
-        html = fig.to_html(full_html=False, include_plotlyjs=False)
-        assert html.startswith("<div")
-        assert "Plotly.newPlot" in html
-        assert "plotly.min.js" not in html
+        spec = figure_spec(charts.fit_to_page(fig))
+        assert spec["data"]
+        assert spec["layout"]["height"] == 460
+        json.dumps(spec)  # plain JSON for json_script

@@ -168,3 +168,45 @@ def test_error_text_reads_file_location_message():
     assert str(error) == (
         "generic_nan_e2e.jsonl: line 3: e2e_ms: latency is NaN: expected a number of ms, at least 0"
     )
+
+
+@pytest.mark.parametrize(
+    ("encoding", "named"),
+    [
+        ("utf-16", "UTF-16"),  # with a byte-order mark, as PowerShell's `>` writes
+        ("utf-16-le", "UTF-16"),
+        ("utf-16-be", "UTF-16"),
+        ("utf-32", "UTF-32"),
+        ("utf-32-le", "UTF-32"),
+        ("utf-32-be", "UTF-32"),
+    ],
+)
+@pytest.mark.parametrize(
+    "parts",
+    [
+        ("vllm", "vllm_c2_n20_detailed.json"),
+        ("aiperf", "profile_export.jsonl"),
+        ("generic", "requests.csv"),
+    ],
+)
+def test_a_report_saved_as_utf16_or_utf32_is_told_to_be_saved_as_utf8(parts, encoding, named):
+    data = fixture(*parts).read_text("utf-8").encode(encoding)
+
+    with pytest.raises(ReportFormatError) as caught:
+        parse_report(data, filename=parts[-1])
+
+    assert caught.value.filename == parts[-1]
+    assert caught.value.message == f"the file is {named}; save it as UTF-8"
+
+
+def test_a_binary_file_is_told_that_utf8_text_is_expected():
+    with pytest.raises(ReportFormatError) as caught:
+        parse_report(b"\x1f\x8b\x08\x00" + bytes(range(256)), filename="report.json.gz")
+
+    assert "expected UTF-8 text" in caught.value.message
+
+
+def test_a_utf8_file_with_a_byte_order_mark_still_parses():
+    data = b"\xef\xbb\xbf" + fixture("vllm", "vllm_c2_n20_detailed.json").read_bytes()
+
+    assert parse_report(data, filename="vllm.json").tool == "vllm"
