@@ -15,9 +15,13 @@ from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
+# Every variable the settings have read: names a backend may never use as its
+# credential (replay.outbound), since they hold the ledger's own secrets.
+READ_NAMES: set[str] = set()
 
 
 def _raw(name: str) -> str | None:
+    READ_NAMES.add(name)
     file_name = os.environ.get(f"{name}_FILE")
     if file_name:
         try:

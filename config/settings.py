@@ -14,7 +14,7 @@ import dj_database_url
 from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_list, env_rate, env_str
+from config.env import READ_NAMES, env_bool, env_int, env_list, env_rate, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("DATA_DIR", str(BASE_DIR / "var"))).resolve()
@@ -378,6 +378,13 @@ REPLAY_LATENCY_TOLERANCE_PCT = env_int("REPLAY_LATENCY_TOLERANCE_PCT", 20)
 REPLAY_LATENCY_FLOOR_MS = env_int("REPLAY_LATENCY_FLOOR_MS", 10)
 REPLAY_REAP_EVERY_SECONDS = env_int("REPLAY_REAP_EVERY_SECONDS", 60)
 REPLAY_PROBE_EVERY_MINUTES = env_int("REPLAY_PROBE_EVERY_MINUTES", 30)
+# Where replay may connect (replay/outbound.py): host names, `.domain` suffixes and
+# networks. Development reaches this machine only; production lists its backends.
+REPLAY_ALLOWED_HOSTS = env_list(
+    "REPLAY_ALLOWED_HOSTS", ["127.0.0.1", "::1", "localhost"] if DEBUG else []
+)
+# Credential variables a backend may name besides LEDGER_BACKEND_KEY_*.
+REPLAY_CREDENTIAL_NAMES = env_list("REPLAY_CREDENTIAL_NAMES", [])
 if REPLAY_HEARTBEAT_SECONDS < 1 or REPLAY_STALE_AFTER_SECONDS < 2 * REPLAY_HEARTBEAT_SECONDS:
     raise ImproperlyConfigured(
         f"REPLAY_STALE_AFTER_SECONDS={REPLAY_STALE_AFTER_SECONDS} must be at least twice "
@@ -426,3 +433,17 @@ CELERY_BEAT_SCHEDULE["checkpoint-ledger"] = {
 
 # Health: how long /readyz waits for each dependency before calling it down.
 READYZ_TIMEOUT_SECONDS = env_int("READYZ_TIMEOUT_SECONDS", 3)
+
+# Last, once every variable has been read: no backend credential may be one of them.
+_reserved = sorted(
+    name
+    for name in REPLAY_CREDENTIAL_NAMES
+    if name in READ_NAMES
+    or name.removesuffix("_FILE") in READ_NAMES
+    or name.startswith(("AWS_", "DJANGO_", "CELERY_", "DATABASE_", "PG"))
+)
+if _reserved:
+    raise ImproperlyConfigured(
+        f"REPLAY_CREDENTIAL_NAMES lists {', '.join(_reserved)}, which hold the ledger's own "
+        "configuration: a backend must never be able to send them. Use LEDGER_BACKEND_KEY_* names."
+    )

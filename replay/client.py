@@ -41,6 +41,7 @@ import orjson
 from httpx_sse import EventSource
 
 from replay import stats
+from replay.outbound import DestinationPolicy, guarded_client
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +91,8 @@ class BackendConfig:
     credential: str | None = field(default=None, repr=False)  # the secret value itself
     concurrency: int = 4
     timeouts: Timeouts = field(default_factory=Timeouts)
+    # Where connections may go (replay.outbound); None: the settings' REPLAY_ALLOWED_HOSTS.
+    destinations: DestinationPolicy | None = None
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
@@ -221,13 +224,15 @@ def _headers(backend: BackendConfig, request_id: str) -> dict[str, str]:
 def make_client(
     backend: BackendConfig, *, connections: int | None = None, verify: ssl.SSLContext | bool = True
 ) -> httpx.AsyncClient:
-    """An httpx client for the backend; read deadlines are enforced by ``replay_one`` itself."""
+    """An httpx client for the backend, connecting only where replay.outbound allows;
+    read deadlines are enforced by ``replay_one`` itself."""
     t = backend.timeouts
     size = connections or backend.concurrency
-    return httpx.AsyncClient(
+    return guarded_client(
         timeout=httpx.Timeout(connect=t.connect, read=None, write=t.idle, pool=None),
         limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
         verify=verify,
+        policy=backend.destinations,
     )
 
 

@@ -17,7 +17,7 @@ the same document may create), sample sets first (a backend's schedules name the
         base_url: http://10.0.0.5:8000
         model_name: kb-qwen2.5-7b-awq
         engine: vllm
-        credential_env: KB_ASSISTANT_API_KEY
+        credential_env: LEDGER_BACKEND_KEY_KB_ASSISTANT
         concurrency_limit: 8
         schedules:
           - {sample_set: kb-smoke, crontab: "0 */6 * * *"}

@@ -7,13 +7,22 @@ again, a backend that exists is left alone.
 from __future__ import annotations
 
 from ledger.models import Service
+from replay import outbound
 from replay import services as replay_services
 from replay.models import Backend
 from replay.starters import starter_files, starter_name
 
+# Nothing listens here in the demo: probes and runs show what an unreachable
+# backend looks like until someone points it at a real one.
+DEMO_BACKEND_URL = "http://127.0.0.1:8081"
+
 
 def seed_replay(service_slugs: list[str]) -> tuple[int, int]:
-    """The starter sample sets and a backend for each live demo service; returns what was new."""
+    """The starter sample sets and a backend for each live demo service; returns what was new.
+
+    The backends are made only where REPLAY_ALLOWED_HOSTS lets replay reach this
+    machine (the development default); elsewhere they would be refused.
+    """
     new_sets = 0
     for path in starter_files():
         _, created = replay_services.import_sample_set(
@@ -24,6 +33,8 @@ def seed_replay(service_slugs: list[str]) -> tuple[int, int]:
         )
         new_sets += created
     new_backends = 0
+    if outbound.base_url_problem(DEMO_BACKEND_URL):
+        return new_sets, new_backends
     live_services = Service.objects.filter(slug__in=service_slugs, live_revision__isnull=False)
     for service in live_services.select_related("live_revision__runtime"):
         name = f"{service.slug}-live"
@@ -34,9 +45,7 @@ def seed_replay(service_slugs: list[str]) -> tuple[int, int]:
             actor=None,
             name=name,
             revision=service.live_revision,
-            # Nothing listens here in the demo: probes and runs show what an
-            # unreachable backend looks like until you point it at a real one.
-            base_url="http://127.0.0.1:8081",
+            base_url=DEMO_BACKEND_URL,
             model_name=service.slug,
             engine=engine if engine in Backend.Engine.values else Backend.Engine.OTHER,
             concurrency_limit=4,

@@ -37,7 +37,7 @@ class Backend(models.Model):
         max_length=100,
         blank=True,
         help_text="Name of the environment variable holding the API key on the workers "
-        "(the key itself is never stored here), e.g. KB_ASSISTANT_API_KEY.",
+        "(the key itself is never stored here), e.g. LEDGER_BACKEND_KEY_KB_ASSISTANT.",
     )
     concurrency_limit = models.PositiveSmallIntegerField(
         default=8, validators=[MinValueValidator(1), MaxValueValidator(512)]

@@ -1,9 +1,10 @@
 """Probing a backend: what it says it serves, and one small request per declared capability.
 
-No Django here. ``get_models`` and ``get_version`` read what a server reports about
-itself; ``capability_probe`` builds the request that puts one declared capability to
-the test and ``judge_capability`` reads its answer; ``find_drift`` compares what was
-reported with what the ledger registered. ``replay.services.probe_backend`` runs them
+No Django here but the allow-list (`replay.outbound`). ``get_models`` and
+``get_version`` read what a server reports about itself; ``capability_probe`` builds
+the request that puts one declared capability to the test and ``judge_capability``
+reads its answer; ``find_drift`` compares what was reported with what the ledger
+registered. ``replay.services.probe_backend`` runs them
 against a backend and records the outcome.
 """
 
@@ -16,6 +17,7 @@ import httpx
 
 from replay.checks import CheckOutcome, judge
 from replay.client import ChatRequest, ReplayResult, api_root
+from replay.outbound import DestinationPolicy, guarded_client
 
 
 class ProbeError(Exception):
@@ -69,11 +71,15 @@ async def _get_json(client: httpx.AsyncClient, url: str, credential: str | None)
 
 
 async def get_models(
-    base_url: str, *, credential: str | None = None, timeout: float = 10.0
+    base_url: str,
+    *,
+    credential: str | None = None,
+    timeout: float = 10.0,
+    destinations: DestinationPolicy | None = None,
 ) -> list[ServedModel]:
     """``GET /v1/models``: the served model ids and their context length where reported."""
     root = api_root(base_url)
-    async with httpx.AsyncClient(timeout=timeout) as client:
+    async with guarded_client(timeout=timeout, policy=destinations) as client:
         status, data = await _get_json(client, f"{root}/v1/models", credential)
     if status != 200 or not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise ProbeError(f"GET /v1/models answered HTTP {status} without a model list")
@@ -92,11 +98,12 @@ async def get_version(
     *,
     credential: str | None = None,
     timeout: float = 10.0,
+    destinations: DestinationPolicy | None = None,
 ) -> VersionInfo:
     """Ask the engine's own version endpoint first, then the other engines' in turn."""
     root = api_root(base_url)
     order = sorted(VERSION_ENDPOINTS, key=lambda name: name != engine)
-    async with httpx.AsyncClient(timeout=timeout) as client:
+    async with guarded_client(timeout=timeout, policy=destinations) as client:
         for name in order:
             path, key = VERSION_ENDPOINTS[name]
             try:

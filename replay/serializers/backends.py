@@ -49,7 +49,7 @@ class BackendSerializer(serializers.ModelSerializer):
         allow_blank=True,
         max_length=100,
         help_text="Name of the environment variable holding the API key on the workers, e.g. "
-        "KB_ASSISTANT_API_KEY. The key itself is never stored, nor shown.",
+        "LEDGER_BACKEND_KEY_KB_ASSISTANT. The key itself is never stored, nor shown.",
     )
 
     class Meta:

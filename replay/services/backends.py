@@ -1,8 +1,11 @@
 """Backends: an OpenAI-compatible endpoint bound to the revision it serves.
 
 The credential is never stored: a backend names the environment variable that holds
-it on the workers (`credential_env`), and `backend_config` reads it at request time.
-Only the variable's name appears in rows, events, pages and exports.
+it on the workers (`credential_env`, in the LEDGER_BACKEND_KEY_* namespace of
+`replay.outbound`), and `backend_config` reads it at request time. Only the
+variable's name appears in rows, events, pages and exports. The base URL must be
+a destination replay.outbound allows; moving a backend to another base URL
+drops its credential unless the same change names it again.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from config.env import env_str
 from ledger.chain import append_event
 from ledger.services import snapshot
 from lib.actors import Actor
+from replay import outbound
 from replay.client import BackendConfig, Timeouts
 from replay.models import Backend
 from replay.permissions import ensure_can_manage_backend
@@ -42,7 +46,8 @@ _SECRET_FIELDS = ("credential", "api_key", "key", "token", "password", "secret")
 
 
 class CredentialMissing(Exception):
-    """The backend names a credential variable that is not set where the work runs."""
+    """The backend's credential variable is not set where the work runs, or is not one a
+    backend may name."""
 
 
 def _check_fields(fields: dict[str, Any]) -> None:
@@ -63,9 +68,11 @@ def _check_fields(fields: dict[str, Any]) -> None:
         raise ValidationError(
             {
                 "credential_env": "Give the NAME of an environment variable (capital letters, "
-                "digits and _, e.g. KB_ASSISTANT_API_KEY), never the key itself."
+                f"digits and _, e.g. {outbound.CREDENTIAL_PREFIX}KB_ASSISTANT), never the key itself."
             }
         )
+    if env and (problem := outbound.credential_problem(env)):
+        raise ValidationError({"credential_env": problem}, code="credential_refused")
     url = fields.get("base_url")
     if url:
         parts = urlsplit(url)
@@ -82,6 +89,7 @@ def _check_fields(fields: dict[str, Any]) -> None:
                     "base_url": "Give the root of the API without a query string, e.g. http://10.0.0.5:8000"
                 }
             )
+        outbound.check_base_url(url)
 
 
 def _view(backend: Backend) -> dict[str, Any]:
@@ -121,6 +129,10 @@ def update_backend(backend: Backend, *, actor: Actor, **changes: Any) -> bool:
         .select_related("revision__service__team")
         .get(pk=backend.pk)
     )
+    moved = "base_url" in changes and changes["base_url"] != backend.base_url
+    if moved and "credential_env" not in changes:
+        # A key meant for one address is never sent to another unless someone says so.
+        changes = {**changes, "credential_env": ""}
     ensure_can_manage_backend(actor, backend.revision)
     if "revision" in changes and changes["revision"] != backend.revision:
         ensure_can_manage_backend(actor, changes["revision"])
@@ -133,15 +145,16 @@ def update_backend(backend: Backend, *, actor: Actor, **changes: Any) -> bool:
         return False
     backend.full_clean()
     backend.save(update_fields=[*changed, "updated_at"])
-    append_event(
-        actor=actor,
-        action="replay.backend_updated",
-        subject=backend,
-        payload={
-            "before": {name: before[name] for name in changed},
-            "after": {name: after[name] for name in changed},
-        },
-    )
+    payload: dict[str, Any] = {
+        "before": {name: before[name] for name in changed},
+        "after": {name: after[name] for name in changed},
+    }
+    if moved and before["credential_env"] and not after["credential_env"]:
+        payload["credential_cleared"] = (
+            f"base_url changed without the credential, so {before['credential_env']} "
+            "is no longer sent"
+        )
+    append_event(actor=actor, action="replay.backend_updated", subject=backend, payload=payload)
     return True
 
 
@@ -153,6 +166,9 @@ def backend_config(backend: Backend, *, concurrency: int | None = None) -> Backe
     """
     credential = None
     if backend.credential_env:
+        # Rows saved before the namespace existed are refused here too.
+        if problem := outbound.credential_problem(backend.credential_env):
+            raise CredentialMissing(problem)
         credential = env_str(backend.credential_env) or None
         if credential is None:
             raise CredentialMissing(

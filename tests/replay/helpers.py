@@ -91,7 +91,7 @@ def make_backend(team, name="kb-vllm", **fields) -> Backend:
     revision = RevisionFactory(service__team=team, service__slug=f"svc-{name}")
     ledger_services.set_live_revision(revision.service, revision, actor=None)
     revision.refresh_from_db()
-    fields.setdefault("credential_env", "KB_API_KEY")
+    fields.setdefault("credential_env", "LEDGER_BACKEND_KEY_KB")
     return BackendFactory(name=name, revision=revision, **fields)
 
 

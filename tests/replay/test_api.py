@@ -32,7 +32,7 @@ def backend_payload(revision, **overrides):
         "base_url": "http://10.0.0.7:30000",
         "model_name": "qwen2.5-7b-instruct",
         "engine": "sglang",
-        "credential_env": "KB_SGLANG_KEY",
+        "credential_env": "LEDGER_BACKEND_KEY_KB_SGLANG",
         "concurrency_limit": 16,
     }
     payload.update(overrides)
@@ -118,14 +118,14 @@ def test_owner_of_another_team_cannot_change_or_run_this_backend(api, backend):
 
 
 def test_backend_exposes_the_credential_variable_name_only(api, auditor, backend, monkeypatch):
-    monkeypatch.setenv("KB_API_KEY", SECRET)
+    monkeypatch.setenv("LEDGER_BACKEND_KEY_KB", SECRET)
     api.force_authenticate(auditor)
 
     listed = api.get("/api/replay/backends/")
     detail = api.get(f"/api/replay/backends/{backend.name}/")
 
-    assert listed.json()["results"][0]["credential_env"] == "KB_API_KEY"
-    assert detail.json()["credential_env"] == "KB_API_KEY"
+    assert listed.json()["results"][0]["credential_env"] == "LEDGER_BACKEND_KEY_KB"
+    assert detail.json()["credential_env"] == "LEDGER_BACKEND_KEY_KB"
     assert SECRET not in listed.content.decode() + detail.content.decode()
     assert detail.json()["service"] == backend.revision.service.slug
     assert detail.json()["latest_probe"] is None

@@ -110,7 +110,7 @@ def registry() -> dict:
                 "base_url": "http://10.0.0.5:8000",
                 "model_name": "qwen2.5-7b-instruct",
                 "engine": "vllm",
-                "credential_env": "KB_ASSISTANT_API_KEY",
+                "credential_env": "LEDGER_BACKEND_KEY_KB_ASSISTANT",
                 "concurrency_limit": 16,
                 "first_token_timeout_s": 12.5,
                 "schedules": [
@@ -169,7 +169,7 @@ def test_apply_creates_backends_sample_sets_and_schedules_through_the_domain(wri
         16,
         12.5,
     )
-    assert live.credential_env == "KB_ASSISTANT_API_KEY"
+    assert live.credential_env == "LEDGER_BACKEND_KEY_KB_ASSISTANT"
     smoke = SampleSet.objects.get()
     assert (smoke.version, smoke.description) == (1, "What the assistant must keep doing.")
     assert smoke.samples.get(key="answer-json").sensitive is True

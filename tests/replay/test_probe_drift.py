@@ -168,9 +168,9 @@ def test_the_periodic_sweep_records_a_capability_only_when_its_status_changes(se
 
 
 def test_an_unreachable_backend_is_recorded_without_the_credential(db, monkeypatch):
-    monkeypatch.setenv("KB_PROBE_KEY", SECRET)
+    monkeypatch.setenv("LEDGER_BACKEND_KEY_KB_PROBE", SECRET)
     with FakeOpenAI() as placeholder:
-        backend = backend_on(placeholder, credential_env="KB_PROBE_KEY")
+        backend = backend_on(placeholder, credential_env="LEDGER_BACKEND_KEY_KB_PROBE")
     services.update_backend(backend, actor=None, base_url=f"http://127.0.0.1:{free_port()}")
 
     probe = services.probe_backend(backend, actor=None)
@@ -182,9 +182,9 @@ def test_an_unreachable_backend_is_recorded_without_the_credential(db, monkeypat
 
 
 def test_the_probe_sends_the_credential_named_by_the_backend(server, monkeypatch):
-    monkeypatch.setenv("KB_PROBE_KEY", SECRET)
+    monkeypatch.setenv("LEDGER_BACKEND_KEY_KB_PROBE", SECRET)
     server.configure(api_key=SECRET)
-    backend = backend_on(server, credential_env="KB_PROBE_KEY")
+    backend = backend_on(server, credential_env="LEDGER_BACKEND_KEY_KB_PROBE")
     _declare(backend.revision, streaming="sse")
 
     probe = services.probe_backend(backend, actor=None)

@@ -19,7 +19,7 @@ def _fields(**overrides):
         "revision": RevisionFactory(),
         "base_url": "http://10.0.0.5:8000",
         "model_name": "kb-qwen2.5-7b-awq",
-        "credential_env": "KB_ASSISTANT_API_KEY",
+        "credential_env": "LEDGER_BACKEND_KEY_KB_ASSISTANT",
         **overrides,
     }
 
@@ -29,7 +29,7 @@ def test_create_backend_records_an_event_on_its_service():
 
     event = Event.objects.get(action="replay.backend_created")
     assert event.service_id == backend.revision.service_id
-    assert event.payload_data["after"]["credential_env"] == "KB_ASSISTANT_API_KEY"
+    assert event.payload_data["after"]["credential_env"] == "LEDGER_BACKEND_KEY_KB_ASSISTANT"
     assert event.payload_data["after"]["revision"] == backend.revision_id
 
 
@@ -90,19 +90,19 @@ def test_only_the_owning_team_and_platform_sres_manage_a_backend(owner, sre, out
 
 def test_backend_config_reads_the_key_from_the_environment_or_a_file(monkeypatch, tmp_path):
     backend = services.create_backend(actor=None, **_fields())
-    monkeypatch.setenv("KB_ASSISTANT_API_KEY", "sk-from-env")
+    monkeypatch.setenv("LEDGER_BACKEND_KEY_KB_ASSISTANT", "sk-from-env")
     assert services.backend_config(backend).credential == "sk-from-env"
 
-    monkeypatch.delenv("KB_ASSISTANT_API_KEY")
+    monkeypatch.delenv("LEDGER_BACKEND_KEY_KB_ASSISTANT")
     secret = tmp_path / "key"
     secret.write_text("sk-from-file\n")
-    monkeypatch.setenv("KB_ASSISTANT_API_KEY_FILE", str(secret))
+    monkeypatch.setenv("LEDGER_BACKEND_KEY_KB_ASSISTANT_FILE", str(secret))
     config = services.backend_config(backend, concurrency=99)
     assert config.credential == "sk-from-file"
     assert config.concurrency == backend.concurrency_limit  # never above the backend's limit
     assert "sk-from-file" not in repr(config)
 
-    monkeypatch.delenv("KB_ASSISTANT_API_KEY_FILE")
+    monkeypatch.delenv("LEDGER_BACKEND_KEY_KB_ASSISTANT_FILE")
     with pytest.raises(services.CredentialMissing) as raised:
         services.backend_config(backend)
-    assert "KB_ASSISTANT_API_KEY" in str(raised.value)
+    assert "LEDGER_BACKEND_KEY_KB_ASSISTANT" in str(raised.value)

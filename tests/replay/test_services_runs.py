@@ -235,8 +235,8 @@ def test_a_finished_run_executed_again_sends_nothing(fake):
 
 def test_the_credential_is_read_from_the_named_variable_and_never_stored(fake, monkeypatch):
     fake.configure(api_key=SECRET)
-    monkeypatch.setenv("KB_REPLAY_KEY", SECRET)
-    backend = backend_on(fake, credential_env="KB_REPLAY_KEY")
+    monkeypatch.setenv("LEDGER_BACKEND_KEY_KB_REPLAY", SECRET)
+    backend = backend_on(fake, credential_env="LEDGER_BACKEND_KEY_KB_REPLAY")
     # A server may echo the key in an answer or an error body; the run must not pass it on.
     sample_set = make_set(
         "auth",
@@ -258,14 +258,14 @@ def test_the_credential_is_read_from_the_named_variable_and_never_stored(fake, m
 
 
 def test_a_missing_credential_fails_the_run_naming_the_variable_not_a_value(fake, monkeypatch):
-    monkeypatch.delenv("KB_MISSING_KEY", raising=False)
-    backend = backend_on(fake, credential_env="KB_MISSING_KEY")
+    monkeypatch.delenv("LEDGER_BACKEND_KEY_KB_MISSING", raising=False)
+    backend = backend_on(fake, credential_env="LEDGER_BACKEND_KEY_KB_MISSING")
     sample_set = make_set("nokey", [sample("four", "fake: reply=4")])
 
     run = replay_now(backend, sample_set)
 
     assert run.state == Run.State.FAILED
-    assert "KB_MISSING_KEY" in run.summary["error"]
+    assert "LEDGER_BACKEND_KEY_KB_MISSING" in run.summary["error"]
     assert fake.chat_requests == []
     assert Event.objects.filter(action="replay.run_failed", subject_id=str(run.pk)).exists()
 

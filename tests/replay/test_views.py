@@ -103,12 +103,12 @@ def test_backend_list_empty_state_says_what_to_do(client, owner, team, auditor):
 def test_backend_page_names_the_credential_variable_never_its_value(
     client, auditor, backend, monkeypatch
 ):
-    monkeypatch.setenv("KB_API_KEY", SECRET)
+    monkeypatch.setenv("LEDGER_BACKEND_KEY_KB", SECRET)
     client.force_login(auditor)
 
     page = client.get(f"/replay/backends/{backend.name}/").content.decode()
 
-    assert "set via env <code>KB_API_KEY</code>" in page
+    assert "set via env <code>LEDGER_BACKEND_KEY_KB</code>" in page
     assert SECRET not in page
 
 
@@ -339,7 +339,7 @@ def backend_data(revision, **overrides):
         "base_url": "http://10.0.0.7:30000",
         "model_name": "qwen2.5-7b-instruct",
         "engine": "sglang",
-        "credential_env": "KB_SGLANG_KEY",
+        "credential_env": "LEDGER_BACKEND_KEY_KB_SGLANG",
         "concurrency_limit": 16,
         "connect_timeout_s": 5,
         "first_token_timeout_s": 30,
@@ -359,7 +359,7 @@ def test_owner_registers_a_backend(client, owner, backend):
     created = Backend.objects.get(name="kb-sglang")
     assert response.status_code == 302
     assert response["Location"] == "/replay/backends/kb-sglang/"
-    assert created.credential_env == "KB_SGLANG_KEY"
+    assert created.credential_env == "LEDGER_BACKEND_KEY_KB_SGLANG"
     assert Event.objects.filter(action="replay.backend_created", actor=owner).exists()
 
 
