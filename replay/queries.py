@@ -9,11 +9,11 @@ import datetime as dt
 from typing import Any, Literal, TypedDict
 
 from django.conf import settings
-from django.db.models import OuterRef, Subquery
+from django.db.models import OuterRef, Subquery, Sum
 from django.utils import timezone
 
 from ledger.models import Revision, Service
-from replay.models import Backend, Probe, Run
+from replay.models import Backend, Probe, Run, Sample
 
 
 class TrendPoint(TypedDict):
@@ -344,3 +344,115 @@ def _ago(delta: dt.timedelta) -> str:
         return f"{minutes} min"
     hours = minutes // 60
     return f"{hours} h" if hours < 48 else f"{hours // 24} days"
+
+
+# ---------------------------------------------------------------- one run, as its page reads it
+
+
+ACTIVE_STATES = (Run.State.QUEUED, Run.State.RUNNING)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _percentile(summary: dict[str, Any], metric: str, pct: str) -> float | None:
+    """`summary[metric][pct]` as the aggregates store it, or a flat `metric_pct` key."""
+    nested = summary.get(f"{metric}_ms") or summary.get(metric)
+    if isinstance(nested, dict):
+        return _number(nested.get(pct))
+    return _number(summary.get(f"{metric}_{pct}") or summary.get(f"{metric}_{pct}_ms"))
+
+
+def summary_numbers(summary: Any) -> dict[str, Any]:
+    """What the run page shows of `Run.summary` (see `replay.services.verdicts.RunSummary`),
+    tolerant of summaries written by older versions."""
+    summary = summary if isinstance(summary, dict) else {}
+    codes = summary.get("error_codes")
+    reasons = summary.get("verdict_reasons")
+    return {
+        "pass_rate": _number(summary.get("pass_rate")),
+        "attempts": _number(summary.get("attempts")),
+        "samples_ok": summary.get("samples_ok"),
+        "samples": summary.get("samples"),
+        "ttft_p50": _percentile(summary, "ttft", "p50"),
+        "ttft_p95": _percentile(summary, "ttft", "p95"),
+        "tpot_p50": _percentile(summary, "tpot", "p50"),
+        "tpot_p95": _percentile(summary, "tpot", "p95"),
+        "error_codes": sorted(codes.items()) if isinstance(codes, dict) else [],
+        "reasons": [r for r in reasons if isinstance(r, str)] if isinstance(reasons, list) else [],
+        "error": summary.get("error") if isinstance(summary.get("error"), str) else "",
+    }
+
+
+def run_progress(run: Run, done: int | None = None) -> dict[str, Any]:
+    """How far the run is: results written (`done`, if counted already) of the attempts
+    the set asks for."""
+    expected = (
+        Sample.objects.filter(sample_set=run.sample_set_id).aggregate(n=Sum("repeat"))["n"] or 0
+    )
+    if done is None:
+        done = run.results.count()
+    return {
+        "done": done,
+        "expected": expected,
+        "percent": round(100 * done / expected) if expected else 0,
+        "active": run.state in ACTIVE_STATES,
+    }
+
+
+class ComparisonRow(TypedDict):
+    metric: str
+    unit: Literal["rate", "ms"]  # the `replay_format` filters read it
+    a: float | None
+    b: float | None
+    delta: float | None
+    change_pct: float | None
+    regressed: bool
+
+
+def comparison_table(comparison: Any) -> dict[str, Any] | None:
+    """`services.compare_runs` output (also what `Run.comparison` stores) as rows of pass
+    rate and latency percentiles with A, B and B's change; each row says whether the
+    domain counted it as a regression."""
+    if not isinstance(comparison, dict) or "pass_rate" not in comparison:
+        return None
+    regressions = [r for r in comparison.get("regressions") or [] if isinstance(r, dict)]
+    kinds = {r.get("kind") for r in regressions}
+    rate = comparison["pass_rate"]
+    rows = [
+        ComparisonRow(
+            metric="Pass rate",
+            unit="rate",
+            a=_number(rate.get("a")),
+            b=_number(rate.get("b")),
+            delta=_number(rate.get("delta")),
+            change_pct=None,
+            regressed="pass_rate" in kinds,
+        )
+    ]
+    for key, name in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT")):
+        for pct in ("p50", "p95"):
+            delta = (comparison.get(key) or {}).get(pct) or {}
+            rows.append(
+                ComparisonRow(
+                    metric=f"{pct} {name}",
+                    unit="ms",
+                    a=_number(delta.get("a")),
+                    b=_number(delta.get("b")),
+                    delta=_number(delta.get("delta")),
+                    change_pct=_number(delta.get("change_pct")),
+                    regressed=f"{key.removesuffix('_ms')}_{pct}" in kinds,
+                )
+            )
+    codes = comparison.get("error_codes") or {}
+    return {
+        "rows": rows,
+        "regressions": [r.get("detail", "") for r in regressions],
+        "new_codes": codes.get("new") or [],
+        "gone_codes": codes.get("gone") or [],
+        "changed_samples": [s for s in comparison.get("samples") or [] if s.get("changed")],
+        "same_model_asset": comparison.get("same_model_asset"),
+        "same_fingerprint": comparison.get("same_fingerprint"),
+        "tolerances": comparison.get("tolerances") or {},
+    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pgtrigger
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -399,6 +400,32 @@ class Revision(models.Model):
         indexes = [
             # "Which other revisions are the same thing?" on every revision page.
             models.Index(fields=["fingerprint"], name="ledger_rev_fingerprint_idx"),
+        ]
+        triggers = [
+            # What served is what a rollback goes back to: once a revision has been
+            # live, the database itself refuses a change of its content (only its
+            # notes may change), whoever writes around the domain verbs.
+            pgtrigger.Protect(
+                name="ledger_revision_served_is_frozen",
+                operation=pgtrigger.Update,
+                condition=pgtrigger.Condition(
+                    "OLD.served_at IS NOT NULL AND ("
+                    + " OR ".join(
+                        f"OLD.{column} IS DISTINCT FROM NEW.{column}"
+                        for column in (
+                            "service_id",
+                            "number",
+                            "model_asset_id",
+                            "runtime_id",
+                            "context_limit",
+                            "gateway_policy_version",
+                            "fingerprint",
+                            "served_at",
+                        )
+                    )
+                    + ")"
+                ),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Sum
+from django.db.models import Count
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.template.defaultfilters import floatformat
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRefresh
@@ -16,11 +15,10 @@ from django_htmx.http import HttpResponseClientRefresh
 from lib.actors import AuthenticatedHttpRequest
 from lib.charts import figure_spec
 from lib.pages import paginate, render_list, wants_fragment
-from replay import charts, services
+from replay import charts, queries, services
 from replay.filters import ResultFilter, RunListFilter
 from replay.models import Result, Run, Sample
 
-ACTIVE = (Run.State.QUEUED, Run.State.RUNNING)
 CATEGORY_LABELS = dict(Sample.Category.choices)
 OTHER_RUNS = 10
 
@@ -61,54 +59,6 @@ def run_list(request: AuthenticatedHttpRequest) -> HttpResponse:
 # ---------------------------------------------------------------- one run
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _percentile(summary: dict, metric: str, pct: str) -> float | None:
-    """`summary[metric][pct]` as the aggregates store it, or a flat `metric_pct` key."""
-    nested = summary.get(f"{metric}_ms") or summary.get(metric)
-    if isinstance(nested, dict):
-        return _number(nested.get(pct))
-    return _number(summary.get(f"{metric}_{pct}") or summary.get(f"{metric}_{pct}_ms"))
-
-
-def summary_numbers(summary: dict) -> dict[str, Any]:
-    """What the run page shows of `Run.summary` (see `replay.services.verdicts.RunSummary`)."""
-    summary = summary if isinstance(summary, dict) else {}
-    codes = summary.get("error_codes")
-    reasons = summary.get("verdict_reasons")
-    return {
-        "pass_rate": _number(summary.get("pass_rate")),
-        "attempts": _number(summary.get("attempts")),
-        "samples_ok": summary.get("samples_ok"),
-        "samples": summary.get("samples"),
-        "ttft_p50": _percentile(summary, "ttft", "p50"),
-        "ttft_p95": _percentile(summary, "ttft", "p95"),
-        "tpot_p50": _percentile(summary, "tpot", "p50"),
-        "tpot_p95": _percentile(summary, "tpot", "p95"),
-        "error_codes": sorted(codes.items()) if isinstance(codes, dict) else [],
-        "reasons": [r for r in reasons if isinstance(r, str)] if isinstance(reasons, list) else [],
-        "error": summary.get("error") if isinstance(summary.get("error"), str) else "",
-    }
-
-
-def _progress(run: Run, done: int | None = None) -> dict[str, Any]:
-    """How far the run is: results written (`done`, if counted already) of the attempts
-    the set asks for."""
-    expected = (
-        Sample.objects.filter(sample_set=run.sample_set_id).aggregate(n=Sum("repeat"))["n"] or 0
-    )
-    if done is None:
-        done = run.results.count()
-    return {
-        "done": done,
-        "expected": expected,
-        "percent": round(100 * done / expected) if expected else 0,
-        "active": run.state in ACTIVE,
-    }
-
-
 @require_GET
 @login_required
 @vary_on_headers("HX-Request")
@@ -135,10 +85,10 @@ def run_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     )
     context = {
         "run": run,
-        "progress": _progress(run, done=sum(outcomes.values())),
-        "numbers": summary_numbers(run.summary),
+        "progress": queries.run_progress(run, done=sum(outcomes.values())),
+        "numbers": queries.summary_numbers(run.summary),
         "outcomes": [(o, label, outcomes.get(o, 0)) for o, label in Result.Outcome.choices],
-        "comparison": comparison_view(run.comparison),
+        "comparison": queries.comparison_table(run.comparison),
         "others": list(others),
         "filter": results,
         "page": paginate(request, results.qs),
@@ -159,82 +109,11 @@ def run_progress(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     run = _run(pk)
     if not wants_fragment(request):
         return redirect("replay:run_detail", pk=pk)
-    if run.state not in ACTIVE and request.GET.get("was") in ACTIVE:
+    active = queries.ACTIVE_STATES
+    if run.state not in active and request.GET.get("was") in active:
         return HttpResponseClientRefresh()
-    context = {"run": run, "progress": _progress(run)}
+    context = {"run": run, "progress": queries.run_progress(run)}
     return render(request, "replay/run_detail.html#progress", context)
-
-
-def _fmt_ms(value: Any) -> str:
-    # floatformat, as the templates round: half up, so a table and its chart agree.
-    return "—" if _number(value) is None else f"{floatformat(value, 1)} ms"
-
-
-def _fmt_rate(value: Any) -> str:
-    return "—" if _number(value) is None else f"{floatformat(value * 100, 1)} %"
-
-
-def _signed(value: float) -> str:
-    text = floatformat(value, 1)
-    return text if text.startswith("-") else f"+{text}"
-
-
-def _change_ms(delta: dict) -> str:
-    if _number(delta.get("delta")) is None:
-        return "—"
-    text = f"{_signed(delta['delta'])} ms"
-    pct = _number(delta.get("change_pct"))
-    return f"{text} ({_signed(pct)} %)" if pct is not None else text
-
-
-def _change_points(delta: dict) -> str:
-    if _number(delta.get("delta")) is None:
-        return "—"
-    return f"{_signed(delta['delta'] * 100)} pts"
-
-
-def comparison_view(comparison: dict) -> dict[str, Any] | None:
-    """`services.compare_runs` output (also what `Run.comparison` stores) ready to show.
-
-    Rows of pass rate and latency percentiles with A, B and B's change; each row
-    says whether the domain counted it as a regression.
-    """
-    if not isinstance(comparison, dict) or "pass_rate" not in comparison:
-        return None
-    regressions = [r for r in comparison.get("regressions") or [] if isinstance(r, dict)]
-    kinds = {r.get("kind") for r in regressions}
-    rows = [
-        {
-            "metric": "Pass rate",
-            "a": _fmt_rate(comparison["pass_rate"].get("a")),
-            "b": _fmt_rate(comparison["pass_rate"].get("b")),
-            "change": _change_points(comparison["pass_rate"]),
-            "regressed": "pass_rate" in kinds,
-        }
-    ]
-    for key, name in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT")):
-        for pct in ("p50", "p95"):
-            delta = (comparison.get(key) or {}).get(pct) or {}
-            rows.append(
-                {
-                    "metric": f"{pct} {name}",
-                    "a": _fmt_ms(delta.get("a")),
-                    "b": _fmt_ms(delta.get("b")),
-                    "change": _change_ms(delta),
-                    "regressed": f"{key.removesuffix('_ms')}_{pct}" in kinds,
-                }
-            )
-    codes = comparison.get("error_codes") or {}
-    return {
-        "rows": rows,
-        "regressions": [r.get("detail", "") for r in regressions],
-        "new_codes": codes.get("new") or [],
-        "gone_codes": codes.get("gone") or [],
-        "changed_samples": [s for s in comparison.get("samples") or [] if s.get("changed")],
-        "same_model_asset": comparison.get("same_model_asset"),
-        "same_fingerprint": comparison.get("same_fingerprint"),
-        "tolerances": comparison.get("tolerances") or {},
-    }
 
 
 # ---------------------------------------------------------------- two runs
@@ -278,7 +157,7 @@ def _comparison_context(run_a: Run, run_b: Run) -> dict[str, Any]:
     samples = _per_sample(run_a, run_b, comparison)
     metrics = _latency_metrics(comparison)
     label_a, label_b = _run_label(run_a), _run_label(run_b)
-    view = comparison_view(comparison)
+    view = queries.comparison_table(comparison)
     regressed = {row["metric"] for row in view["rows"] if row["regressed"]} if view else set()
     latency_rows = charts.latency_comparison_rows(metrics)
     for row in latency_rows:

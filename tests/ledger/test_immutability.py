@@ -197,3 +197,29 @@ def test_going_live_waits_for_an_update_in_flight_and_then_serves_what_it_wrote(
     assert "error" not in state
     served = Revision.objects.get(pk=revision.pk)
     assert (served.gateway_policy_version, served.served_at is not None) == ("gw-2", True)
+
+
+def test_the_database_refuses_to_change_a_served_revision_written_around_the_verbs(
+    live_revision,
+):
+    from django.db import DatabaseError
+
+    for change in (
+        {"context_limit": 4096},
+        {"runtime": RuntimeFactory(team=live_revision.service.team)},
+        {"fingerprint": "sha256:" + "1" * 64},
+        {"served_at": None},
+    ):
+        with pytest.raises(DatabaseError, match="Cannot update rows"), transaction.atomic():
+            Revision.objects.filter(pk=live_revision.pk).update(**change)
+    Revision.objects.filter(pk=live_revision.pk).update(notes="still the rollback target")
+    stored = Revision.objects.get(pk=live_revision.pk)
+    assert (stored.context_limit, stored.notes) == (32768, "still the rollback target")
+
+
+def test_a_revision_that_never_served_may_still_change_in_the_database(team):
+    revision = RevisionFactory(service__team=team)
+
+    Revision.objects.filter(pk=revision.pk).update(gateway_policy_version="gw-9")
+
+    assert Revision.objects.get(pk=revision.pk).gateway_policy_version == "gw-9"
