@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
+from dotenv import dotenv_values
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -82,3 +83,20 @@ def env_rate(name: str, default: str) -> str:
             "or day, e.g. 100/min"
         )
     return value.strip().replace(" ", "")
+
+
+def load_local_env(path: Path) -> list[str]:
+    """Set the variables of a local development file that the environment leaves unset.
+
+    `make run` writes one (var/local.env: DEBUG=true and a generated SECRET_KEY), so
+    the commands the README shows work in that checkout afterwards. Production has
+    none: the image never contains var/. Returns the names it set.
+    """
+    if not path.is_file():
+        return []
+    set_here = []
+    for name, value in dotenv_values(path).items():
+        if value is not None and name not in os.environ:
+            os.environ[name] = value
+            set_here.append(name)
+    return set_here

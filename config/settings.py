@@ -14,9 +14,20 @@ import dj_database_url
 from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import READ_NAMES, env_bool, env_int, env_list, env_rate, env_str
+from config.env import (
+    READ_NAMES,
+    env_bool,
+    env_int,
+    env_list,
+    env_rate,
+    env_str,
+    load_local_env,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# Development only: the file `make run` writes (empty LEDGER_LOCAL_ENV: read none).
+LOCAL_ENV_FILE = env_str("LEDGER_LOCAL_ENV", str(BASE_DIR / "var" / "local.env"))
+LOCAL_ENV_SET = load_local_env(Path(LOCAL_ENV_FILE)) if LOCAL_ENV_FILE else []
 DATA_DIR = Path(env_str("DATA_DIR", str(BASE_DIR / "var"))).resolve()
 
 DEBUG = env_bool("DEBUG", default=False)

@@ -6,6 +6,7 @@ PY=${PY:-.venv/bin/python}
 HOST=${HOST:-127.0.0.1}
 PORT=${PORT:-8000}
 
+scripts/write-local-env.sh var/local.env
 "$PY" manage.py migrate --noinput
 "$PY" manage.py seed_demo
 

@@ -1,8 +1,11 @@
+import re
+import subprocess
+
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_int, env_list, env_rate, env_str
-from tests.support.processes import child_env, run_manage
+from tests.support.processes import ROOT, child_env, run_manage
 
 
 def test_production_refuses_the_development_secret_key(scratch_dir):
@@ -201,3 +204,38 @@ def test_a_redis_cache_url_shares_the_cache_and_anything_else_is_refused(scratch
     assert "CACHE_URL='memcached://127.0.0.1:11211' must be a redis:// or rediss:// URL" in (
         refused.stderr
     )
+
+
+def test_after_make_run_the_readmes_commands_work_without_setting_anything(scratch_dir):
+    # make run writes var/local.env (scripts/write-local-env.sh); the commands the
+    # README shows then run in that checkout with nothing else set.
+    local_env = scratch_dir / "local.env"
+    subprocess.run(["scripts/write-local-env.sh", str(local_env)], cwd=ROOT, check=True)
+    assert oct(local_env.stat().st_mode & 0o777) == "0o600"
+    text = local_env.read_text()
+    assert "DEBUG=true" in text and re.search(r"^SECRET_KEY=\S{40,}$", text, re.M)
+    env = child_env(
+        DEBUG=None,
+        SECRET_KEY=None,
+        DATABASE_URL=None,  # the embedded defaults, as after make run
+        CELERY_BROKER_URL=None,
+        CELERY_RESULT_BACKEND=None,
+        LEDGER_LOCAL_ENV=str(local_env),
+        DATA_DIR=str(scratch_dir),
+    )
+
+    for command in (["--help"], ["migrate", "--noinput"], ["verify_ledger"]):
+        result = run_manage(*command, env=env)
+        assert result.returncode == 0, (command, result.stderr)
+    # Written once: a second run keeps the key (sessions and signatures stay valid).
+    subprocess.run(["scripts/write-local-env.sh", str(local_env)], cwd=ROOT, check=True)
+    assert local_env.read_text() == text
+
+
+def test_a_deployment_without_a_local_file_still_refuses_the_development_key(scratch_dir):
+    env = child_env(DEBUG=None, SECRET_KEY=None, LEDGER_LOCAL_ENV=str(scratch_dir / "absent.env"))
+
+    result = run_manage("check", env=env)
+
+    assert result.returncode != 0
+    assert "SECRET_KEY is the development key while DEBUG is off" in result.stderr
