@@ -32,5 +32,11 @@ urlpatterns = [
     path("api/", include("config.api_router")),
 ]
 
+# Under /api/ these answer JSON; elsewhere Django's HTML pages (lib/errors.py).
+handler400 = "lib.errors.bad_request"
+handler403 = "lib.errors.permission_denied"
+handler404 = "lib.errors.page_not_found"
+handler500 = "lib.errors.server_error"
+
 admin.site.site_header = "Inference Release Ledger administration"
 admin.site.site_title = "Ledger admin"

@@ -20,9 +20,10 @@ from ledger.models import (
     Service,
     Team,
 )
+from lib.api import ApiFilterSet, IsoDateTimeFilter
 
 
-class TeamFilter(django_filters.FilterSet):
+class TeamFilter(ApiFilterSet):
     member = django_filters.CharFilter(
         field_name="members__username", distinct=True, help_text="Username of a member."
     )
@@ -32,13 +33,13 @@ class TeamFilter(django_filters.FilterSet):
         fields = ["slug"]
 
 
-class LicenseFilter(django_filters.FilterSet):
+class LicenseFilter(ApiFilterSet):
     class Meta:
         model = License
         fields = ["kind", "gated"]
 
 
-class ServiceFilter(django_filters.FilterSet):
+class ServiceFilter(ApiFilterSet):
     team = django_filters.CharFilter(field_name="team__slug", help_text="Team slug.")
     engine = django_filters.ChoiceFilter(
         field_name="live_revision__runtime__engine",
@@ -58,7 +59,7 @@ class ServiceFilter(django_filters.FilterSet):
         return queryset.filter(Q(slug__icontains=value) | Q(name__icontains=value))
 
 
-class ModelAssetFilter(django_filters.FilterSet):
+class ModelAssetFilter(ApiFilterSet):
     team = django_filters.CharFilter(field_name="team__slug", help_text="Team slug.")
     license = django_filters.CharFilter(field_name="license__spdx_id", help_text="SPDX id.")
     q = django_filters.CharFilter(method="search", help_text="Words in the name or source.")
@@ -79,7 +80,7 @@ class ModelAssetFilter(django_filters.FilterSet):
         return queryset.filter(Q(name__icontains=value) | Q(source_repository__icontains=value))
 
 
-class RuntimeFilter(django_filters.FilterSet):
+class RuntimeFilter(ApiFilterSet):
     team = django_filters.CharFilter(field_name="team__slug", help_text="Team slug.")
     q = django_filters.CharFilter(field_name="name", lookup_expr="icontains")
 
@@ -88,7 +89,7 @@ class RuntimeFilter(django_filters.FilterSet):
         fields = ["engine", "engine_version", "gpu_model"]
 
 
-class RevisionFilter(django_filters.FilterSet):
+class RevisionFilter(ApiFilterSet):
     service = django_filters.CharFilter(field_name="service__slug", help_text="Service slug.")
     team = django_filters.CharFilter(field_name="service__team__slug", help_text="Team slug.")
     runtime = django_filters.CharFilter(field_name="runtime__name", help_text="Runtime name.")
@@ -102,7 +103,7 @@ class RevisionFilter(django_filters.FilterSet):
         fields = ["fingerprint", "model_asset", "gateway_policy_version"]
 
 
-class CapabilityFilter(django_filters.FilterSet):
+class CapabilityFilter(ApiFilterSet):
     service = django_filters.CharFilter(
         field_name="revision__service__slug", help_text="Service slug."
     )
@@ -112,7 +113,7 @@ class CapabilityFilter(django_filters.FilterSet):
         fields = ["revision", "kind", "status"]
 
 
-class EventFilter(django_filters.FilterSet):
+class EventFilter(ApiFilterSet):
     service = django_filters.CharFilter(
         field_name="service__slug",
         help_text="Events of one service and everything that belongs to it.",
@@ -121,10 +122,10 @@ class EventFilter(django_filters.FilterSet):
     actor = django_filters.CharFilter(
         field_name="actor_label", help_text="Username at the time, or 'system'."
     )
-    created_after = django_filters.IsoDateTimeFilter(
+    created_after = IsoDateTimeFilter(
         field_name="created_at", lookup_expr="gte", help_text="ISO 8601, inclusive."
     )
-    created_before = django_filters.IsoDateTimeFilter(
+    created_before = IsoDateTimeFilter(
         field_name="created_at", lookup_expr="lt", help_text="ISO 8601, exclusive."
     )
 

@@ -1,5 +1,6 @@
 """Form machinery every app's pages share: inline validation as the user types,
-live list filters kept in the URL, and small fields (comma lists, pretty JSON)."""
+live list filters kept in the URL, and small fields (comma lists, JSON that can be
+stored, pretty JSON)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 import django_filters
 from django import forms
 from django.core.exceptions import ValidationError
+
+from lib.storable import TOO_DEEP_TO_PARSE, find_unstorable, validate_storable
 
 # ---------------------------------------------------------------- inline validation
 
@@ -87,7 +90,31 @@ class CommaListField(forms.CharField):
                     ) from error
 
 
-class PrettyJSONField(forms.JSONField):
+class JSONField(forms.JSONField):
+    """Django's JSON form field, refusing what PostgreSQL cannot store (a NUL, an
+    unpaired surrogate, nesting past MAX_JSON_DEPTH) and JSON nested too deep for
+    Python's parser, as a form error naming the JSON path."""
+
+    default_validators = [validate_storable]
+
+    def to_python(self, value: Any) -> Any:
+        try:
+            return super().to_python(value)
+        except RecursionError:
+            raise ValidationError(TOO_DEEP_TO_PARSE, code="invalid") from None
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        # Redisplayed as typed: re-encoding a lone surrogate would fail the response.
+        try:
+            value = super().bound_data(data, initial)
+        except RecursionError:
+            return forms.fields.InvalidJSONInput(data)
+        if data is not None and find_unstorable(value) is not None:
+            return forms.fields.InvalidJSONInput(data)
+        return value
+
+
+class PrettyJSONField(JSONField):
     """A JSON textarea that shows stored objects indented, one key a line."""
 
     widget = forms.Textarea

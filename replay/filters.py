@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import django_filters
 from django.db.models import Q, QuerySet
 
+from lib.api import ApiFilterSet
 from lib.forms import LiveFilterSet
 from replay.forms import latest_versions
 from replay.models import Backend, Probe, Result, Run, Sample, SampleSet
@@ -112,7 +113,7 @@ class ResultFilter(LiveFilterSet):
 # ---------------------------------------------------------------- REST API
 
 
-class BackendFilter(django_filters.FilterSet):
+class BackendFilter(ApiFilterSet):
     service = django_filters.CharFilter(
         field_name="revision__service__slug", help_text="Slug of the service."
     )
@@ -123,7 +124,7 @@ class BackendFilter(django_filters.FilterSet):
         fields = ["engine", "enabled"]
 
 
-class SampleSetFilter(django_filters.FilterSet):
+class SampleSetFilter(ApiFilterSet):
     latest = django_filters.BooleanFilter(
         method="filter_latest", help_text="Only the newest version of each set."
     )
@@ -138,7 +139,7 @@ class SampleSetFilter(django_filters.FilterSet):
         return queryset.filter(pk__in=latest_versions().values("pk"))
 
 
-class RunFilter(django_filters.FilterSet):
+class RunFilter(ApiFilterSet):
     backend = django_filters.CharFilter(field_name="backend__name", help_text="Backend name.")
     sample_set = django_filters.CharFilter(
         field_name="sample_set__name", help_text="Sample set name (any version)."
@@ -156,7 +157,7 @@ class RunFilter(django_filters.FilterSet):
         fields = ["state", "verdict", "trigger"]
 
 
-class ProbeFilter(django_filters.FilterSet):
+class ProbeFilter(ApiFilterSet):
     reachable = django_filters.BooleanFilter()
     drifted = django_filters.BooleanFilter(
         method="filter_drifted", help_text="Only probes that found drift (or none)."

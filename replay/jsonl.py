@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
+from lib.storable import TOO_DEEP_TO_PARSE, find_unstorable, json_path
 from replay.checks import CheckSpecError, validate_check_specs
 from replay.client import ChatRequest
 
@@ -143,6 +144,10 @@ def sample_spec(data: Any) -> SampleSpec:
     """One sample, validated, with every field (defaults filled in); raises SampleError."""
     if not isinstance(data, dict):
         raise SampleError("", f"a sample must be a JSON object, got {_type_name(data)}")
+    # First: the messages below echo keys, and a lone surrogate cannot be rendered.
+    unstorable = find_unstorable(data)
+    if unstorable is not None:
+        raise SampleError(json_path(unstorable.path), f"{unstorable.problem}; {unstorable.allowed}")
     for name in data:
         if name not in DEFAULTS:
             raise SampleError(str(name), f"unknown field; known fields: {', '.join(FIELDS)}")
@@ -194,6 +199,9 @@ def parse_samples(text: str) -> list[SampleSpec]:
             data = json.loads(line)
         except json.JSONDecodeError as error:
             errors.append(f"line {number}: not JSON: {error.msg} (column {error.colno})")
+            continue
+        except RecursionError:
+            errors.append(f"line {number}: not JSON: {TOO_DEEP_TO_PARSE}")
             continue
         try:
             spec = sample_spec(data)

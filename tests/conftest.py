@@ -17,6 +17,8 @@ _ARTIFACTS.mkdir(exist_ok=True)
 # Chromium writes its profile and caches under these; keep them in the run's folder.
 os.environ.setdefault("XDG_CONFIG_HOME", str(_ARTIFACTS / "xdg-config"))
 os.environ.setdefault("XDG_CACHE_HOME", str(_ARTIFACTS / "xdg-cache"))
+# Hypothesis (under schemathesis) caches what it learns of the code there, not in ./.hypothesis.
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(_ARTIFACTS / "hypothesis"))
 
 
 def pytest_collection_modifyitems(config, items):

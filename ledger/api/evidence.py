@@ -19,7 +19,6 @@ from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, status, viewsets
 from rest_framework.generics import GenericAPIView
-from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -30,7 +29,7 @@ from ledger.serializers import (
     LoadTestReportSerializer,
     LoadTestUploadSerializer,
 )
-from lib.api import DomainVerbMixin
+from lib.api import ApiFilterSet, DomainVerbMixin, FormParser, MultiPartParser
 
 
 class PayloadTooLarge(exceptions.APIException):
@@ -45,7 +44,7 @@ def _too_large(detail) -> bool:
     return any(getattr(error, "code", None) == "too_large" for error in detail.get("file", []))
 
 
-class LoadTestReportFilter(django_filters.FilterSet):
+class LoadTestReportFilter(ApiFilterSet):
     service = django_filters.CharFilter(
         field_name="revision__service__slug", help_text="Service slug."
     )

@@ -9,11 +9,13 @@ its refusals into HTTP.
 
 from __future__ import annotations
 
+import hashlib
 from typing import TypeAlias
 
 from django.contrib.auth import get_user_model
 from django.db.models import Prefetch
 from drf_spectacular.utils import (
+    OpenApiExample,
     OpenApiParameter,
     OpenApiResponse,
     extend_schema,
@@ -72,6 +74,72 @@ class WhoAmIView(RetrieveAPIView):
 
     def get_object(self):
         return self.request.user
+
+
+# ---------------------------------------------------------------- request examples
+
+
+def _example_digest(seed: str) -> str:
+    return "sha256:" + hashlib.sha256(seed.encode()).hexdigest()
+
+
+def _example(title: str, value: dict) -> list[OpenApiExample]:
+    return [OpenApiExample(title, value=value, request_only=True)]
+
+
+SERVICE_EXAMPLE = _example(
+    "A service of kb-team",
+    {
+        "slug": "kb-assistant-eu",
+        "name": "Knowledge-base assistant (EU)",
+        "team": "kb-team",
+        "tier": "internal",
+        "task_types": ["chat", "rag"],
+        "tenants": ["support-bot"],
+        "slo_ttft_p95_ms": 800,
+        "slo_ttft_p99_ms": 1500,
+        "slo_tpot_ms": 60,
+        "slo_error_rate_pct": "1.0",
+    },
+)
+ASSET_EXAMPLE = _example(
+    "A base model under Apache-2.0",
+    {
+        "name": "Qwen2.5-7B-Instruct",
+        "revision": "a09a3545",
+        "team": "kb-team",
+        "family": "qwen2.5",
+        "source_repository": "Qwen/Qwen2.5-7B-Instruct",
+        "license": "Apache-2.0",
+        "quantization": "bf16",
+        "derivation": "base",
+        **{
+            name: _example_digest(f"Qwen2.5-7B-Instruct {name}")
+            for name in (
+                "weights_digest",
+                "tokenizer_digest",
+                "chat_template_digest",
+                "generation_config_digest",
+                "config_digest",
+            )
+        },
+    },
+)
+RUNTIME_EXAMPLE = _example(
+    "vLLM on one H100",
+    {
+        "name": "vllm-0-6-3-h100x1",
+        "team": "kb-team",
+        "engine": "vllm",
+        "engine_version": "0.6.3",
+        "image": "vllm/vllm-openai:v0.6.3@" + _example_digest("vllm-openai:v0.6.3"),
+        "launch_parameters": {"max_model_len": 32768, "gpu_memory_utilization": 0.9},
+        "gpu_model": "H100-80GB",
+        "gpu_count": 1,
+        "gpu_memory_gb": 80,
+    },
+)
+LICENSE_EXAMPLE = _example("A well-known license", {"spdx_id": "MIT", "name": "MIT License"})
 
 
 # ---------------------------------------------------------------- permissions and errors
@@ -161,7 +229,9 @@ class TeamViewSet(viewsets.ReadOnlyModelViewSet):
 @extend_schema_view(
     list=extend_schema(summary="Licenses the ledger classifies"),
     retrieve=extend_schema(summary="One license, by SPDX id"),
-    create=extend_schema(summary="Classify a license (security & compliance)"),
+    create=extend_schema(
+        summary="Classify a license (security & compliance)", examples=LICENSE_EXAMPLE
+    ),
 )
 class LicenseViewSet(
     DomainVerbMixin,
@@ -190,7 +260,7 @@ class LicenseViewSet(
 @extend_schema_view(
     list=extend_schema(summary="Service catalog"),
     retrieve=extend_schema(summary="One service: live revision and its license findings"),
-    create=extend_schema(summary="Register a service"),
+    create=extend_schema(summary="Register a service", examples=SERVICE_EXAMPLE),
     partial_update=extend_schema(summary="Change a service"),
 )
 class ServiceViewSet(RegistryViewSet):
@@ -221,7 +291,7 @@ class ServiceViewSet(RegistryViewSet):
 @extend_schema_view(
     list=extend_schema(summary="Model assets"),
     retrieve=extend_schema(summary="One model asset, with its lineage and lock state"),
-    create=extend_schema(summary="Register a model asset"),
+    create=extend_schema(summary="Register a model asset", examples=ASSET_EXAMPLE),
     partial_update=extend_schema(summary="Change a model asset that has not served"),
 )
 class ModelAssetViewSet(RegistryViewSet):
@@ -299,7 +369,7 @@ class ModelAssetViewSet(RegistryViewSet):
 @extend_schema_view(
     list=extend_schema(summary="Runtimes: engine, image, launch parameters, hardware"),
     retrieve=extend_schema(summary="One runtime, by name, with its lock state"),
-    create=extend_schema(summary="Register a runtime"),
+    create=extend_schema(summary="Register a runtime", examples=RUNTIME_EXAMPLE),
     partial_update=extend_schema(summary="Change a runtime that has not served"),
 )
 class RuntimeViewSet(RegistryViewSet):

@@ -22,7 +22,7 @@ from ledger.models import (
     Team,
 )
 from ledger.validators import parse_image, unpinned_image_message, validate_json_object
-from lib.forms import CommaListField, InlineValidationMixin, PrettyJSONField
+from lib.forms import CommaListField, InlineValidationMixin, JSONField, PrettyJSONField
 
 # ---------------------------------------------------------------- services
 
@@ -314,7 +314,7 @@ class CapabilityForm(InlineValidationMixin, forms.Form):
         choices=Capability.Kind.choices,
         help_text="Declaring a kind again replaces its value; a changed value must be verified again.",
     )
-    value = forms.JSONField(
+    value = JSONField(
         widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
         help_text='JSON; its shape depends on the kind: 32768, "sse", ["json_schema"], true.',
     )

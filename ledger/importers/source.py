@@ -14,6 +14,8 @@ from typing import IO, Any, Literal
 
 import orjson
 
+from lib.storable import find_unstorable, json_path
+
 from .errors import ReportFormatError
 
 Input = bytes | bytearray | memoryview | str | os.PathLike[str] | IO[bytes]
@@ -172,29 +174,60 @@ def open_source(data: Input, *, filename: str, max_bytes: int | None) -> tuple[S
 
 
 def loads(data: bytes, source: Source, *, line: int | None = None) -> Any:
-    """Parse JSON; errors name the line and column.
+    """Parse JSON; errors name the line and column, or the JSON path of text
+    PostgreSQL could not store (a \\u0000, an unpaired surrogate).
 
     orjson first, for speed; the standard library when orjson refuses, because
     Python-written reports contain bare NaN and Infinity (SGLang's request_rate).
+    Not for JSON nested past orjson's limit of 1024 levels: the standard library
+    would recurse until Python's own limit stops it.
     """
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        pass
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        if exc.msg.startswith("depth limit exceeded"):
+            raise source.error(
+                _where(line, exc), f"the JSON is nested more than {_ORJSON_MAX_DEPTH} levels deep"
+            ) from None
+    else:
+        # orjson refuses unpaired surrogates itself; a NUL can only come escaped.
+        if b"\\u0000" in data:
+            _refuse_unstorable(doc, source, line)
+        return doc
     try:
-        return json.loads(data)
+        doc = json.loads(data)
     except UnicodeDecodeError as exc:
         where = f"line {line}" if line else None
         raise source.error(where, f"not UTF-8 text ({exc.reason})") from None
+    except RecursionError:
+        where = f"line {line}" if line else None
+        raise source.error(
+            where, f"the JSON is nested more than {_ORJSON_MAX_DEPTH} levels deep"
+        ) from None
     except json.JSONDecodeError as exc:
         # An unterminated string runs to the end of the data: the file was cut short.
         truncated = exc.pos >= len(data.rstrip()) or exc.msg.startswith("Unterminated string")
         what = "the JSON ends early (truncated file?)" if truncated else "invalid JSON"
-        if line is None:
-            where = f"line {exc.lineno}, column {exc.colno}"
-        else:
-            where = f"line {line}, column {exc.colno}"
-        raise source.error(where, f"{what}: {exc.msg}") from None
+        raise source.error(_where(line, exc), f"{what}: {exc.msg}") from None
+    # The standard library lets "\\ud800" (and CESU-8 bytes) through as lone surrogates.
+    _refuse_unstorable(doc, source, line)
+    return doc
+
+
+_ORJSON_MAX_DEPTH = 1024
+
+
+def _where(line: int | None, exc: json.JSONDecodeError) -> str:
+    return f"line {line if line is not None else exc.lineno}, column {exc.colno}"
+
+
+def _refuse_unstorable(doc: Any, source: Source, line: int | None) -> None:
+    found = find_unstorable(doc, max_depth=None)
+    if found is None:
+        return
+    path = json_path(found.path)
+    where = f"line {line}: {path}" if line and path else (f"line {line}" if line else path)
+    raise source.error(where or None, f"{found.problem}; {found.allowed}")
 
 
 @dataclass

@@ -62,7 +62,10 @@ class LoadTestReportSerializer(serializers.ModelSerializer):
     service = serializers.CharField(source="revision.service.slug", read_only=True)
     revision_label = serializers.CharField(source="revision.label", read_only=True)
     uploaded_by: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
-        read_only=True, slug_field="username"
+        read_only=True,
+        allow_null=True,
+        slug_field="username",
+        help_text="Username of who uploaded it; null when the system did, or the account is gone.",
     )
     status = serializers.SerializerMethodField(
         help_text="current, or stale: older than the tier allows, or measured another "

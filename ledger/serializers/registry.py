@@ -365,7 +365,10 @@ class RevisionSerializer(LockSerializerMixin, serializers.ModelSerializer):
     runtime = serializers.SlugRelatedField(slug_field="name", queryset=Runtime.objects.all())
     engine = serializers.CharField(source="runtime.engine", read_only=True)
     created_by: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
-        read_only=True, slug_field="username"
+        read_only=True,
+        allow_null=True,
+        slug_field="username",
+        help_text="Username of who made it; null when the system did, or the account is gone.",
     )
 
     class Meta:

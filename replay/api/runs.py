@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Prefetch
 from drf_spectacular.utils import (
+    OpenApiExample,
     extend_schema,
     extend_schema_view,
 )
@@ -75,6 +76,13 @@ class RunViewSet(
         summary="Start a run: replay a sample set against a backend (queued for a worker)",
         request=RunStartSerializer,
         responses={201: RunSerializer},
+        examples=[
+            OpenApiExample(
+                "Replay a set's version",
+                value={"backend": "kb-backend", "sample_set": "kb-smoke@1", "concurrency": 2},
+                request_only=True,
+            )
+        ],
     )
     def create(self, request: Request) -> Response:
         payload = RunStartSerializer(data=request.data)

@@ -13,12 +13,12 @@ from drf_spectacular.utils import (
 )
 from rest_framework import exceptions, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import BaseParser, JSONParser
+from rest_framework.parsers import BaseParser
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from lib.api import DomainVerbMixin
+from lib.api import DomainVerbMixin, JSONParser
 from replay import permissions, services
 from replay.filters import SampleSetFilter
 from replay.models import SampleSet

@@ -52,7 +52,10 @@ class RunSerializer(serializers.ModelSerializer):
         source="revision.service", slug_field="slug", read_only=True
     )
     requested_by: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
-        read_only=True, slug_field="username"
+        read_only=True,
+        allow_null=True,
+        slug_field="username",
+        help_text="Username of who started it; null for schedules and the system, or when the account is gone.",
     )
 
     class Meta:

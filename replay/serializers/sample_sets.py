@@ -33,7 +33,10 @@ class SampleSerializer(serializers.ModelSerializer):
 class SampleSetSerializer(serializers.ModelSerializer):
     ref = serializers.SerializerMethodField(help_text="name@version, how URLs address it.")
     created_by: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
-        read_only=True, slug_field="username"
+        read_only=True,
+        allow_null=True,
+        slug_field="username",
+        help_text="Username of who made it; null when the system did, or the account is gone.",
     )
     sample_count = serializers.IntegerField(read_only=True)
 

@@ -120,7 +120,7 @@ def test_schema_documents_the_diff_its_shape_and_its_refusals(client, auditor):
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
 
     operation = schema["paths"]["/api/revisions/{id}/diff/{other_id}/"]["get"]
-    assert set(operation["responses"]) == {"200", "400", "404"}
+    assert set(operation["responses"]) == {"200", "400", "401", "404"}
     assert "different services" in operation["responses"]["400"]["description"]
     parameters = {p["name"]: p for p in operation["parameters"]}
     assert parameters["other_id"]["schema"]["type"] == "integer"

@@ -1,0 +1,133 @@
+"""Errors under /api/ answer JSON, whoever raised them; pages keep Django's HTML.
+
+`UnstorableRequestMiddleware` refuses a NUL in the URL or the query string with a
+400 naming the parameter, JSON or HTML alike, before any view, filter or lookup
+hands it to PostgreSQL.
+
+Three pieces make errors JSON, because an error can surface in three places:
+
+- `api_exception_handler` (REST_FRAMEWORK["EXCEPTION_HANDLER"]): anything raised
+  inside a DRF view. DRF's own handler answers its exceptions, Http404 and
+  PermissionDenied; whatever it leaves becomes a JSON 400 (SuspiciousOperation)
+  or 500, logged with its traceback.
+- `ApiErrorsMiddleware.process_exception`: a plain Django view under /api/, or
+  rendering a DRF response after the view returned. Also under DEBUG=True,
+  where Django would show its technical page.
+- `bad_request`, `permission_denied`, `page_not_found`, `server_error`
+  (config/urls.py handler400/403/404/500): what is raised in middleware or by
+  the URL resolver, before any view.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.exceptions import SuspiciousOperation
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views import defaults
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+from lib.storable import ALLOWED_TEXT, text_problem
+
+log = logging.getLogger("lib.errors")
+
+API_PREFIX = "/api/"
+BAD_REQUEST = {"detail": "Bad request."}
+PERMISSION_DENIED = {"detail": "Permission denied."}
+NOT_FOUND = {"detail": "Not found."}
+SERVER_ERROR = {"detail": "Internal server error."}
+
+
+def is_api(request: HttpRequest) -> bool:
+    return request.path_info.startswith(API_PREFIX)
+
+
+def api_exception_handler(exc: Exception, context: dict) -> Response | None:
+    response = exception_handler(exc, context)
+    if response is not None:
+        return response
+    if isinstance(exc, SuspiciousOperation):  # TooManyFieldsSent, RequestDataTooBig, …
+        log.warning("suspicious API request: %s", exc)
+        return Response(BAD_REQUEST, status=status.HTTP_400_BAD_REQUEST)
+    log.error("unhandled error in an API view", exc_info=exc)
+    return Response(SERVER_ERROR, status=status.HTTP_500_INTERNAL_SERVER_ERROR)
+
+
+class UnstorableRequestMiddleware:
+    """A 400 for a NUL in the URL path or the query string.
+
+    Pages and the API read query parameters in many places (filters, lookups,
+    prefills); none of them can pass a NUL to PostgreSQL. Percent-decoding
+    replaces bytes that are not UTF-8, so no surrogate arrives this way.
+    """
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        problem = _request_problem(request)
+        if problem is None:
+            return self.get_response(request)
+        name, message = problem
+        if is_api(request):
+            return JsonResponse({name: [message]}, status=400)
+        return render(request, "400.html", {"problem": message}, status=400)
+
+
+def _request_problem(request: HttpRequest) -> tuple[str, str] | None:
+    problem = text_problem(request.path_info)
+    if problem:
+        return "path", f"{problem}; {ALLOWED_TEXT}."
+    for name, values in request.GET.lists():
+        for text in (name, *values):
+            problem = text_problem(text)
+            if problem:
+                shown = name if text_problem(name) is None else repr(name)
+                return name, f"{shown}: {problem}; {ALLOWED_TEXT}."
+    return None
+
+
+class ApiErrorsMiddleware:
+    """A JSON 500 for what escapes a view (or its response's rendering) under /api/."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not is_api(request):
+            return None
+        if isinstance(exception, SuspiciousOperation):
+            log.warning("suspicious API request: %s", exception)
+            return JsonResponse(BAD_REQUEST, status=400)
+        log.error("unhandled error under %s", API_PREFIX, exc_info=exception)
+        return JsonResponse(SERVER_ERROR, status=500)
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if is_api(request):
+        return JsonResponse(BAD_REQUEST, status=400)
+    return defaults.bad_request(request, exception)
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if is_api(request):
+        return JsonResponse(PERMISSION_DENIED, status=403)
+    return defaults.permission_denied(request, exception)
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if is_api(request):
+        return JsonResponse(NOT_FOUND, status=404)
+    return defaults.page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    if is_api(request):
+        return JsonResponse(SERVER_ERROR, status=500)
+    return defaults.server_error(request)

@@ -1,0 +1,82 @@
+"""A small ledger for tests that walk the whole API: one of each thing, with the nulls
+real rows have (made by the system, never run, not yet finished), and two API
+tokens — an administrator and a model owner of the team that owns it all."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+
+from ledger import services
+from replay import services as replay_services
+from replay.models import Probe, Run
+from tests.factories import UserFactory
+from tests.ledger.factories import (
+    LicenseFactory,
+    RevisionFactory,
+    ServiceFactory,
+    TeamFactory,
+)
+from tests.replay.factories import BackendFactory, ResultFactory, RunFactory
+
+# Fixed keys, so a schema loaded before any row exists can already carry the header.
+TOKENS = {"admin": "a" * 40, "owner": "0" * 40}
+REPORT = Path(__file__).parents[1] / "fixtures" / "loadtest" / "vllm" / "vllm_c2_n20_detailed.json"
+SAMPLES = (
+    '{"key": "capital-fr", "category": "short_qa", "messages": [{"role": "user", '
+    '"content": "Capital of France?"}], "checks": [{"type": "contains", "value": "Paris"}]}\n'
+)
+
+
+def seed_api_data() -> dict[str, object]:
+    admin = UserFactory(username="admin", is_superuser=True, is_staff=True)
+    owner = UserFactory(username="owner", roles=["model_owner"])
+    for user in (admin, owner):
+        Token.objects.create(user=user, key=TOKENS[user.username])
+    team = TeamFactory(slug="kb-team", name="Knowledge base team", members=[owner])
+    LicenseFactory()
+    service = ServiceFactory(slug="kb-assistant", team=team, tier="production")
+    ServiceFactory(slug="sql-agent", team=team)  # no live revision: live_revision is null
+    revision = RevisionFactory(service=service)  # created by the system: created_by is null
+    services.declare_capability(revision, actor=None, kind="context_length", value=8192)
+    services.set_live_revision(service, revision, actor=None)
+    report, _ = services.import_loadtest_report(
+        revision,
+        actor=None,
+        workload="short",
+        file=SimpleUploadedFile(REPORT.name, REPORT.read_bytes()),
+        filename=REPORT.name,
+    )
+    sample_set, _ = replay_services.import_sample_set(actor=None, name="kb-smoke", jsonl=SAMPLES)
+    backend = BackendFactory(name="kb-backend", revision=revision)
+    Probe.objects.create(
+        backend=backend, fingerprint=revision.fingerprint, started_at=timezone.now()
+    )
+    RunFactory(sample_set=sample_set, backend=backend)  # queued: never started
+    finished = RunFactory(
+        sample_set=sample_set,
+        backend=backend,
+        state=Run.State.FINISHED,
+        verdict=Run.Verdict.PASSED,
+        started_at=timezone.now() - dt.timedelta(minutes=2),
+        finished_at=timezone.now(),
+    )
+    ResultFactory(run=finished, sample=sample_set.samples.get(), ttft_ms=None, tpot_ms=None)
+    return {"admin": admin, "owner": owner, "revision": revision, "report": report}
+
+
+def served_schema() -> dict:
+    """What /api/schema/ serves (test_api_fuzz checks it is), built without a request:
+    the view needs an authenticated caller, hence the database, which test
+    collection may not touch."""
+    import json
+
+    from drf_spectacular.generators import SchemaGenerator
+    from drf_spectacular.renderers import OpenApiJsonRenderer
+
+    document = SchemaGenerator().get_schema(request=None, public=True)
+    return json.loads(OpenApiJsonRenderer().render(document))
