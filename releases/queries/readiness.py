@@ -137,6 +137,6 @@ def rollback_readiness(
     reasons.extend(_verification_reasons(target, run, service.tier, now))
     if expected_minutes is None:
         reasons.append(Reason("at risk", "how long the rollback takes is not recorded"))
-    verdict = min((r.verdict for r in reasons), key=_ORDER.index, default="ready")
+    verdict: Verdict = min((r.verdict for r in reasons), key=_ORDER.index, default="ready")
     reasons.sort(key=lambda r: _ORDER.index(r.verdict))
     return Readiness(verdict, target, reasons, run)
