@@ -42,9 +42,18 @@ class Readiness:
     last_verification: Run | None = None
 
 
-def previous_live_revision(service: Service) -> Revision | None:
-    """The revision that served before the live one (two queries)."""
-    for interval in ledger_queries.serving_history(service, limit=20):
+# How far back the serving history is read for the previous live revision.
+HISTORY_READ = 20
+
+
+def previous_live_revision(
+    service: Service, history: list[ledger_queries.ServingInterval] | None = None
+) -> Revision | None:
+    """The revision that served before the live one, with its asset and runtime (two
+    queries, or none when the caller has read the history already)."""
+    if history is None:
+        history = ledger_queries.serving_history(service, limit=HISTORY_READ)
+    for interval in history:
         if interval.revision_id != service.live_revision_id and interval.revision is not None:
             return interval.revision
     return None
@@ -91,8 +100,9 @@ def rollback_readiness(
     expected_minutes: int | None = None,
     now: dt.datetime | None = None,
 ) -> Readiness:
-    """The verdict and its reasons. `target` defaults to the previous live revision;
-    expects `service.live_revision` loaded with its parts when there is one."""
+    """The verdict and its reasons. `target` defaults to the previous live revision; a
+    given target comes with its model asset and runtime loaded, and so does
+    `service.live_revision` when there is one."""
     now = now or timezone.now()
     target = target if target is not None else previous_live_revision(service)
     if target is None:
@@ -107,7 +117,6 @@ def rollback_readiness(
                 )
             ],
         )
-    target = Revision.objects.with_parts().get(pk=target.pk)
     reasons: list[Reason] = []
     if target.pk == service.live_revision_id:
         reasons.append(Reason("not ready", f"the target {target.label} is the live revision"))

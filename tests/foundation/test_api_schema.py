@@ -107,6 +107,7 @@ def _detail_parameters(data: dict) -> dict[str, list[dict]]:
         "/api/runtimes/{name}/": [{"name": revision.runtime.name}],
         "/api/services/{slug}/": [{"slug": "kb-assistant"}, {"slug": "sql-agent"}],
         "/api/services/{slug}/serving/": [{"slug": "kb-assistant"}],
+        "/api/services/{slug}/incident/": [{"slug": "kb-assistant"}, {"slug": "sql-agent"}],
         "/api/teams/{slug}/": [{"slug": "kb-team"}],
     }
 

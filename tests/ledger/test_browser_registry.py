@@ -100,15 +100,26 @@ def test_catalog_search_filters_without_reloading_the_page(live_server, page, ow
     expect(results).to_contain_text("kb-assistant")
 
 
-def test_top_bar_search_lands_on_the_catalog(live_server, page, owner, team):
+def test_top_bar_search_lists_matches_and_one_match_goes_to_its_incident_screen(
+    live_server, page, owner, team
+):
     ServiceFactory(team=team, slug="kb-assistant")
+    ServiceFactory(team=team, slug="kb-search")
+    ServiceFactory(team=team, slug="dataagent-sql")
     log_in(page, live_server, owner)
 
-    page.get_by_role("searchbox", name="Find a service").fill("kb")
+    page.get_by_role("searchbox", name="Find a service or model").fill("kb")
     page.keyboard.press("Enter")
 
-    expect(page).to_have_url(f"{live_server.url}/services/?q=kb")
-    expect(page.locator("#results")).to_contain_text("kb-assistant")
+    expect(page).to_have_url(f"{live_server.url}/search/?q=kb")
+    results = page.locator(".search-results")
+    expect(results.get_by_role("link", name="kb-assistant")).to_be_visible()
+    expect(results.get_by_role("link", name="kb-search")).to_be_visible()
+    expect(results.get_by_role("link", name="dataagent-sql")).to_have_count(0)
+
+    page.get_by_role("searchbox", name="Find a service or model").first.fill("data")
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(f"{live_server.url}/services/dataagent-sql/incident/")
 
 
 def test_service_page_fits_a_phone_without_sideways_scrolling(live_server, page, owner, team):

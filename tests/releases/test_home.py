@@ -158,7 +158,9 @@ def test_role_duties_promise_only_what_exists(client, owner, auditor):
 
 
 @pytest.mark.browser
-def test_search_from_home_on_a_phone_finds_the_service(live_server, page, owner, team):
+def test_search_from_home_on_a_phone_goes_to_the_one_matching_service(
+    live_server, page, owner, team
+):
     ServiceFactory(slug="kb-assistant", name="Knowledge base assistant", team=team)
     ServiceFactory(slug="dataagent-sql", team=team)
     page.set_viewport_size({"width": 390, "height": 800})
@@ -172,6 +174,6 @@ def test_search_from_home_on_a_phone_finds_the_service(live_server, page, owner,
     page.get_by_label("Find a service or model").fill("kb-")
     page.keyboard.press("Enter")
 
-    expect(page).to_have_url(f"{live_server.url}/services/?q=kb-")
-    expect(page.get_by_role("link", name="kb-assistant")).to_be_visible()
-    expect(page.get_by_role("link", name="dataagent-sql")).to_have_count(0)
+    # One match goes straight to its incident screen.
+    expect(page).to_have_url(f"{live_server.url}/services/kb-assistant/incident/")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("kb-assistant")

@@ -1,0 +1,1 @@
+"""REST endpoints of the releases app, one module per feature."""

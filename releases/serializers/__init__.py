@@ -1,0 +1,1 @@
+"""Shapes of the releases app over REST, one module per feature."""

@@ -1,0 +1,226 @@
+"""The incident screen and its API: what is live, where a rollback goes and whether it is
+safe, what to check for a symptom, what changed, who to call; and the search to it."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+from playwright.sync_api import expect
+from rest_framework.authtoken.models import Token
+
+from ledger import services as ledger_services
+from releases.playbooks import DEFAULT_PLAYBOOKS
+from replay.models import Probe, Run
+from tests.factories import PASSWORD, UserFactory
+from tests.ledger.factories import ModelAssetFactory, RevisionFactory, ServiceFactory
+from tests.replay.factories import BackendFactory, SampleSetFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def kb(team, owner):
+    owner.email = "owner@example.com"
+    owner.save()
+    service = ServiceFactory(slug="kb-assistant", team=team, tier="production")
+    r1 = RevisionFactory(service=service)
+    r2 = RevisionFactory(
+        service=service,
+        model_asset=ModelAssetFactory(team=team, name="Qwen2.5-7B-Instruct-AWQ"),
+        runtime=r1.runtime,
+    )
+    ledger_services.set_live_revision(service, r1, actor=None, reason="first")
+    ledger_services.set_live_revision(service, r2, actor=owner, cause={"release": 7})
+    service.refresh_from_db()
+    return service
+
+
+def _page(client, user, slug="kb-assistant", **params):
+    client.force_login(user)
+    return client.get(reverse("releases:incident", args=[slug]), params)
+
+
+def _section(body: str, heading_id: str) -> str:
+    return body.split(f'id="{heading_id}"')[1].split("</section>")[0]
+
+
+def test_the_screen_says_what_is_live_since_when_and_through_what(client, sre, kb):
+    body = _page(client, sre).content.decode()
+    live = _section(body, "live-heading")
+    assert "Qwen2.5-7B-Instruct-AWQ" in live
+    assert "r2" in live and "through release #7" in live
+    assert "set by olivia" in live
+    assert kb.live_revision.runtime.image_digest[:19] in live
+
+
+def test_the_rollback_target_is_the_revision_that_served_before_with_its_readiness(client, sre, kb):
+    rollback = _section(_page(client, sre).content.decode(), "rollback-heading")
+    assert "Target" in rollback and "<strong>r1</strong>" in rollback
+    assert 'data-readiness="at risk"' in rollback
+    assert "r1 has never been verified by a replay run" in rollback
+    assert "how long the rollback takes is not recorded" in rollback
+    assert "what changes going back" in rollback
+
+
+def test_picking_a_symptom_shows_its_playbook_in_order(client, sre, kb):
+    body = _page(client, sre, symptom="slow_first_token").content.decode()
+    playbook = _section(body, "playbook-heading")
+    steps = DEFAULT_PLAYBOOKS["slow_first_token"].diagnosis
+    positions = [playbook.index(step.split(":")[0]) for step in steps]
+    assert positions == sorted(positions)
+    assert "Recover, least disruptive first" in playbook
+    assert '<option value="slow_first_token" selected>' in playbook
+
+
+def test_without_a_symptom_every_playbook_is_one_link_away(client, sre, kb):
+    playbook = _section(_page(client, sre).content.decode(), "playbook-heading")
+    for mode in DEFAULT_PLAYBOOKS:
+        assert f'href="?symptom={mode}"' in playbook
+
+
+def test_changes_of_the_last_72_hours_and_owners_with_how_to_reach_them(client, sre, kb, owner):
+    body = _page(client, sre).content.decode()
+    assert "service.live_revision_changed" in _section(body, "changes-heading")
+    owners = _section(body, "owners-heading")
+    assert "mailto:owner@example.com" in owners
+    assert "platform_sre" in owners  # the SRE outside the team is on call for the role
+
+
+def test_a_service_with_nothing_live_says_so_and_has_no_rollback_target(client, sre, team):
+    ServiceFactory(slug="kb-draft", team=team)
+    body = _page(client, sre, slug="kb-draft").content.decode()
+    assert "No revision of kb-draft is live" in body
+    rollback = _section(body, "rollback-heading")
+    assert 'data-readiness="not ready"' in rollback
+    assert "there is no rollback target" in rollback
+
+
+def test_an_unknown_service_is_a_404_naming_it(client, sre):
+    response = _page(client, sre, slug="nope")
+    assert response.status_code == 404
+
+
+def test_htmx_refresh_gets_only_the_live_parts(client, sre, kb):
+    client.force_login(sre)
+    response = client.get(
+        reverse("releases:incident", args=["kb-assistant"]), HTTP_HX_REQUEST="true"
+    )
+    body = response.content.decode()
+    assert body.lstrip().startswith('<div id="live-parts"')
+    assert 'hx-trigger="every 30s"' in body
+    assert "Who to call" not in body
+
+
+def test_the_api_answers_everything_on_the_screen(client, sre, kb):
+    client.force_login(sre)
+    body = client.get("/api/services/kb-assistant/incident/").json()
+    assert set(body) >= {"live", "rollout", "rollback", "playbooks", "changes_72h", "owners"}
+    assert body["live"]["model"].startswith("Qwen2.5-7B-Instruct-AWQ@")
+    assert body["live"]["set_by"]["cause"] == {"release": 7}
+    rollback = body["rollback"]
+    assert set(rollback) >= {"target", "kind", "expected_minutes", "readiness", "last_verification"}
+    assert rollback["target"]["number"] == 1
+    assert rollback["readiness"]["verdict"] == "at risk"
+    assert rollback["last_verification"] is None
+    assert body["rollout"] is None
+    assert [p["mode"] for p in body["playbooks"]][0] == "slow_first_token"
+    assert body["changes_72h"][0]["action"] == "service.live_revision_changed"
+    assert {
+        "role": "model_owner",
+        "name": kb.team.members.first().get_full_name() or kb.team.members.first().username,
+        "username": kb.team.members.first().username,
+        "email": "owner@example.com",
+    } in body["owners"]
+
+
+def test_the_api_404s_on_an_unknown_service(client, sre):
+    client.force_login(sre)
+    response = client.get("/api/services/nope/incident/")
+    assert response.status_code == 404
+    assert response.json()["detail"] == "There is no service 'nope'."
+
+
+def test_the_screen_and_the_api_ask_a_bounded_number_of_queries(
+    client, sre, kb, team, django_assert_max_num_queries
+):
+    """With a probed and replayed live backend, a verified target, people in the team
+    and changes in the window; more of each does not add queries."""
+    target = kb.revisions.get(number=1)
+    backend = BackendFactory(revision=kb.live_revision)
+    for n in range(3):
+        team.members.add(UserFactory(username=f"member-{n}", roles=["model_owner"]))
+        ledger_services.update_service(kb, actor=None, name=f"Knowledge base {n}")
+        Probe.objects.create(
+            backend=backend,
+            fingerprint=kb.live_revision.fingerprint,
+            started_at=timezone.now(),
+            reachable=True,
+        )
+        for revision, trigger in (
+            (kb.live_revision, Run.Trigger.SCHEDULE),
+            (target, Run.Trigger.VERIFICATION),
+        ):
+            Run.objects.create(
+                backend=backend,
+                revision=revision,
+                sample_set=SampleSetFactory(),
+                fingerprint=revision.fingerprint,
+                state=Run.State.FINISHED,
+                verdict=Run.Verdict.PASSED,
+                trigger=trigger,
+                finished_at=timezone.now(),
+            )
+    token = Token.objects.create(user=sre)
+    with django_assert_max_num_queries(12):
+        response = client.get(
+            "/api/services/kb-assistant/incident/", HTTP_AUTHORIZATION=f"Token {token.key}"
+        )
+    assert response.json()["health"]["word"] == "healthy"
+    assert response.json()["rollback"]["last_verification"] is not None
+    client.force_login(sre)
+    with django_assert_max_num_queries(13):  # the session and its user instead of the token
+        client.get(reverse("releases:incident", args=["kb-assistant"]))
+
+
+def test_search_one_match_goes_to_its_incident_screen(client, sre, kb):
+    client.force_login(sre)
+    response = client.get(reverse("releases:search"), {"q": "qwen2.5"})  # the live model's name
+    assert response.status_code == 302
+    assert response["Location"] == reverse("releases:incident", args=["kb-assistant"])
+
+
+def test_search_several_matches_are_listed_and_none_says_so(client, sre, kb, team):
+    ServiceFactory(slug="kb-search", team=team)
+    client.force_login(sre)
+    body = client.get(reverse("releases:search"), {"q": "kb-"}).content.decode()
+    assert body.count('class="search-results"') == 1
+    assert "kb-assistant" in body and "kb-search" in body
+    body = client.get(reverse("releases:search"), {"q": "zzz"}).content.decode()
+    assert "No service or live model matches “zzz”" in body
+
+
+@pytest.mark.browser
+def test_on_a_phone_without_javascript_every_section_reads(live_server, browser, sre, kb):
+    context = browser.new_context(java_script_enabled=False, viewport={"width": 390, "height": 800})
+    page = context.new_page()
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.get_by_label("Username").fill(sre.username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.goto(f"{live_server.url}/services/kb-assistant/incident/")
+
+    for heading in (
+        "What is live",
+        "Rollout",
+        "Rollback",
+        "What to check first",
+        "Changes in the last 72 hours",
+        "Who to call",
+    ):
+        expect(page.get_by_role("heading", name=heading, exact=True)).to_be_visible()
+    page.get_by_label("The symptom you see").select_option("stream_interruption")
+    page.get_by_role("button", name="Show the playbook").click()
+    expect(page.get_by_role("heading", name="Stream interruption")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    context.close()
