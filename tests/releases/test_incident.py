@@ -124,7 +124,7 @@ def test_the_api_answers_everything_on_the_screen(client, sre, kb):
     assert rollback["readiness"]["verdict"] == "at risk"
     assert rollback["last_verification"] is None
     assert body["rollout"] is None
-    assert [p["mode"] for p in body["playbooks"]][0] == "slow_first_token"
+    assert body["playbooks"][0]["mode"] == "slow_first_token"
     assert body["changes_72h"][0]["action"] == "service.live_revision_changed"
     assert {
         "role": "model_owner",
