@@ -27,6 +27,11 @@ urlpatterns = [
         revisions.revision_detail,
         name="revision_detail",
     ),
+    path(
+        "services/<slug:slug>/r<int:number>/cyclonedx.json",
+        revisions.revision_cyclonedx,
+        name="revision_cyclonedx",
+    ),
     path("services/<slug:slug>/diff/", diff.revision_diff_pick, name="revision_diff_pick"),
     path("services/<slug:slug>/serving/", serving.serving_history, name="serving_history"),
     path(

@@ -14,6 +14,7 @@ from typing import TypeAlias
 
 from django.contrib.auth import get_user_model
 from django.db.models import Prefetch
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
     OpenApiParameter,
@@ -29,6 +30,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ledger import permissions, queries, services
+from ledger.cyclonedx import revision_bom
 from ledger.filters import (
     CapabilityFilter,
     LicenseFilter,
@@ -451,6 +453,23 @@ class RevisionViewSet(RegistryViewSet):
 
     def perform_update(self, serializer):
         self.call_verb(services.update_revision, serializer.instance, **serializer.validated_data)
+
+    @extend_schema(
+        summary="The revision as a CycloneDX 1.6 ML-BOM",
+        description="The model asset as a machine-learning-model component (weights hash, "
+        "license, derived-from lineage, tokenizer and chat template digests, a model card), "
+        "the runtime image as a container pinned by digest, the engine as a framework.",
+        responses={
+            200: OpenApiResponse(
+                response=OpenApiTypes.OBJECT, description="A CycloneDX 1.6 JSON document."
+            ),
+            404: OpenApiResponse(description="There is no such revision."),
+        },
+    )
+    @action(detail=True, methods=["get"], url_path="cyclonedx")
+    def cyclonedx(self, request: Request, pk: str | None = None) -> Response:
+        revision = self.get_object()
+        return Response(revision_bom(revision))
 
     @extend_schema(
         summary="New revision from this one, with the given parts replaced",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -13,6 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ledger import queries, services
+from ledger.cyclonedx import MEDIA_TYPE, revision_bom
 from ledger.forms import CapabilityForm, RevisionForm
 from ledger.models import Capability, Revision, Service
 from ledger.permissions import can_edit_team_objects, ensure_can_edit
@@ -45,6 +47,18 @@ def _revision(slug: str, number: int) -> Revision:
         service__slug=slug,
         number=number,
     )
+
+
+@require_GET
+@login_required
+def revision_cyclonedx(request: AuthenticatedHttpRequest, slug: str, number: int) -> HttpResponse:
+    """The revision's ML-BOM as a file to keep beside the release record."""
+    revision = _revision(slug, number)
+    response = HttpResponse(
+        json.dumps(revision_bom(revision), indent=2, sort_keys=True), content_type=MEDIA_TYPE
+    )
+    response["Content-Disposition"] = f'attachment; filename="{slug}-{revision.label}.cdx.json"'
+    return response
 
 
 @require_GET

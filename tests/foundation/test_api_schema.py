@@ -104,6 +104,7 @@ def _detail_parameters(data: dict) -> dict[str, list[dict]]:
         "/api/replay/sample-sets/{ref}/export/": [{"ref": "kb-smoke@1"}],
         "/api/revisions/{id}/": [{"id": revision.pk}],
         "/api/revisions/{id}/diff/{other_id}/": [{"id": revision.pk, "other_id": revision.pk}],
+        "/api/revisions/{id}/cyclonedx/": [{"id": revision.pk}],
         "/api/runtimes/{name}/": [{"name": revision.runtime.name}],
         "/api/services/{slug}/": [{"slug": "kb-assistant"}, {"slug": "sql-agent"}],
         "/api/services/{slug}/serving/": [{"slug": "kb-assistant"}],
