@@ -6,6 +6,7 @@ from rest_framework.routers import DefaultRouter
 from ledger.api import events as ledger_events
 from ledger.api import evidence as ledger_evidence
 from ledger.api import registry as ledger_registry
+from ledger.api import signing as ledger_signing
 from releases.api import incident as releases_incident
 from replay.api import backends as replay_backends
 from replay.api import runs as replay_runs
@@ -30,6 +31,7 @@ router.register("replay/runs", replay_runs.RunViewSet, basename="replay-run")
 app_name = "api"
 urlpatterns = [
     path("me/", ledger_registry.WhoAmIView.as_view(), name="me"),
+    path("ledger/signing-key/", ledger_signing.SigningKeyView.as_view(), name="signing_key"),
     path(
         "services/<slug:slug>/incident/",
         releases_incident.IncidentView.as_view(),

@@ -1,0 +1,156 @@
+"""The evidence bundle: a zip that proves itself to someone who does not trust this server.
+
+Inside:
+- ``records/*.jsonl`` — the period's records (events here; the higher apps add theirs);
+- ``chain/segment.jsonl`` — every event of the period as a contiguous stretch of the
+  chain, preceded by the event just before it, each with exactly the fields its hash
+  covers, so `scripts/verify_bundle.py` can recompute every hash and link;
+- ``boms/`` — the CycloneDX ML-BOM of every revision the period's events mention;
+- ``evidence/`` — the raw load-test files those events mention, named by digest;
+- ``manifest.json`` — every file with its sha256 and size, the chain head at export time;
+- ``attestation.dsse.json`` — an in-toto Statement (subjects: the files and their
+  digests, manifest included; predicate: filters, period, chain head) in a DSSE envelope
+  signed with the ledger's Ed25519 key;
+- ``signing-key.pem`` — the public key, for convenience only: an auditor pins the key
+  out of band (`manage.py signing_key`, `/api/ledger/signing-key/`).
+Files are written and hashed as they stream; nothing holds the whole period in memory.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import IO, Any
+
+from ledger import signing
+from ledger.chain import canonical_json
+from ledger.checkpoints import take_checkpoint
+from ledger.cyclonedx import revision_bom
+from ledger.exports.events import EVENT_COLUMNS, event_rows, period_events, segment_records
+from ledger.exports.tabular import jsonl_lines
+from ledger.models import LoadTestReport, Revision
+
+FORMAT = "inference-release-ledger.bundle/1"
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "https://inference-release-ledger.dev/audit-export/v1"
+PAYLOAD_TYPE = "application/vnd.in-toto+json"
+
+
+@dataclass(frozen=True)
+class RecordFile:
+    """A file of records a higher app adds to the bundle: its path and its lines."""
+
+    path: str
+    lines: Callable[[], Iterable[str]]
+
+
+@dataclass
+class _Written:
+    files: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, path: str, sha256: str, size: int) -> None:
+        self.files.append({"path": path, "sha256": sha256, "size": size})
+
+
+def _write(archive: zipfile.ZipFile, written: _Written, path: str, chunks: Iterable[bytes]) -> str:
+    digest = hashlib.sha256()
+    size = 0
+    with archive.open(path, "w", force_zip64=True) as out:
+        for chunk in chunks:
+            digest.update(chunk)
+            size += len(chunk)
+            out.write(chunk)
+    written.add(path, digest.hexdigest(), size)
+    return digest.hexdigest()
+
+
+def _chunks(file: IO[bytes]) -> Iterator[bytes]:
+    while chunk := file.read(1 << 20):
+        yield chunk
+
+
+def _encoded(lines: Iterable[str]) -> Iterator[bytes]:
+    for line in lines:
+        yield line.encode()
+
+
+def _mentioned(events: Iterable[tuple[str, str]], subject_type: str) -> list[int]:
+    return sorted({int(i) for t, i in events if t == subject_type and i.isdigit()})
+
+
+def write_bundle(
+    out: IO[bytes],
+    *,
+    since: dt.datetime,
+    until: dt.datetime,
+    service: str | None = None,
+    records: Iterable[RecordFile] = (),
+) -> dict[str, Any]:
+    """Write the bundle to `out`; answer its manifest."""
+    events = period_events(since, until, service=service)
+    written = _Written()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        _write(
+            archive,
+            written,
+            "records/events.jsonl",
+            _encoded(jsonl_lines(EVENT_COLUMNS, event_rows(events))),
+        )
+        for extra in records:
+            _write(archive, written, extra.path, _encoded(extra.lines()))
+        segment = _encoded(canonical_json(r) + "\n" for r in segment_records(since, until))
+        _write(archive, written, "chain/segment.jsonl", segment)
+        subjects = list(events.values_list("subject_type", "subject_id"))
+        revisions = Revision.objects.with_parts().filter(
+            pk__in=_mentioned(subjects, "ledger.revision")
+        )
+        for revision in revisions.order_by("pk"):
+            text = json.dumps(revision_bom(revision), indent=2, sort_keys=True)
+            _write(
+                archive,
+                written,
+                f"boms/{revision.service.slug}-{revision.label}.cdx.json",
+                [text.encode()],
+            )
+        reports = LoadTestReport.objects.filter(
+            pk__in=_mentioned(subjects, "ledger.loadtestreport")
+        ).order_by("pk")
+        for report in reports:
+            suffix = PurePosixPath(report.filename).suffix[:16]
+            with report.raw_file.open("rb") as raw:
+                _write(archive, written, f"evidence/{report.raw_sha256}{suffix}", _chunks(raw))
+        checkpoint = take_checkpoint(reason="export")
+        manifest = {
+            "format": FORMAT,
+            "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "filters": {"service": service},
+            "period": {"since": since.isoformat(), "until": until.isoformat()},
+            "chain_head": {"sequence": checkpoint.sequence, "hash": checkpoint.hash},
+            "key_id": checkpoint.key_id,
+            "files": written.files,
+        }
+        manifest_bytes = json.dumps(manifest, indent=2, sort_keys=True).encode()
+        manifest_sha = hashlib.sha256(manifest_bytes).hexdigest()
+        archive.writestr("manifest.json", manifest_bytes)
+        statement = {
+            "_type": STATEMENT_TYPE,
+            "subject": [
+                {"name": f["path"], "digest": {"sha256": f["sha256"]}} for f in written.files
+            ]
+            + [{"name": "manifest.json", "digest": {"sha256": manifest_sha}}],
+            "predicateType": PREDICATE_TYPE,
+            "predicate": {
+                "filters": manifest["filters"],
+                "period": manifest["period"],
+                "chain_head": manifest["chain_head"],
+            },
+        }
+        envelope = signing.sign(canonical_json(statement).encode(), PAYLOAD_TYPE)
+        archive.writestr("attestation.dsse.json", json.dumps(envelope, indent=2))
+        archive.writestr("signing-key.pem", signing.public_key_pem())
+    return manifest

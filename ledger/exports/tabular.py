@@ -1,0 +1,52 @@
+"""Rows as CSV or JSON Lines, streamed: one row in memory at a time, whatever the period.
+
+CSV cells that a spreadsheet would read as a formula (starting with = + - @, or a tab or
+carriage return before one) are prefixed with a single quote, the OWASP advice; JSON
+Lines keep every value as it is.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.UTC).isoformat(timespec="microseconds")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return value
+
+
+def csv_lines(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> Iterator[str]:
+    """A header row, then one CSV line per row (UTF-8 text, RFC 4180 quoting)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([spreadsheet_safe(_plain(v)) for v in row])
+        if buffer.tell() > 64 * 1024:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+def jsonl_lines(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> Iterator[str]:
+    """One JSON object per line, keys in column order."""
+    for row in rows:
+        record = {c: _plain(v) for c, v in zip(columns, row, strict=True)}
+        yield json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"

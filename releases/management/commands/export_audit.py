@@ -1,0 +1,91 @@
+"""Export a period's records for an auditor: CSV or JSON Lines files, or an evidence bundle
+that proves itself offline (ledger/exports/). Streams: memory does not grow with the period.
+
+    manage.py export_audit --since 2026-10-01 --until 2026-11-01 --format bundle --output oct.zip
+    manage.py export_audit --since 2026-10-01 --until 2026-11-01 --format csv --output oct/
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+from django.utils.dateparse import parse_date, parse_datetime
+
+from ledger.exports.bundle import write_bundle
+from ledger.exports.events import EVENT_COLUMNS, event_rows, period_events
+from ledger.exports.tabular import csv_lines, jsonl_lines
+from lib.storable import offset_problem
+
+
+def _moment(name: str, text: str) -> dt.datetime:
+    try:
+        value = parse_datetime(text)
+        if value is None and (day := parse_date(text)) is not None:
+            value = dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC)
+    except ValueError as error:
+        raise CommandError(f"--{name} {text!r}: {error}") from None
+    if value is None:
+        raise CommandError(f"--{name} {text!r}: expected a date (2026-10-01) or ISO 8601 time")
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.UTC)
+    if problem := offset_problem(value):
+        raise CommandError(f"--{name} {text!r}: {problem}")
+    return value
+
+
+class Command(BaseCommand):
+    help = "Export the records of a period as CSV, JSON Lines or a signed evidence bundle."
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--since", required=True, help="Start, inclusive (UTC unless an offset is given)."
+        )
+        parser.add_argument("--until", required=True, help="End, exclusive.")
+        parser.add_argument(
+            "--service", help="Only this service's records (the chain segment stays whole)."
+        )
+        parser.add_argument("--format", required=True, choices=["csv", "jsonl", "bundle"])
+        parser.add_argument(
+            "--output",
+            required=True,
+            type=Path,
+            help="A directory for csv and jsonl (one file per record type), a .zip path for a bundle.",
+        )
+
+    def handle(self, *args, **options):
+        since = _moment("since", options["since"])
+        until = _moment("until", options["until"])
+        if until <= since:
+            raise CommandError(
+                f"--until ({until.isoformat()}) must be after --since ({since.isoformat()})"
+            )
+        output = Path(options["output"])
+        service = options["service"]
+        if options["format"] == "bundle":
+            if output.is_dir():
+                raise CommandError(f"--output {output} is a directory; a bundle is one .zip file")
+            partial = output.with_name(output.name + ".partial")
+            with partial.open("wb") as out:
+                manifest = write_bundle(out, since=since, until=until, service=service)
+            partial.replace(output)  # nothing half written under the real name
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"{output}: {len(manifest['files'])} files, chain head "
+                    f"#{manifest['chain_head']['sequence']}"
+                )
+            )
+            return
+        output.mkdir(parents=True, exist_ok=True)
+        lines = csv_lines if options["format"] == "csv" else jsonl_lines
+        target = output / f"events.{options['format']}"
+        rows = event_rows(period_events(since, until, service=service))
+        count = 0
+        partial = target.with_name(target.name + ".partial")
+        with partial.open("w", encoding="utf-8", newline="") as out:
+            for chunk in lines(EVENT_COLUMNS, rows):
+                out.write(chunk)
+                count += chunk.count("\n")
+        partial.replace(target)
+        self.stdout.write(self.style.SUCCESS(f"{target}: written"))
