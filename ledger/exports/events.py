@@ -49,6 +49,42 @@ def period_events(
     return events.order_by("sequence")
 
 
+def _neutralised(column: str) -> str:
+    """SQL for a text cell made spreadsheet-safe, as `tabular.spreadsheet_safe` does it."""
+    return f"CASE WHEN {column} ~ '^[=+@\\t\\r-]' THEN '''' || {column} ELSE {column} END"
+
+
+# Constant SQL (no input reaches it; the period and service are bound parameters).
+_COPY_SELECT = (
+    "SELECT e.sequence, "  # noqa: S608
+    """to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'), """
+    f"{_neutralised('e.actor_label')}, {_neutralised('e.action')}, "
+    f"{_neutralised('e.subject_type')}, {_neutralised('e.subject_id')}, "
+    f"{_neutralised('e.subject_label')}, {_neutralised('s.slug')}, e.payload, "
+    "e.prev_hash, e.hash "
+    "FROM ledger_event e LEFT JOIN ledger_service s ON s.id = e.service_id "
+    "WHERE e.created_at >= %s AND e.created_at < %s"
+)
+
+
+def copy_csv(
+    since: dt.datetime, until: dt.datetime, *, service: str | None = None
+) -> Iterator[bytes]:
+    """The same CSV as `tabular.csv_lines(EVENT_COLUMNS, event_rows(...))`, written by
+    PostgreSQL's COPY, so a million events stream in about the time COPY itself takes.
+    PostgreSQL only; elsewhere use the Python path."""
+    from django.db import connection
+
+    query = _COPY_SELECT + (" AND s.slug = %s" if service else "") + " ORDER BY e.sequence"
+    params: list[Any] = [since, until, *([service] if service else [])]
+    yield (",".join(EVENT_COLUMNS) + "\n").encode()
+    with connection.cursor() as cursor:
+        raw = cursor.cursor  # psycopg's own cursor: Django's wrapper has no copy()
+        with raw.copy(f"COPY ({query}) TO STDOUT WITH (FORMAT csv)", params) as copy:
+            for block in copy:
+                yield bytes(block)
+
+
 def event_rows(events: QuerySet[Event]) -> Iterator[tuple[Any, ...]]:
     """Rows in EVENT_COLUMNS order from a server-side cursor."""
     return events.values_list(*_FIELDS).iterator(chunk_size=CHUNK)

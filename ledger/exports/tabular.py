@@ -34,7 +34,7 @@ def _plain(value: Any) -> Any:
 def csv_lines(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> Iterator[str]:
     """A header row, then one CSV line per row (UTF-8 text, RFC 4180 quoting)."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
         writer.writerow([spreadsheet_safe(_plain(v)) for v in row])

@@ -313,3 +313,16 @@ def test_the_signing_key_is_served_and_printed_the_same(client, auditor):
     call_command("signing_key", stdout=printed, stderr=StringIO())
     assert served["public_key_pem"] == printed.getvalue() == signing.public_key_pem()
     assert served["key_id"] == signing.public_key().keyid
+
+
+def test_postgresqls_copy_writes_the_same_csv_as_the_python_path(history):
+    from ledger.exports.events import EVENT_COLUMNS, copy_csv, event_rows, period_events
+    from ledger.exports.tabular import csv_lines
+
+    by_copy = b"".join(copy_csv(OCT, NOV)).decode()
+    by_python = "".join(csv_lines(EVENT_COLUMNS, event_rows(period_events(OCT, NOV))))
+    copied = list(csv.reader(by_copy.splitlines()))
+    written = list(csv.reader(by_python.splitlines()))
+    assert len(copied) > 5
+    assert copied == written
+    assert any(row[6] == "'=HYPERLINK(\"http://evil\")" for row in copied)

@@ -8,13 +8,15 @@ that proves itself offline (ledger/exports/). Streams: memory does not grow with
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
 from django.utils.dateparse import parse_date, parse_datetime
 
 from ledger.exports.bundle import write_bundle
-from ledger.exports.events import EVENT_COLUMNS, event_rows, period_events
+from ledger.exports.events import EVENT_COLUMNS, copy_csv, event_rows, period_events
 from ledger.exports.tabular import csv_lines, jsonl_lines
 from lib.storable import offset_problem
 
@@ -78,14 +80,20 @@ class Command(BaseCommand):
             )
             return
         output.mkdir(parents=True, exist_ok=True)
-        lines = csv_lines if options["format"] == "csv" else jsonl_lines
         target = output / f"events.{options['format']}"
-        rows = event_rows(period_events(since, until, service=service))
-        count = 0
         partial = target.with_name(target.name + ".partial")
-        with partial.open("w", encoding="utf-8", newline="") as out:
-            for chunk in lines(EVENT_COLUMNS, rows):
+        with partial.open("wb") as out:
+            for chunk in self._chunks(options["format"], since, until, service):
                 out.write(chunk)
-                count += chunk.count("\n")
-        partial.replace(target)
+        partial.replace(target)  # nothing half written under the real name
         self.stdout.write(self.style.SUCCESS(f"{target}: written"))
+
+    @staticmethod
+    def _chunks(
+        fmt: str, since: dt.datetime, until: dt.datetime, service: str | None
+    ) -> Iterator[bytes]:
+        if fmt == "csv" and connection.vendor == "postgresql":
+            return copy_csv(since, until, service=service)
+        lines = csv_lines if fmt == "csv" else jsonl_lines
+        rows = event_rows(period_events(since, until, service=service))
+        return (chunk.encode() for chunk in lines(EVENT_COLUMNS, rows))

@@ -1,0 +1,184 @@
+"""Benchmark: exporting a million events as CSV against PostgreSQL's own COPY, and
+verifying a bundle of them offline.
+
+Targets (issue 14): `manage.py export_audit --format csv` within 1.2x the time of
+`COPY (SELECT the same columns) TO STDOUT` in the same run, with peak memory under
+300 MB; `scripts/verify_bundle.py` on a bundle of the same events under 30 s.
+
+The events are appended directly with COPY, their hashes chained from the current
+head as `ledger.chain` computes them, so the chain stays valid. Use a database of
+its own (they stay: the table is append-only):
+
+    createdb -h 127.0.0.1 ledger_bench_export
+    DATABASE_URL=postgres://root@127.0.0.1:5432/ledger_bench_export \\
+        .venv/bin/python bench/bench_export_events.py --events 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SINCE = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+
+def _setup_django() -> None:
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
+
+    django.setup()
+
+
+def _fill(wanted: int) -> int:
+    """Append events until the chain holds `wanted`; answer how many it holds."""
+    from django.db import connection, transaction
+
+    from ledger.chain import GENESIS_HASH, canonical_json, compute_hash
+    from ledger.models import Event
+
+    head = Event.objects.order_by("-sequence").values_list("sequence", "hash").first()
+    sequence, prev = head or (0, GENESIS_HASH)
+    missing = wanted - sequence
+    if missing <= 0:
+        return sequence
+    print(f"appending {missing:,} events (once) …", flush=True)
+    columns = (
+        "sequence, created_at, actor_label, action, subject_type, subject_id, "
+        "subject_label, payload, prev_hash, hash"
+    )
+    with (
+        transaction.atomic(),
+        connection.cursor() as cursor,
+        cursor.cursor.copy(f"COPY ledger_event ({columns}) FROM STDIN") as copy,
+    ):
+        for n in range(sequence + 1, wanted + 1):
+            created = SINCE + dt.timedelta(seconds=n * 10)
+            payload = canonical_json({"after": {"name": f"service {n % 997}"}, "n": n})
+            digest = compute_hash(
+                sequence=n,
+                created_at=created,
+                actor_label="bench",
+                action="service.updated",
+                subject_type="ledger.service",
+                subject_id=str(n % 997),
+                payload=payload,
+                prev_hash=prev,
+            )
+            copy.write_row(
+                (
+                    n,
+                    created,
+                    "bench",
+                    "service.updated",
+                    "ledger.service",
+                    str(n % 997),
+                    f"service-{n % 997}",
+                    payload,
+                    prev,
+                    digest,
+                )
+            )
+            prev = digest
+    return wanted
+
+
+def _copy_seconds(until: dt.datetime) -> float:
+    import psycopg
+    from django.db import connection
+
+    settings = connection.settings_dict
+    dsn = f"host={settings['HOST']} port={settings['PORT'] or 5432} dbname={settings['NAME']} user={settings['USER']}"
+    query = (
+        "COPY (SELECT e.sequence, e.created_at, e.actor_label, e.action, e.subject_type, "
+        "e.subject_id, e.subject_label, s.slug, e.payload, e.prev_hash, e.hash "
+        "FROM ledger_event e LEFT JOIN ledger_service s ON s.id = e.service_id "
+        "WHERE e.created_at >= %s AND e.created_at < %s "
+        "ORDER BY e.sequence) TO STDOUT WITH (FORMAT csv, HEADER)"
+    )
+    started = time.perf_counter()
+    with (
+        psycopg.connect(dsn) as conn,
+        conn.cursor() as cursor,
+        open(os.devnull, "wb") as sink,
+        cursor.copy(query, (SINCE, until)) as copy,
+    ):
+        for block in copy:
+            sink.write(block)
+    return time.perf_counter() - started
+
+
+def _run(argv: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak RSS (MB) of a child process."""
+    started = time.perf_counter()
+    subprocess.run(argv, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    seconds = time.perf_counter() - started
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return seconds, peak_kb // 1024
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    args = parser.parse_args()
+    _setup_django()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    held = _fill(args.events)
+    until = SINCE + dt.timedelta(seconds=(held + 1) * 10)
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"{held:,} events; {os.cpu_count()} CPUs, load average {load}")
+
+    copy_s = _copy_seconds(until)
+    python = sys.executable
+    with tempfile.TemporaryDirectory() as scratch:
+        period = ["--since", SINCE.isoformat(), "--until", until.isoformat()]
+        csv_s, csv_mb = _run(
+            [python, "manage.py", "export_audit", *period, "--format", "csv", "--output", scratch]
+        )
+        bundle = Path(scratch) / "bundle.zip"
+        bundle_s, bundle_mb = _run(
+            [
+                python,
+                "manage.py",
+                "export_audit",
+                *period,
+                "--format",
+                "bundle",
+                "--output",
+                str(bundle),
+            ]
+        )
+        key = Path(scratch) / "key.pem"
+        key.write_text(
+            subprocess.run(
+                [python, "manage.py", "signing_key"],
+                check=True,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+            ).stdout
+        )
+        verify_s, _ = _run([python, "scripts/verify_bundle.py", str(bundle), "--key", str(key)])
+    ratio = csv_s / copy_s
+    print(f"COPY … TO STDOUT (csv): {copy_s:.2f} s")
+    print(
+        f"export_audit --format csv: {csv_s:.2f} s ({ratio:.2f}x COPY; target <= 1.2x), peak RSS <= {csv_mb} MB (target < 300)"
+    )
+    print(f"export_audit --format bundle: {bundle_s:.2f} s, peak RSS <= {bundle_mb} MB")
+    print(f"scripts/verify_bundle.py: {verify_s:.2f} s (target < 30 s)")
+    missed = ratio > 1.2 or csv_mb >= 300 or verify_s >= 30
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
