@@ -325,4 +325,4 @@ def test_postgresqls_copy_writes_the_same_csv_as_the_python_path(history):
     written = list(csv.reader(by_python.splitlines()))
     assert len(copied) > 5
     assert copied == written
-    assert any(row[6] == "'=HYPERLINK(\"http://evil\")" for row in copied)
+    assert any(row[6] == '\'=HYPERLINK("http://evil")' for row in copied)
