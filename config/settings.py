@@ -454,6 +454,31 @@ CELERY_BEAT_SCHEDULE["checkpoint-ledger"] = {
     "schedule": float(LEDGER_CHECKPOINT_EVERY_MINUTES * 60),
 }
 
+# Retention. Records (releases, sign-offs, reviews, events) are kept at least 3 years
+# (10 for high-risk systems); nothing here deletes them, and the event chain is never
+# purged. Raw replay outputs and request-level load-test data are kept at least 6
+# months, then a daily sweep redacts or drops them (each sweep is itself an Event).
+RETENTION_RECORDS_YEARS = env_int("RETENTION_RECORDS_YEARS", 3)
+RETENTION_RAW_DAYS = env_int("RETENTION_RAW_DAYS", 183)
+if RETENTION_RECORDS_YEARS < 3:
+    raise ImproperlyConfigured(
+        f"RETENTION_RECORDS_YEARS={RETENTION_RECORDS_YEARS}: records are kept at least 3 years "
+        "(10 for high-risk systems)."
+    )
+if RETENTION_RAW_DAYS < 183:
+    raise ImproperlyConfigured(
+        f"RETENTION_RAW_DAYS={RETENTION_RAW_DAYS}: raw outputs and request-level data are kept "
+        "at least 183 days (6 months)."
+    )
+CELERY_BEAT_SCHEDULE["purge-expired-replay-outputs"] = {
+    "task": "purge_expired_outputs",
+    "schedule": 24 * 3600.0,
+}
+CELERY_BEAT_SCHEDULE["purge-expired-request-data"] = {
+    "task": "purge_expired_request_data",
+    "schedule": 24 * 3600.0,
+}
+
 # Health: how long /readyz waits for each dependency before calling it down.
 READYZ_TIMEOUT_SECONDS = env_int("READYZ_TIMEOUT_SECONDS", 3)
 

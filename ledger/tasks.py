@@ -7,6 +7,8 @@ import socket
 from celery import shared_task
 from django.db import connection
 
+from ledger.services import retention
+
 logger = logging.getLogger(__name__)
 
 
@@ -40,3 +42,10 @@ def checkpoint_ledger() -> dict[str, object]:
     checkpoint = take_checkpoint(reason="beat")
     logger.info("checkpoint of event #%s stored as %s", checkpoint.sequence, checkpoint.name)
     return {"sequence": checkpoint.sequence, "hash": checkpoint.hash, "name": checkpoint.name}
+
+
+@shared_task(name="purge_expired_request_data")
+def purge_expired_request_data() -> int:
+    count = retention.purge_expired_request_data(actor=None)
+    logger.info("dropped request-level data of %d load-test reports past retention", count)
+    return count

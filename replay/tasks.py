@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from replay import services
 from replay.models import Backend, Probe, Run
+from replay.services import retention
 from replay.services.common import try_singleton_lock
 
 logger = logging.getLogger(__name__)
@@ -73,3 +74,10 @@ def probe_backends() -> list[int]:
             probe_backend.delay_on_commit(backend_id)
             queued.append(backend_id)
     return queued
+
+
+@shared_task(name="purge_expired_outputs", acks_late=True)
+def purge_expired_outputs() -> int:
+    count = retention.purge_expired_outputs(actor=None)
+    logger.info("redacted %d replay outputs past retention", count)
+    return count
