@@ -320,6 +320,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "RuntimeEngineEnum": "ledger.engines.Engine",
         "BackendEngineEnum": "replay.models.Backend.Engine",
+        "ReadinessVerdictEnum": "releases.queries.readiness.VERDICTS",
+        "RunVerdictEnum": "replay.models.Run.Verdict",
     },
 }
 

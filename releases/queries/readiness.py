@@ -23,6 +23,7 @@ from replay.models import Run
 
 Verdict = Literal["ready", "at risk", "not ready"]
 _ORDER: list[Verdict] = ["not ready", "at risk", "ready"]
+VERDICTS: tuple[Verdict, ...] = ("ready", "at risk", "not ready")
 
 # How recent the target's verification replay must be, per service tier.
 VERIFICATION_MAX_AGE_DAYS: dict[str, int] = {"production": 7, "internal": 14, "experimental": 30}

@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from ledger.validators import parse_image
 from releases.queries.incident import Incident
+from releases.queries.readiness import VERDICTS
 
 
 class RevisionRefSerializer(serializers.Serializer):
@@ -55,12 +56,12 @@ class HealthSerializer(serializers.Serializer):
 
 
 class ReadinessReasonSerializer(serializers.Serializer):
-    verdict = serializers.ChoiceField(choices=["ready", "at risk", "not ready"])
+    verdict = serializers.ChoiceField(choices=VERDICTS)
     text = serializers.CharField()
 
 
 class ReadinessSerializer(serializers.Serializer):
-    verdict = serializers.ChoiceField(choices=["ready", "at risk", "not ready"])
+    verdict = serializers.ChoiceField(choices=VERDICTS)
     reasons = ReadinessReasonSerializer(many=True)
 
 
