@@ -3,11 +3,18 @@
 No Django here: the task layer builds a ``BackendConfig`` and ``ChatRequest``s from its
 rows, calls ``replay_many`` (or ``replay_many_sync``) and stores the ``ReplayResult``s.
 
-Timing (``time.perf_counter``, from just before the request is sent):
+Timing (``time.perf_counter``, from just before the request is sent). Every moment
+is the one at which the network read that carried it returned, taken before the
+bytes are decoded, split into SSE events or parsed as JSON: parsing costs and a
+busy event loop between two events of one read never count as the server's time.
 - TTFT: to the first chunk carrying content, reasoning or a tool-call delta. The
   role-only first chunk (``{"role": "assistant", "content": ""}``) does not count.
 - ITL: between consecutive token-carrying chunks.
 - e2e: to ``[DONE]``, or to the end of the body when a server sends none.
+- Server-side TTFT, when the server reports one: vLLM's per-request ``metrics``
+  (``time_to_first_token_ms``, with ``--enable-per-request-metrics``), llama.cpp
+  server's ``timings`` (``prompt_ms``: prompt processing, the server's time to its
+  first token without queueing). Kept beside the client's figure, never instead.
 - TPOT: (e2e - TTFT) / (output tokens - 1), output tokens from the usage block when
   the server sends one (llama.cpp never does), else the token-carrying chunks counted.
 
@@ -24,6 +31,7 @@ Outcome rules that go beyond the wire format:
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import inspect
 import logging
@@ -38,7 +46,10 @@ from typing import Any, Literal
 
 import httpx
 import orjson
-from httpx_sse import EventSource
+
+# The SSE line splitter and event decoder behind httpx_sse.EventSource, fed here with
+# bytes this module timestamps itself (EventSource reads the response on its own).
+from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
 from replay import stats
 from replay.outbound import DestinationPolicy, guarded_client
@@ -162,6 +173,9 @@ class ReplayResult:
     reasoning_text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     served_model: str | None = None  # the `model` the chunks report, for drift
+    # What the server says its own TTFT was, and the object it said it in.
+    server_ttft_ms: float | None = None
+    server_timing: dict[str, Any] = field(default_factory=dict)
     saw_done: bool = False
     request_id: str = ""  # sent as X-Request-Id, to find the request in server logs
 
@@ -322,22 +336,32 @@ async def _stream(
                     detail = f"expected text/event-stream, got {content_type or 'no content-type'}"
                     _fail(state.result, ErrorCode.MALFORMED_CHUNK, detail)
                     return
-                events = EventSource(response).aiter_sse()
-                async with contextlib.aclosing(events):
-                    async for event in events:
+                lines, events = SSELineDecoder(), SSEDecoder()
+                text = codecs.getincrementaldecoder("utf-8")()
+                reads = response.aiter_bytes()
+                async with contextlib.aclosing(reads):
+                    async for raw in reads:
+                        # The moment these bytes arrived, before any decoding.
+                        arrived = time.perf_counter()
                         if state.done_at is not None:
                             continue
-                        state.last_event = time.perf_counter()
-                        if _on_event(event.data, state):
-                            at, code, seconds = _next_deadline(backend, state)
-                            scope.reschedule(at + offset)
-                        elif state.result.saw_done:
+                        for line in lines.decode(text.decode(raw)):
+                            event = events.decode(line)
+                            if event is None:
+                                continue
+                            state.last_event = arrived
+                            if _on_event(event.data, state, arrived):
+                                continue
+                            if not state.result.saw_done:
+                                return
                             # Read on to the end of the body: a response left unread
                             # costs its connection, and the next request a new one.
-                            state.done_at = state.last_event
+                            state.done_at = arrived
                             scope.reschedule(loop.time() + _DRAIN_SECONDS)
+                            break
                         else:
-                            return
+                            at, code, seconds = _next_deadline(backend, state)
+                            scope.reschedule(at + offset)
     except TimeoutError:
         if state.done_at is not None:
             return  # the body stayed open after [DONE]; nothing of the answer is missing
@@ -370,8 +394,26 @@ def _error_message(parsed: Any) -> str | None:
     return None
 
 
-def _on_event(data: str, state: _Stream) -> bool:
-    """Fold one SSE data payload into the state; False once the stream is over."""
+def _server_timing(chunk: dict[str, Any], result: ReplayResult) -> None:
+    """Keep a server's own timing object, and its TTFT figure, when the chunk has one."""
+    metrics = chunk.get("metrics")  # vLLM, --enable-per-request-metrics
+    if isinstance(metrics, dict) and _number(metrics.get("time_to_first_token_ms")):
+        result.server_timing = {"metrics": metrics}
+        result.server_ttft_ms = float(metrics["time_to_first_token_ms"])
+        return
+    timings = chunk.get("timings")  # llama.cpp server, on the last chunk
+    if isinstance(timings, dict) and _number(timings.get("prompt_ms")):
+        result.server_timing = {"timings": timings}
+        result.server_ttft_ms = float(timings["prompt_ms"])
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+
+
+def _on_event(data: str, state: _Stream, arrived: float) -> bool:
+    """Fold one SSE data payload, read at ``arrived``, into the state; False once the
+    stream is over."""
     result = state.result
     if not data:
         return True  # an event with no data is a keep-alive
@@ -401,6 +443,8 @@ def _on_event(data: str, state: _Stream) -> bool:
         return False
     if isinstance(chunk.get("model"), str):
         result.served_model = chunk["model"]
+    if "metrics" in chunk or "timings" in chunk:
+        _server_timing(chunk, result)
     usage = chunk.get("usage")
     if isinstance(usage, dict):
         if isinstance(usage.get("completion_tokens"), int):
@@ -428,12 +472,11 @@ def _on_event(data: str, state: _Stream) -> bool:
             )
             return False
         if _on_delta(delta, state):
-            now = time.perf_counter()
             if state.last_token is None:
-                result.ttft_ms = (now - state.started) * 1000
+                result.ttft_ms = (arrived - state.started) * 1000
             else:
-                result.itl_ms.append((now - state.last_token) * 1000)
-            state.last_token = now
+                result.itl_ms.append((arrived - state.last_token) * 1000)
+            state.last_token = arrived
             state.counted += 1
         if choice.get("finish_reason") is not None:
             result.finish_reason = str(choice["finish_reason"])

@@ -497,3 +497,42 @@ def test_keepalive_comments_alone_do_not_count_as_tokens():
     assert result.error_code == ErrorCode.STREAM_INTERRUPTED
     assert result.ttft_ms is None
     assert result.output_tokens is None
+
+
+# -- the server's own timing ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("style", "field"), [("vllm", "metrics"), ("llama-cpp", "timings")])
+def test_server_reported_ttft_is_kept_beside_the_clients(fake, style, field):
+    fake.configure(ttft_ms=40, itl_ms=5, tokens=4, style=style, server_timing=True)
+
+    result = ask(fake)
+    server = fake.timing_of(result.request_id)
+
+    assert result.ok, result.error_detail
+    # The fake reports its own log's TTFT; the client keeps that figure and its own.
+    assert result.server_ttft_ms == pytest.approx(server.first_chunk_ms)
+    assert list(result.server_timing) == [field]
+    assert result.ttft_ms >= result.server_ttft_ms >= 40
+
+
+def test_no_server_timing_when_the_server_reports_none(fake):
+    result = ask(fake, "tokens=3")
+
+    assert result.ok, result.error_detail
+    assert (result.server_ttft_ms, result.server_timing) == (None, {})
+
+
+def test_server_timing_that_is_not_a_number_is_ignored(fake):
+    body = (
+        'data: {"choices": [{"index": 0, "delta": {"content": "hi"}}]}\n\n'
+        'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], '
+        '"timings": {"prompt_ms": "fast"}, "metrics": [1]}\n\n'
+        "data: [DONE]\n\n"
+    )
+    fake.configure(raw_stream=body.encode())
+
+    result = ask(fake)
+
+    assert result.ok, result.error_detail
+    assert (result.server_ttft_ms, result.server_timing) == (None, {})
