@@ -35,6 +35,7 @@ import codecs
 import contextlib
 import inspect
 import logging
+import math
 import re
 import ssl
 import time
@@ -59,6 +60,7 @@ logger = logging.getLogger(__name__)
 _SNIPPET_CHARS = 300
 _DRAIN_SECONDS = 1.0
 _ERROR_BODY_BYTES = 4096
+_TIMING_KEYS = 32  # of a server timing object, kept
 _RESERVED_PARAMS = ("model", "messages", "stream", "stream_options")
 _HTTP_CODE = re.compile(r"^http_[1-5]\d\d$")
 
@@ -395,20 +397,30 @@ def _error_message(parsed: Any) -> str | None:
 
 
 def _server_timing(chunk: dict[str, Any], result: ReplayResult) -> None:
-    """Keep a server's own timing object, and its TTFT figure, when the chunk has one."""
-    metrics = chunk.get("metrics")  # vLLM, --enable-per-request-metrics
-    if isinstance(metrics, dict) and _number(metrics.get("time_to_first_token_ms")):
-        result.server_timing = {"metrics": metrics}
-        result.server_ttft_ms = float(metrics["time_to_first_token_ms"])
+    """Keep a server's own timing object, and its TTFT figure, when the chunk has one.
+
+    Only the object's numbers are kept (it is stored as JSON, and a server could put
+    anything in it); its TTFT figure must be a number of milliseconds, not negative.
+    """
+    for name, ttft_key in (("metrics", "time_to_first_token_ms"), ("timings", "prompt_ms")):
+        reported = chunk.get(name)
+        if not isinstance(reported, dict):
+            continue
+        ttft = reported.get(ttft_key)
+        if not _number(ttft) or ttft < 0:
+            continue
+        numbers = {
+            key: value
+            for key, value in list(reported.items())[:_TIMING_KEYS]
+            if isinstance(key, str) and key.isprintable() and _number(value)
+        }
+        result.server_timing = {name: numbers}
+        result.server_ttft_ms = float(ttft)
         return
-    timings = chunk.get("timings")  # llama.cpp server, on the last chunk
-    if isinstance(timings, dict) and _number(timings.get("prompt_ms")):
-        result.server_timing = {"timings": timings}
-        result.server_ttft_ms = float(timings["prompt_ms"])
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _on_event(data: str, state: _Stream, arrived: float) -> bool:
