@@ -3,10 +3,14 @@
 No Django here: the task layer builds a ``BackendConfig`` and ``ChatRequest``s from its
 rows, calls ``replay_many`` (or ``replay_many_sync``) and stores the ``ReplayResult``s.
 
-Timing (``time.perf_counter``, from just before the request is sent). Every moment
-is the one at which the network read that carried it returned, taken before the
-bytes are decoded, split into SSE events or parsed as JSON: parsing costs and a
-busy event loop between two events of one read never count as the server's time.
+Timing (``time.perf_counter``), from the moment the request's body is written to
+the socket (httpcore's trace hook), so that building the request, waiting for a
+pooled connection and connecting are not counted as the server's time (they still
+count against the deadlines, which run from just before the request is built).
+Every moment after it is the one at which the network read that carried it
+returned, taken before the bytes are decoded, split into SSE events or parsed as
+JSON: parsing costs and a busy event loop between two events of one read never
+count as the server's time.
 - TTFT: to the first chunk carrying content, reasoning or a tool-call delta. The
   role-only first chunk (``{"role": "assistant", "content": ""}``) does not count.
 - ITL: between consecutive token-carrying chunks.
@@ -204,8 +208,9 @@ class _Deadline(Exception):
 class _Stream:
     """Running state of one streamed answer."""
 
-    started: float
+    started: float  # deadlines run from here: connecting counts against them
     result: ReplayResult
+    sent: float | None = None  # the request's body was written: latencies run from here
     last_token: float | None = None
     last_event: float | None = None
     done_at: float | None = None
@@ -215,6 +220,20 @@ class _Stream:
     reasoning: list[str] = field(default_factory=list)
     calls: dict[int, ToolCall] = field(default_factory=dict)
     secret: str | None = field(default=None, repr=False)  # redacted from snippets
+
+    @property
+    def origin(self) -> float:
+        return self.started if self.sent is None else self.sent
+
+    async def trace(self, event: str, info: dict[str, Any]) -> None:
+        """httpcore's trace hook: note when the request goes out whole.
+
+        The body (one piece: the JSON document) is written right after this event
+        with no await in between; its ``.complete`` comes only after a checkpoint that
+        lets the other streams run first, which would hide their time in this TTFT.
+        """
+        if event.endswith(".send_request_body.started"):
+            self.sent = time.perf_counter()
 
 
 def _redact(text: str, secret: str | None) -> str:
@@ -329,6 +348,7 @@ async def _stream(
                 f"{backend.api_root}/v1/chat/completions",
                 content=orjson.dumps(body),
                 headers=_headers(backend, state.result.request_id),
+                extensions={"trace": state.trace},
             ) as response:
                 if response.status_code != 200:
                     await _http_error(response, state.result, state.secret)
@@ -485,7 +505,7 @@ def _on_event(data: str, state: _Stream, arrived: float) -> bool:
             return False
         if _on_delta(delta, state):
             if state.last_token is None:
-                result.ttft_ms = (arrived - state.started) * 1000
+                result.ttft_ms = (arrived - state.origin) * 1000
             else:
                 result.itl_ms.append((arrived - state.last_token) * 1000)
             state.last_token = arrived
@@ -528,9 +548,9 @@ def _on_delta(delta: dict[str, Any], state: _Stream) -> bool:
 def _finish(state: _Stream) -> None:
     result = state.result
     if state.done_at is not None:
-        result.e2e_ms = (state.done_at - state.started) * 1000
+        result.e2e_ms = (state.done_at - state.origin) * 1000
     elif state.last_event is not None:
-        result.e2e_ms = (time.perf_counter() - state.started) * 1000
+        result.e2e_ms = (time.perf_counter() - state.origin) * 1000
     result.output_text = "".join(state.text)
     result.reasoning_text = "".join(state.reasoning)
     result.tool_calls = [state.calls[i] for i in sorted(state.calls)]
