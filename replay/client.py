@@ -361,7 +361,7 @@ async def _stream(
                 lines, events = SSELineDecoder(), SSEDecoder()
                 text = codecs.getincrementaldecoder("utf-8")()
                 reads = response.aiter_bytes()
-                async with contextlib.aclosing(reads):
+                async with contextlib.aclosing(reads):  # type: ignore[type-var]
                     async for raw in reads:
                         # The moment these bytes arrived, before any decoding.
                         arrived = time.perf_counter()
@@ -427,7 +427,7 @@ def _server_timing(chunk: dict[str, Any], result: ReplayResult) -> None:
         if not isinstance(reported, dict):
             continue
         ttft = reported.get(ttft_key)
-        if not _number(ttft) or ttft < 0:
+        if not isinstance(ttft, int | float) or not _number(ttft) or ttft < 0:
             continue
         numbers = {
             key: value

@@ -129,6 +129,7 @@ class Command(BaseCommand):
                 if options["dry_run"]:
                     raise _DryRun
         except _DryRun:
+            assert backend is not None
             self.stdout.write(f"Dry run: {self._describe(backend)}. Nothing was written.")
             return
         except ValidationError as error:
@@ -196,9 +197,10 @@ class Command(BaseCommand):
             assert backend is not None  # a new backend's --service is required above
             service = backend.revision.service
         else:
-            service = Service.objects.filter(slug=slug).first()
-            if service is None:
+            found = Service.objects.filter(slug=slug).first()
+            if found is None:
                 raise CommandError(f"--service: no service {slug!r}.")
+            service = found
         number = options["revision"]
         if number is None:
             if service.live_revision_id is None:

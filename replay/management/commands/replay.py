@@ -129,7 +129,7 @@ class Command(BaseCommand):
                 for sample_set in sample_sets:
                     self._plan(backend, sample_set, options["concurrency"])
             return
-        runs = []
+        runs: list[Run] = []
         for backend in backends:
             for sample_set in sample_sets:
                 try:
