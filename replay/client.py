@@ -16,9 +16,11 @@ count as the server's time.
 - ITL: between consecutive token-carrying chunks.
 - e2e: to ``[DONE]``, or to the end of the body when a server sends none.
 - Server-side TTFT, when the server reports one: vLLM's per-request ``metrics``
-  (``time_to_first_token_ms``, with ``--enable-per-request-metrics``), llama.cpp
-  server's ``timings`` (``prompt_ms``: prompt processing, the server's time to its
-  first token without queueing). Kept beside the client's figure, never instead.
+  (``time_to_first_token_ms``; vLLM 0.25+ started with ``--enable-per-request-metrics``
+  sends it when the request asks, ``include_metrics: true`` in a sample's params),
+  llama.cpp server's ``timings`` (``prompt_ms``: prompt processing, the server's time
+  to its first token without queueing). Kept beside the client's figure, never
+  instead. (No SGLang field is read: none was found documented.)
 - TPOT: (e2e - TTFT) / (output tokens - 1), output tokens from the usage block when
   the server sends one (llama.cpp never does), else the token-carrying chunks counted.
 
