@@ -368,7 +368,12 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "INFO"}},
+    "loggers": {
+        "django.db.backends": {"level": "INFO"},
+        # httpx logs every request at INFO, synchronously, on the event loop that times
+        # replay streams: a line per request in a worker's log, and time in each TTFT.
+        "httpx": {"level": "WARNING"},
+    },
 }
 
 # Load-test evidence. An upload over the limit is refused before it is stored.

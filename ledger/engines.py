@@ -22,6 +22,8 @@ class Engine(models.TextChoices):
     OLLAMA = "ollama", "Ollama"
     LLAMA_CPP = "llama_cpp", "llama.cpp"
     TENSORRT_LLM = "tensorrt_llm", "TensorRT-LLM"
+    # Any other server speaking the OpenAI API: no flag is known, so none is checked.
+    OPENAI_COMPATIBLE = "openai-compatible", "Other OpenAI-compatible server"
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,24 @@
 No Django here: the task layer builds a ``BackendConfig`` and ``ChatRequest``s from its
 rows, calls ``replay_many`` (or ``replay_many_sync``) and stores the ``ReplayResult``s.
 
-Timing (``time.perf_counter``, from just before the request is sent):
+Timing (``time.perf_counter``), from the moment the request's body is written to
+the socket (httpcore's trace hook), so that building the request, waiting for a
+pooled connection and connecting are not counted as the server's time (they still
+count against the deadlines, which run from just before the request is built).
+Every moment after it is the one at which the network read that carried it
+returned, taken before the bytes are decoded, split into SSE events or parsed as
+JSON: parsing costs and a busy event loop between two events of one read never
+count as the server's time.
 - TTFT: to the first chunk carrying content, reasoning or a tool-call delta. The
   role-only first chunk (``{"role": "assistant", "content": ""}``) does not count.
 - ITL: between consecutive token-carrying chunks.
 - e2e: to ``[DONE]``, or to the end of the body when a server sends none.
+- Server-side TTFT, when the server reports one: vLLM's per-request ``metrics``
+  (``time_to_first_token_ms``; vLLM 0.25+ started with ``--enable-per-request-metrics``
+  sends it when the request asks, ``include_metrics: true`` in a sample's params),
+  llama.cpp server's ``timings`` (``prompt_ms``: prompt processing, the server's time
+  to its first token without queueing). Kept beside the client's figure, never
+  instead. (No SGLang field is read: none was found documented.)
 - TPOT: (e2e - TTFT) / (output tokens - 1), output tokens from the usage block when
   the server sends one (llama.cpp never does), else the token-carrying chunks counted.
 
@@ -24,9 +37,11 @@ Outcome rules that go beyond the wire format:
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import inspect
 import logging
+import math
 import re
 import ssl
 import time
@@ -38,7 +53,10 @@ from typing import Any, Literal
 
 import httpx
 import orjson
-from httpx_sse import EventSource
+
+# The SSE line splitter and event decoder behind httpx_sse.EventSource, fed here with
+# bytes this module timestamps itself (EventSource reads the response on its own).
+from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
 from replay import stats
 from replay.outbound import DestinationPolicy, guarded_client
@@ -48,6 +66,7 @@ logger = logging.getLogger(__name__)
 _SNIPPET_CHARS = 300
 _DRAIN_SECONDS = 1.0
 _ERROR_BODY_BYTES = 4096
+_TIMING_KEYS = 32  # of a server timing object, kept
 _RESERVED_PARAMS = ("model", "messages", "stream", "stream_options")
 _HTTP_CODE = re.compile(r"^http_[1-5]\d\d$")
 
@@ -162,6 +181,9 @@ class ReplayResult:
     reasoning_text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     served_model: str | None = None  # the `model` the chunks report, for drift
+    # What the server says its own TTFT was, and the object it said it in.
+    server_ttft_ms: float | None = None
+    server_timing: dict[str, Any] = field(default_factory=dict)
     saw_done: bool = False
     request_id: str = ""  # sent as X-Request-Id, to find the request in server logs
 
@@ -188,8 +210,9 @@ class _Deadline(Exception):
 class _Stream:
     """Running state of one streamed answer."""
 
-    started: float
+    started: float  # deadlines run from here: connecting counts against them
     result: ReplayResult
+    sent: float | None = None  # the request's body was written: latencies run from here
     last_token: float | None = None
     last_event: float | None = None
     done_at: float | None = None
@@ -199,6 +222,20 @@ class _Stream:
     reasoning: list[str] = field(default_factory=list)
     calls: dict[int, ToolCall] = field(default_factory=dict)
     secret: str | None = field(default=None, repr=False)  # redacted from snippets
+
+    @property
+    def origin(self) -> float:
+        return self.started if self.sent is None else self.sent
+
+    async def trace(self, event: str, info: dict[str, Any]) -> None:
+        """httpcore's trace hook: note when the request goes out whole.
+
+        The body (one piece: the JSON document) is written right after this event
+        with no await in between; its ``.complete`` comes only after a checkpoint that
+        lets the other streams run first, which would hide their time in this TTFT.
+        """
+        if event.endswith(".send_request_body.started"):
+            self.sent = time.perf_counter()
 
 
 def _redact(text: str, secret: str | None) -> str:
@@ -313,6 +350,7 @@ async def _stream(
                 f"{backend.api_root}/v1/chat/completions",
                 content=orjson.dumps(body),
                 headers=_headers(backend, state.result.request_id),
+                extensions={"trace": state.trace},
             ) as response:
                 if response.status_code != 200:
                     await _http_error(response, state.result, state.secret)
@@ -322,22 +360,32 @@ async def _stream(
                     detail = f"expected text/event-stream, got {content_type or 'no content-type'}"
                     _fail(state.result, ErrorCode.MALFORMED_CHUNK, detail)
                     return
-                events = EventSource(response).aiter_sse()
-                async with contextlib.aclosing(events):
-                    async for event in events:
+                lines, events = SSELineDecoder(), SSEDecoder()
+                text = codecs.getincrementaldecoder("utf-8")()
+                reads = response.aiter_bytes()
+                async with contextlib.aclosing(reads):  # type: ignore[type-var]
+                    async for raw in reads:
+                        # The moment these bytes arrived, before any decoding.
+                        arrived = time.perf_counter()
                         if state.done_at is not None:
                             continue
-                        state.last_event = time.perf_counter()
-                        if _on_event(event.data, state):
-                            at, code, seconds = _next_deadline(backend, state)
-                            scope.reschedule(at + offset)
-                        elif state.result.saw_done:
+                        for line in lines.decode(text.decode(raw)):
+                            event = events.decode(line)
+                            if event is None:
+                                continue
+                            state.last_event = arrived
+                            if _on_event(event.data, state, arrived):
+                                continue
+                            if not state.result.saw_done:
+                                return
                             # Read on to the end of the body: a response left unread
                             # costs its connection, and the next request a new one.
-                            state.done_at = state.last_event
+                            state.done_at = arrived
                             scope.reschedule(loop.time() + _DRAIN_SECONDS)
+                            break
                         else:
-                            return
+                            at, code, seconds = _next_deadline(backend, state)
+                            scope.reschedule(at + offset)
     except TimeoutError:
         if state.done_at is not None:
             return  # the body stayed open after [DONE]; nothing of the answer is missing
@@ -370,8 +418,36 @@ def _error_message(parsed: Any) -> str | None:
     return None
 
 
-def _on_event(data: str, state: _Stream) -> bool:
-    """Fold one SSE data payload into the state; False once the stream is over."""
+def _server_timing(chunk: dict[str, Any], result: ReplayResult) -> None:
+    """Keep a server's own timing object, and its TTFT figure, when the chunk has one.
+
+    Only the object's numbers are kept (it is stored as JSON, and a server could put
+    anything in it); its TTFT figure must be a number of milliseconds, not negative.
+    """
+    for name, ttft_key in (("metrics", "time_to_first_token_ms"), ("timings", "prompt_ms")):
+        reported = chunk.get(name)
+        if not isinstance(reported, dict):
+            continue
+        ttft = reported.get(ttft_key)
+        if not isinstance(ttft, int | float) or not _number(ttft) or ttft < 0:
+            continue
+        numbers = {
+            key: value
+            for key, value in list(reported.items())[:_TIMING_KEYS]
+            if isinstance(key, str) and key.isprintable() and _number(value)
+        }
+        result.server_timing = {name: numbers}
+        result.server_ttft_ms = float(ttft)
+        return
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _on_event(data: str, state: _Stream, arrived: float) -> bool:
+    """Fold one SSE data payload, read at ``arrived``, into the state; False once the
+    stream is over."""
     result = state.result
     if not data:
         return True  # an event with no data is a keep-alive
@@ -401,6 +477,8 @@ def _on_event(data: str, state: _Stream) -> bool:
         return False
     if isinstance(chunk.get("model"), str):
         result.served_model = chunk["model"]
+    if "metrics" in chunk or "timings" in chunk:
+        _server_timing(chunk, result)
     usage = chunk.get("usage")
     if isinstance(usage, dict):
         if isinstance(usage.get("completion_tokens"), int):
@@ -428,12 +506,11 @@ def _on_event(data: str, state: _Stream) -> bool:
             )
             return False
         if _on_delta(delta, state):
-            now = time.perf_counter()
             if state.last_token is None:
-                result.ttft_ms = (now - state.started) * 1000
+                result.ttft_ms = (arrived - state.origin) * 1000
             else:
-                result.itl_ms.append((now - state.last_token) * 1000)
-            state.last_token = now
+                result.itl_ms.append((arrived - state.last_token) * 1000)
+            state.last_token = arrived
             state.counted += 1
         if choice.get("finish_reason") is not None:
             result.finish_reason = str(choice["finish_reason"])
@@ -473,9 +550,9 @@ def _on_delta(delta: dict[str, Any], state: _Stream) -> bool:
 def _finish(state: _Stream) -> None:
     result = state.result
     if state.done_at is not None:
-        result.e2e_ms = (state.done_at - state.started) * 1000
+        result.e2e_ms = (state.done_at - state.origin) * 1000
     elif state.last_event is not None:
-        result.e2e_ms = (time.perf_counter() - state.started) * 1000
+        result.e2e_ms = (time.perf_counter() - state.origin) * 1000
     result.output_text = "".join(state.text)
     result.reasoning_text = "".join(state.reasoning)
     result.tool_calls = [state.calls[i] for i in sorted(state.calls)]

@@ -273,6 +273,14 @@ class Result(models.Model):
     ttft_ms = models.FloatField(null=True, blank=True)
     tpot_ms = models.FloatField(null=True, blank=True)
     e2e_ms = models.FloatField(null=True, blank=True)
+    server_ttft_ms = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="The server's own TTFT, when it reports one (vLLM metrics, llama.cpp timings).",
+    )
+    server_timing = models.JSONField(
+        default=dict, blank=True, help_text="The timing object the server sent, as it sent it."
+    )
     prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
     output_tokens = models.PositiveIntegerField(null=True, blank=True)
     finish_reason = models.CharField(max_length=40, blank=True)

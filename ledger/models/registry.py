@@ -306,7 +306,7 @@ class ModelAsset(models.Model):
 class Runtime(models.Model):
     name = models.SlugField(max_length=100, unique=True, help_text="e.g. vllm-0-6-3-h100x2")
     team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="runtimes")
-    engine = models.CharField(max_length=16, choices=Engine.choices)
+    engine = models.CharField(max_length=24, choices=Engine.choices)
     engine_version = models.CharField(max_length=40, help_text="e.g. 0.6.3")
     image = models.CharField(
         max_length=300,

@@ -29,6 +29,7 @@ class ResultSerializer(serializers.ModelSerializer):
             "error_code",
             "error_detail",
             "ttft_ms",
+            "server_ttft_ms",
             "tpot_ms",
             "e2e_ms",
             "prompt_tokens",

@@ -37,6 +37,8 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["compare_runs", "execute_run", "reap_stale_runs", "start_run"]
 
+# How often results finished meanwhile are stored while a run is replaying.
+_FLUSH_SECONDS = 1.0
 _OUTPUT_LIMIT = 200_000  # characters kept of one answer; its hash and length cover all of it
 _REDACTED = "[redacted: sensitive sample]"
 # Error details that never quote the answer or the prompt: kept for sensitive samples.
@@ -182,6 +184,8 @@ def result_row(run: Run, sample: Sample, attempt: int, replayed: ReplayResult) -
         ttft_ms=judged.ttft_ms,
         tpot_ms=judged.tpot_ms,
         e2e_ms=judged.e2e_ms,
+        server_ttft_ms=judged.server_ttft_ms,
+        server_timing=judged.server_timing,
         prompt_tokens=judged.prompt_tokens,
         output_tokens=judged.output_tokens,
         finish_reason=(judged.finish_reason or "")[:40],
@@ -244,36 +248,63 @@ class _Execution:
             if (sample.pk, attempt) not in done
         ]
 
-    def store(self, work: _Work, replayed: ReplayResult) -> None:
-        row = result_row(self.run, work.sample, work.attempt, replayed)
+    def store(self, done: list[tuple[_Work, ReplayResult]]) -> None:
+        rows = [
+            result_row(self.run, work.sample, work.attempt, replayed) for work, replayed in done
+        ]
         # ON CONFLICT DO NOTHING: a zombie worker's copy of the same attempt is dropped.
-        Result.objects.bulk_create([row], ignore_conflicts=True)
+        Result.objects.bulk_create(rows, ignore_conflicts=True)
 
     def beat(self) -> bool:
         """Heartbeat; False when the claim was lost (reaped and taken by another worker)."""
         held = _held(self.run.pk, self.token)
         return Run.objects.filter(held).update(heartbeat_at=timezone.now()) == 1
 
-    async def replay(self, config: BackendConfig, work: list[_Work]) -> None:
-        requests = [ChatRequest(messages=w.sample.messages, params=w.sample.params) for w in work]
-        store = sync_to_async(self.store)
+    def checkpoint(self, done: list[tuple[_Work, ReplayResult]], *, beat: bool) -> bool:
+        """Store a batch of results and, when due, beat; False when the claim was lost."""
+        if done:
+            self.store(done)
+        return self.beat() if beat else True
 
-        async def on_result(index: int, replayed: ReplayResult) -> None:
-            await store(work[index], replayed)
+    async def replay(self, config: BackendConfig, work: list[_Work]) -> None:
+        """Replay ``work``; results are stored in batches on the ORM's thread.
+
+        The streams' event loop only appends each result to a list: judging, building
+        rows and inserting them happen in ``checkpoint`` calls on the calling thread,
+        at most every ``_FLUSH_SECONDS``, so no stream waits on the database while
+        another one is being timed. A worker that dies loses at most that much work,
+        which the resumed run sends again.
+        """
+        requests = [ChatRequest(messages=w.sample.messages, params=w.sample.params) for w in work]
+        done: list[tuple[_Work, ReplayResult]] = []
+
+        def on_result(index: int, replayed: ReplayResult) -> None:
+            done.append((work[index], replayed))
 
         task = asyncio.ensure_future(replay_many(config, requests, on_result=on_result))
         interval = settings.REPLAY_HEARTBEAT_SECONDS
-        beat = sync_to_async(self.beat)
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=interval)
-            if done:
-                task.result()
-                return
-            if not await beat():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-                raise RunLost
+        checkpoint = sync_to_async(self.checkpoint)
+        loop = asyncio.get_running_loop()
+        last_beat = loop.time()
+        try:
+            while True:
+                finished, _ = await asyncio.wait({task}, timeout=min(_FLUSH_SECONDS, interval))
+                if finished:
+                    task.result()
+                    return
+                batch, done[:] = done[:], []
+                beat = loop.time() - last_beat >= interval
+                if not await checkpoint(batch, beat=beat):
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+                    raise RunLost
+                if beat:
+                    last_beat = loop.time()
+        finally:
+            if done and not task.cancelled():
+                # What finished after the last checkpoint, or before a failure.
+                await sync_to_async(self.store)(done)
 
 
 def execute_run(run_id: int) -> Run:

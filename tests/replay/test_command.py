@@ -104,7 +104,78 @@ def test_replay_of_several_sets_prints_a_list_and_strict_exits_non_zero(fake, ba
         ("other@1", "passed"),
         ("kb-smoke@1", "failed"),
     ]
-    assert "kb-smoke@1: failed" in str(raised.value)
+    assert "kb-smoke@1 on kb-vllm: failed" in str(raised.value)
+
+
+def test_replay_against_several_backends_makes_one_run_each(fake, backend, smoke):
+    backend_on(fake, name="kb-sglang", engine="sglang")
+    out = StringIO()
+
+    with pytest.raises(CommandError) as raised:
+        call_command(
+            "replay",
+            "--backend=kb-vllm",
+            "--backend=kb-sglang",
+            "--sample-set=kb-smoke",
+            "--json",
+            "--strict",
+            stdout=out,
+        )
+
+    reports = json.loads(out.getvalue())
+    assert [(r["backend"], r["sample_set"]) for r in reports] == [
+        ("kb-vllm", "kb-smoke@1"),
+        ("kb-sglang", "kb-smoke@1"),
+    ]
+    assert Run.objects.count() == 2
+    assert len(fake.chat_requests) == 6
+    assert "on kb-vllm: failed" in str(raised.value)
+    assert "on kb-sglang: failed" in str(raised.value)
+
+
+def test_unknown_backends_are_all_named_before_anything_is_sent(fake, backend, smoke):
+    with pytest.raises(CommandError) as raised:
+        call_command(
+            "replay", "--backend=x", "--backend=kb-vllm", "--backend=y", "--sample-set=kb-smoke"
+        )
+
+    assert "--backend: no backend named 'x', 'y' (known: kb-vllm)" in str(raised.value)
+    assert fake.chat_requests == [] and not Run.objects.exists()
+
+
+def test_per_sample_json_gives_each_attempt_with_its_timings(fake, backend, smoke):
+    fake.configure(ttft_ms=20, server_timing=True)
+
+    report = json.loads(
+        _call("replay", "--backend=kb-vllm", "--sample-set=kb-smoke", "--json", "--per-sample")
+    )
+
+    samples = {(s["sample"], s["attempt"]): s for s in report["samples"]}
+    assert sorted(samples) == [("four", 1), ("refund", 1), ("three", 1), ("three", 2)]
+    four = samples[("four", 1)]
+    assert (four["outcome"], four["error_code"], four["failed_checks"]) == ("passed", None, [])
+    assert four["ttft_ms"] >= four["server_ttft_ms"] >= 20
+    assert four["tpot_ms"] is None  # one token: no time per output token
+    assert (four["output_tokens"], four["finish_reason"]) == (1, "stop")
+    three = samples[("three", 2)]
+    assert (three["outcome"], three["error_code"]) == ("failed", "check_failed")
+    assert three["failed_checks"] == ["contains"]
+    refund = samples[("refund", 1)]
+    assert (refund["outcome"], refund["ttft_ms"]) == ("skipped", None)
+
+
+def test_per_sample_text_prints_a_line_per_attempt(fake, backend, smoke):
+    output = _call("replay", "--backend=kb-vllm", "--sample-set=kb-smoke", "--per-sample")
+
+    lines = output.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.strip().startswith("sample"))
+    rows = [line.split() for line in lines[header + 1 :]]
+    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [
+        ("four", "1", "passed", "-"),
+        ("refund", "1", "skipped", "-"),
+        ("three", "1", "failed", "check_failed"),
+        ("three", "2", "failed", "check_failed"),
+    ]
 
 
 def test_replay_dry_run_sends_and_records_nothing(fake, backend, smoke):

@@ -370,3 +370,19 @@ def test_a_worker_whose_claim_was_taken_over_stops_at_its_next_heartbeat(fake, s
     assert (stopped.state, stopped.attempts) == ("running", 2)  # left to the new owner
     assert not stopped.results.exists()
     assert not Event.objects.filter(action="replay.run_finished").exists()
+
+
+def test_server_reported_ttft_is_stored_beside_the_clients(fake):
+    fake.configure(style="llama-cpp", server_timing=True, ttft_ms=30)
+    backend = backend_on(fake)
+    sample_set = make_set("timed", [sample("a", "fake: reply=4"), sample("b", "fake: reply=5")])
+
+    run = replay_now(backend, sample_set)
+
+    sent = {r.body["messages"][-1]["content"]: r.timing for r in fake.chat_requests}
+    assert run.results.count() == 2
+    for result in run.results.select_related("sample"):
+        server = sent[result.sample.messages[-1]["content"]]
+        assert result.server_ttft_ms == pytest.approx(server.first_chunk_ms)
+        assert result.server_timing["timings"]["prompt_ms"] == result.server_ttft_ms
+        assert result.ttft_ms >= result.server_ttft_ms

@@ -85,6 +85,9 @@ class Scenario:
     ping: bool = False  # ": ping" comment before and between events
     multiline: bool = False  # each JSON event spread over several data: lines
     raw_stream: bytes | None = None  # a recorded SSE body, served event by event
+    # Report the server's own timing on the last chunks, as llama.cpp server does
+    # (`timings`, style llama-cpp) or vLLM with --enable-per-request-metrics (`metrics`).
+    server_timing: bool = False
 
     def __post_init__(self) -> None:
         if self.fault is not None and self.fault not in FAULTS:
@@ -677,11 +680,13 @@ class _Stream:
                 self.record.first_token_at = self.loop.time()
             await self.writer.drain()
         tail = b""
+        reported = self._server_timing(prompt_tokens) if scenario.server_timing else {}
         if scenario.fault != "done_without_finish" and (
             scenario.style == "llama-cpp" or not self.plan.pieces
         ):
             finish = {"index": 0, "delta": {}, "logprobs": None, "finish_reason": self.plan.finish}
-            tail += self._event(self._chunk([finish]))
+            extra = reported if scenario.style == "llama-cpp" else {}
+            tail += self._event(self._chunk([finish], **extra))
         if include_usage:
             completion = len(self.plan.pieces) * scenario.tokens_per_chunk
             usage = {
@@ -689,7 +694,10 @@ class _Stream:
                 "total_tokens": prompt_tokens + completion,
                 "completion_tokens": completion,
             }
-            tail += self._event(self._chunk([], usage=usage))
+            extra = reported if scenario.style == "vllm" else {}
+            tail += self._event(self._chunk([], usage=usage, **extra))
+        elif reported and scenario.style == "vllm":
+            tail += self._event(self._chunk([], **reported))
         tail += self._event("[DONE]")
         timing.sent(last=True)
         self._write(tail)
@@ -700,6 +708,25 @@ class _Stream:
         self.writer.write(b"0\r\n\r\n")
         await self.writer.drain()
         return True
+
+    def _server_timing(self, prompt_tokens: int) -> dict[str, Any]:
+        """The server's own figures, from its log: its TTFT is exactly ``first_chunk_ms``."""
+        timing = self.record.timing
+        first = timing.first_chunk_ms or 0.0
+        last = timing.ms(timing.chunks[-1]) if timing.chunks else first
+        if self.scenario.style == "llama-cpp":
+            tokens = len(self.plan.pieces)
+            return {
+                "timings": {
+                    "prompt_n": prompt_tokens,
+                    "prompt_ms": first,
+                    "prompt_per_token_ms": first / max(prompt_tokens, 1),
+                    "predicted_n": tokens,
+                    "predicted_ms": last - first,
+                    "predicted_per_token_ms": (last - first) / max(tokens - 1, 1),
+                }
+            }
+        return {"metrics": {"time_to_first_token_ms": first, "generation_time_ms": last - first}}
 
     async def _raw(self, recorded: bytes) -> bool:
         """Serve a captured body: its events verbatim, TTFT before the second, ITL after."""
