@@ -58,6 +58,11 @@ def env(queue):
     )
 
 
+# Deadlines only bound a hang: a worker and beat starting on a machine busy with other
+# suites may take minutes, and the tests wait on the event itself, not on a clock.
+PATIENCE_S = 300
+
+
 def wait_for(condition: Callable[[], object], timeout: float, what: str) -> object:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -112,7 +117,7 @@ def test_run_replay_executes_a_queued_run_in_a_worker(fake, queue, env):
 
     run = services.start_run(actor=None, backend=backend, sample_set=sample_set)
     with celery_worker(env, queue):
-        wait_for(lambda: _state(run.pk) == Run.State.FINISHED, 60, "the run to finish")
+        wait_for(lambda: _state(run.pk) == Run.State.FINISHED, PATIENCE_S, "the run to finish")
 
     run.refresh_from_db()
     assert (run.verdict, run.attempts, run.results.count()) == ("passed", 1, 3)
@@ -128,7 +133,7 @@ def test_a_worker_killed_mid_run_is_reaped_and_a_restarted_worker_finishes_it(fa
     run = services.start_run(actor=None, backend=backend, sample_set=sample_set)
 
     with celery_worker(env, queue) as worker:
-        wait_for(lambda: run.results.count() >= 2, 60, "the first results")
+        wait_for(lambda: run.results.count() >= 2, PATIENCE_S, "the first results")
         worker.send_signal(signal.SIGKILL)
         worker.wait(10)
     kept = run.results.count()
@@ -144,7 +149,9 @@ def test_a_worker_killed_mid_run_is_reaped_and_a_restarted_worker_finishes_it(fa
     assert event.payload_data["results_kept"] == kept
 
     with celery_worker(env, queue):
-        wait_for(lambda: _state(run.pk) == Run.State.FINISHED, 90, "the resumed run to finish")
+        wait_for(
+            lambda: _state(run.pk) == Run.State.FINISHED, PATIENCE_S, "the resumed run to finish"
+        )
 
     run.refresh_from_db()
     counts = Counter(run.results.values_list("sample__key", "attempt"))
@@ -242,7 +249,7 @@ def test_a_schedule_fires_through_beat_and_its_run_finishes(fake, queue, env):
             lambda: Run.objects.filter(
                 trigger=Run.Trigger.SCHEDULE, state=Run.State.FINISHED
             ).first(),
-            60,
+            PATIENCE_S,
             "a scheduled run to finish",
         )
 
