@@ -31,7 +31,13 @@ from ledger import signing
 from ledger.chain import canonical_json
 from ledger.checkpoints import take_checkpoint
 from ledger.cyclonedx import revision_bom
-from ledger.exports.events import EVENT_COLUMNS, event_rows, period_events, segment_records
+from ledger.exports.events import (
+    EVENT_COLUMNS,
+    event_rows,
+    mentioned_ids,
+    period_events,
+    segment_records,
+)
 from ledger.exports.tabular import jsonl_lines
 from ledger.models import LoadTestReport, Revision
 
@@ -79,10 +85,6 @@ def _encoded(lines: Iterable[str]) -> Iterator[bytes]:
         yield line.encode()
 
 
-def _mentioned(events: Iterable[tuple[str, str]], subject_type: str) -> list[int]:
-    return sorted({int(i) for t, i in events if t == subject_type and i.isdigit()})
-
-
 def write_bundle(
     out: IO[bytes],
     *,
@@ -105,9 +107,8 @@ def write_bundle(
             _write(archive, written, extra.path, _encoded(extra.lines()))
         segment = _encoded(canonical_json(r) + "\n" for r in segment_records(since, until))
         _write(archive, written, "chain/segment.jsonl", segment)
-        subjects = list(events.values_list("subject_type", "subject_id"))
         revisions = Revision.objects.with_parts().filter(
-            pk__in=_mentioned(subjects, "ledger.revision")
+            pk__in=mentioned_ids(events, "ledger.revision")
         )
         for revision in revisions.order_by("pk"):
             text = json.dumps(revision_bom(revision), indent=2, sort_keys=True)
@@ -118,7 +119,7 @@ def write_bundle(
                 [text.encode()],
             )
         reports = LoadTestReport.objects.filter(
-            pk__in=_mentioned(subjects, "ledger.loadtestreport")
+            pk__in=mentioned_ids(events, "ledger.loadtestreport")
         ).order_by("pk")
         for report in reports:
             suffix = PurePosixPath(report.filename).suffix[:16]

@@ -81,8 +81,14 @@ def copy_csv(
     with connection.cursor() as cursor:
         raw = cursor.cursor  # psycopg's own cursor: Django's wrapper has no copy()
         with raw.copy(f"COPY ({query}) TO STDOUT WITH (FORMAT csv)", params) as copy:
-            for block in copy:
-                yield bytes(block)
+            # COPY hands over a row at a time; write in blocks of about 1 MiB.
+            buffer = bytearray()
+            for row in copy:
+                buffer += row
+                if len(buffer) >= 1 << 20:
+                    yield bytes(buffer)
+                    buffer.clear()
+            yield bytes(buffer)
 
 
 def event_rows(events: QuerySet[Event]) -> Iterator[tuple[Any, ...]]:
@@ -104,23 +110,44 @@ def segment_records(since: dt.datetime, until: dt.datetime) -> Iterator[dict[str
     if before is None:
         yield {"sequence": 0, "hash": GENESIS_HASH, "genesis": True}
     else:
-        yield _segment_record(before)
+        yield _segment_record(tuple(getattr(before, f) for f in _SEGMENT_FIELDS))
     # By sequence, not by time: an event whose clock lagged is still inside the segment.
     segment = Event.objects.filter(sequence__gte=first, sequence__lte=last).order_by("sequence")
-    for event in segment.iterator(chunk_size=CHUNK):
-        yield _segment_record(event)
+    for row in segment.values_list(*_SEGMENT_FIELDS).iterator(chunk_size=CHUNK):
+        yield _segment_record(row)
 
 
-def _segment_record(event: Event) -> dict[str, Any]:
+_SEGMENT_FIELDS = (
+    "sequence",
+    "service_id",
+    "created_at",
+    "actor_label",
+    "action",
+    "subject_type",
+    "subject_id",
+    "payload",
+    "prev_hash",
+    "hash",
+)
+
+
+def _segment_record(row: tuple[Any, ...]) -> dict[str, Any]:
+    sequence, service, created, actor, action, subject_type, subject_id, payload, prev, own = row
     return {
-        "sequence": event.sequence,
-        "service": event.service_id,
-        "created_at": _json_default(event.created_at),
-        "actor": event.actor_label,
-        "action": event.action,
-        "subject_type": event.subject_type,
-        "subject_id": event.subject_id,
-        "payload": event.payload,
-        "prev_hash": event.prev_hash,
-        "hash": event.hash,
+        "sequence": sequence,
+        "service": service,
+        "created_at": _json_default(created),
+        "actor": actor,
+        "action": action,
+        "subject_type": subject_type,
+        "subject_id": subject_id,
+        "payload": payload,
+        "prev_hash": prev,
+        "hash": own,
     }
+
+
+def mentioned_ids(events: QuerySet[Event], subject_type: str) -> list[int]:
+    """The ids of subjects of one type that the events mention (one query)."""
+    ids = events.filter(subject_type=subject_type).values_list("subject_id", flat=True)
+    return sorted({int(i) for i in ids.distinct().order_by() if i.isdigit()})
