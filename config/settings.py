@@ -73,9 +73,9 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     # Above WhiteNoise: compresses what it serves uncompressed (the finders of
-    # `make run` and the tests; the manifest storage serves its own .gz/.br, which
-    # this leaves alone), and the pages. Django's gzip pads against BREACH.
-    "django.middleware.gzip.GZipMiddleware",
+    # `make run` and the tests; the manifest storage serves its own .gz, which
+    # this leaves alone), and the pages; not the API (lib/compression.py).
+    "lib.compression.PagesGZipMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

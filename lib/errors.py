@@ -177,7 +177,9 @@ class MethodNotAllowedPageMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if response.status_code != 405 or is_api(request) or response.content:
+        if response.status_code != 405 or is_api(request) or response.streaming:
+            return response
+        if response.content:  # a 405 that explains itself already
             return response
         allowed = [m.strip() for m in response.get("Allow", "").split(",") if m.strip()]
         page = method_not_allowed(request, allowed)

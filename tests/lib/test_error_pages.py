@@ -215,3 +215,12 @@ def test_pages_and_static_files_are_served_compressed(client, auditor):
     assert page["Content-Encoding"] == "gzip"
     assert script["Content-Encoding"] == "gzip"
     assert "Accept-Encoding" in script["Vary"]
+
+
+def test_the_api_is_not_compressed(client, auditor):
+    client.force_login(auditor)
+
+    response = client.get("/api/schema/", headers={"accept-encoding": "gzip"})
+
+    assert response.status_code == 200
+    assert "Content-Encoding" not in response
