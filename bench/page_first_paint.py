@@ -13,7 +13,8 @@ cache for every load. Per load it reads:
 - `chart drawn`: when plotly's SVG appeared in the comparison chart;
 - `bytes`: what crossed the network (transfer sizes, compressed where served so).
 
-Prints each load and the medians. Target: "Live revision" within 2 s.
+A first load warms the server up and is not counted. Prints each load, the
+medians and the machine's load (the figures move with free CPU). Target: "Live revision" within 2 s.
 
 Starts its own server unless given one: a fresh SQLite demo (`migrate`,
 `seed_demo`) under a temporary DATA_DIR and `manage.py runserver`, as `make run`
@@ -143,7 +144,7 @@ def measure(url: str, path: str, user: str, password: str, loads: int) -> list[d
     results = []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        for _ in range(loads):
+        for load in range(loads + 1):
             context = browser.new_context(viewport={"width": 390, "height": 844})
             page = context.new_page()
             page.goto(f"{url}/accounts/login/")
@@ -164,7 +165,8 @@ def measure(url: str, path: str, user: str, password: str, loads: int) -> list[d
                 figures["chart"] = (time.monotonic() - started) * 1000
             else:
                 figures["chart"] = None
-            results.append(figures)
+            if load:  # the first warms the server up (templates, connections): not counted
+                results.append(figures)
             context.close()
         browser.close()
     return results
@@ -203,6 +205,7 @@ def main() -> None:
     parser.add_argument("--password", default="demo")
     parser.add_argument("--loads", type=int, default=3)
     args = parser.parse_args()
+    print(f"machine load (1, 5, 15 min): {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print(
         f"throttled: {THROTTLE['downloadThroughput'] * 8 / 1e6:g} Mbps down, "
         f"{THROTTLE['uploadThroughput'] * 8 / 1e6:g} Mbps up, {THROTTLE['latency']} ms latency; "
