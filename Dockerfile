@@ -26,12 +26,10 @@ RUN pip install -c requirements.lock . \
 
 COPY . .
 
-# plotly.js is not committed: take it from the installed plotly package, then
-# collect and compress the static files (the manifest storage is the default
+# Collect and compress the static files (the manifest storage is the default
 # when DEBUG is off). The settings need a non-development key to import; the
 # throw-away DATA_DIR keeps build-time folders out of the image.
-RUN python -c "import pathlib, shutil, plotly; shutil.copy(pathlib.Path(plotly.__file__).parent / 'package_data' / 'plotly.min.js', 'static/vendor/plotly.min.js')" \
-    && DATA_DIR=/tmp/build-data DEBUG=false SECRET_KEY=build-only \
+RUN DATA_DIR=/tmp/build-data DEBUG=false SECRET_KEY=build-only \
         python manage.py collectstatic --noinput \
     && rm -rf /tmp/build-data \
     && mkdir -p /app/var \

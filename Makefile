@@ -5,28 +5,25 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-PLOTLY_JS := static/vendor/plotly.min.js
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_WORKERS ?= 2
 
 .PHONY: run test install services chromium lint format bench clean plotly-css
 
-install: $(STAMP) $(PLOTLY_JS)
+install: $(STAMP)
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -c requirements.lock -e ".[test]"
 	touch $(STAMP)
 
-# plotly.js ships inside the plotly package; pages load it from static/, never a CDN.
-$(PLOTLY_JS): $(STAMP)
-	$(PY) -c "import pathlib, shutil, plotly; shutil.copy(pathlib.Path(plotly.__file__).parent / 'package_data' / 'plotly.min.js', '$(PLOTLY_JS)')"
-
-# plotly.js's run-time CSS as static files under the ids it checks (the pages'
-# Content-Security-Policy refuses the <style> elements it would inject); run
-# after upgrading plotly and commit the result.
-plotly-css: $(PLOTLY_JS) chromium
+# plotly.js's run-time CSS as a static file under the id it checks (the pages'
+# Content-Security-Policy refuses the <style> elements it would inject). The pages
+# load plotly.js's basic bundle, vendored from the npm registry at the version the
+# plotly package ships (`npm pack plotly.js-basic-dist-min@X`, into
+# static/vendor/plotly-basic-X.min.js); after upgrading it run this and commit.
+plotly-css: install chromium
 	$(PY) scripts/extract-plotly-css.py static/vendor
 
 # The embedded default: SQLite, a filesystem broker, a local media folder.
@@ -55,4 +52,4 @@ format: install
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf $(VENV) var staticfiles $(PLOTLY_JS) .pytest-artifacts .mypy_cache
+	rm -rf $(VENV) var staticfiles .pytest-artifacts .mypy_cache

@@ -72,6 +72,10 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
+    # Above WhiteNoise: compresses what it serves uncompressed (the finders of
+    # `make run` and the tests; the manifest storage serves its own .gz, which
+    # this leaves alone), and the pages; not the API (lib/compression.py).
+    "lib.compression.PagesGZipMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -79,6 +83,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "lib.errors.UnstorableRequestMiddleware",
+    "lib.errors.MethodNotAllowedPageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "lib.errors.ApiErrorsMiddleware",
@@ -200,6 +205,8 @@ STORAGES = {
     },
 }
 WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = not STATIC_MANIFEST
+# Served at the site's root: /favicon.ico, which browsers ask for on their own.
+WHITENOISE_ROOT = BASE_DIR / "static" / "root"
 
 # Celery: CELERY_BROKER_URL (redis://host:6379/0) or a broker that needs no server.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
@@ -362,13 +369,20 @@ CONTENT_SECURITY_POLICY = {
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 
+LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "filters": {"one_line_refusals": {"()": "lib.log_filters.OneLineRefusals"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
+        # Django's own default gives "django" a console handler of its own under
+        # DEBUG, which printed each of its lines twice with the root's.
+        "django": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        # A refusal is one line with its reason, not a traceback (lib/log_filters.py).
+        "django.request": {"filters": ["one_line_refusals"]},
         "django.db.backends": {"level": "INFO"},
         # httpx logs every request at INFO, synchronously, on the event loop that times
         # replay streams: a line per request in a worker's log, and time in each TTFT.

@@ -18,6 +18,10 @@ import plotly.graph_objects as go
 # Sized by the container's width; no plotly logo; no "Share chart" button, which
 # would post the figure's data to plotly's cloud.
 CONFIG = {"responsive": True, "displaylogo": False, "showSendToCloud": False}
+# Value labels on bars shrink to their bar's width; one that would be smaller than
+# this is left out (its value stays in the hover label and the table beside the
+# chart). On a phone neighbouring labels would otherwise run into each other.
+UNIFORM_TEXT = {"mode": "hide", "minsize": 10}
 
 
 class FigureSpec(TypedDict):
@@ -33,4 +37,6 @@ def figure_spec(fig: go.Figure) -> FigureSpec:
     ("bdata") that plotly.js decodes.
     """
     plain = json.loads(fig.to_json())
-    return {"data": plain.get("data", []), "layout": plain.get("layout", {}), "config": CONFIG}
+    layout = plain.get("layout", {})
+    layout.setdefault("uniformtext", UNIFORM_TEXT)
+    return {"data": plain.get("data", []), "layout": layout, "config": CONFIG}

@@ -1,4 +1,4 @@
-"""Errors under /api/ answer JSON, whoever raised them; pages keep Django's HTML.
+"""Errors under /api/ answer JSON, whoever raised them; pages answer pages.
 
 `UnstorableRequestMiddleware` refuses a NUL in the URL or the query string with a
 400 naming the parameter, JSON or HTML alike, before any view, filter or lookup
@@ -16,16 +16,24 @@ Three pieces make errors JSON, because an error can surface in three places:
 - `bad_request`, `permission_denied`, `page_not_found`, `server_error`
   (config/urls.py handler400/403/404/500): what is raised in middleware or by
   the URL resolver, before any view.
+
+Elsewhere the same handlers render 400/403/404/500.html in the site's layout,
+saying why and offering a way back; `MethodNotAllowedPageMiddleware` does the same
+for a 405 (a GET on a POST-only address: `lib.http.post_only` says what the address
+does and where its button is). lib/log_filters.py logs a refusal as one line.
 """
 
 from __future__ import annotations
 
 import logging
+from urllib.parse import urlsplit
 
 from django.core.exceptions import SuspiciousOperation
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
-from django.views import defaults
+from django.template import loader
+from django.urls import Resolver404
+from django.utils.http import url_has_allowed_host_and_scheme
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
@@ -74,7 +82,8 @@ class UnstorableRequestMiddleware:
         name, message = problem
         if is_api(request):
             return JsonResponse({name: [message]}, status=400)
-        return render(request, "400.html", {"problem": message}, status=400)
+        context = {"problem": message, "back": back_url(request)}
+        return render(request, "400.html", context, status=400)
 
 
 def _request_problem(request: HttpRequest) -> tuple[str, str] | None:
@@ -112,22 +121,91 @@ class ApiErrorsMiddleware:
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     if is_api(request):
         return JsonResponse(BAD_REQUEST, status=400)
-    return defaults.bad_request(request, exception)
+    return render(request, "400.html", {"back": back_url(request)}, status=400)
 
 
 def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
     if is_api(request):
         return JsonResponse(PERMISSION_DENIED, status=403)
-    return defaults.permission_denied(request, exception)
+    # The permission functions word their refusals for the person refused
+    # (ledger/permissions.py): "Only model owners of team 'x' can change this."
+    context = {"reason": str(exception), "back": back_url(request)}
+    return render(request, "403.html", context, status=403)
 
 
 def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     if is_api(request):
         return JsonResponse(NOT_FOUND, status=404)
-    return defaults.page_not_found(request, exception)
+    context = {"reason": _not_found_reason(exception), "back": back_url(request)}
+    return render(request, "404.html", context, status=404)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
     if is_api(request):
         return JsonResponse(SERVER_ERROR, status=500)
-    return defaults.server_error(request)
+    # Without the request: its context (the signed-in user, the session) may be
+    # what failed. The page is the layout with the brand only.
+    return HttpResponse(loader.get_template("500.html").render(), status=500)
+
+
+def method_not_allowed(
+    request: HttpRequest,
+    allowed: list[str],
+    *,
+    action: str = "",
+    page: str | None = None,
+) -> HttpResponse:
+    """The 405 page: what the address is for, and where its button is."""
+    context = {
+        "method": request.method,
+        "allowed": allowed,
+        "action": action,
+        "page": page,
+        "back": back_url(request),
+    }
+    response = render(request, "405.html", context, status=405)
+    response["Allow"] = ", ".join(allowed)
+    return response
+
+
+class MethodNotAllowedPageMiddleware:
+    """The 405 page for the bare 405s of `require_POST` and friends (Django's logout
+    among them), outside /api/, where DRF answers its own JSON 405."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if response.status_code != 405 or is_api(request) or response.streaming:
+            return response
+        if response.content:  # a 405 that explains itself already
+            return response
+        allowed = [m.strip() for m in response.get("Allow", "").split(",") if m.strip()]
+        page = method_not_allowed(request, allowed)
+        page._has_been_logged = True  # type: ignore[attr-defined]  # Django logged the bare one
+        return page
+
+
+def back_url(request: HttpRequest) -> str | None:
+    """Where the person came from, if that is a page of this site other than this one."""
+    referer = request.headers.get("Referer", "")
+    if not referer or not url_has_allowed_host_and_scheme(
+        referer, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return None
+    parts = urlsplit(referer)
+    if parts.path == request.path or parts.path.startswith(API_PREFIX):
+        return None
+    return referer
+
+
+def _not_found_reason(exception: Exception) -> str:
+    """The Http404's own message when a view wrote one for people; not the resolver's."""
+    if isinstance(exception, Resolver404) or not isinstance(exception, Http404):
+        return ""
+    message = exception.args[0] if exception.args else ""
+    # get_object_or_404's "No Service matches the given query." names a model, not the thing.
+    if not isinstance(message, str) or message.endswith("matches the given query."):
+        return ""
+    return message

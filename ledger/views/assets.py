@@ -9,7 +9,7 @@ from django.db.models import F
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from ledger import services
@@ -23,6 +23,7 @@ from ledger.permissions import (
     ensure_can_edit,
 )
 from lib.actors import AuthenticatedHttpRequest
+from lib.http import post_only
 from lib.pages import apply_errors, changed_values, paginate, render_field, render_form, render_list
 
 
@@ -110,7 +111,7 @@ def asset_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     )
 
 
-@require_POST
+@post_only("checks one field of the new-asset form as you type", page="ledger:asset_create")
 @login_required
 def asset_create_validate(request: AuthenticatedHttpRequest) -> HttpResponse:
     teams = ensure_can_create(request.user)
@@ -157,7 +158,7 @@ def asset_edit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     )
 
 
-@require_POST
+@post_only("checks one field of the asset form as you type", page="ledger:asset_edit")
 @login_required
 def asset_edit_validate(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     asset = _asset_for_edit(request, pk)

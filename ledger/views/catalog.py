@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from ledger import services
@@ -18,6 +18,7 @@ from ledger.permissions import can_create, editable_teams, ensure_can_create
 from ledger.roles import Role, has_role
 from ledger.views._common import service_for_edit
 from lib.actors import AuthenticatedHttpRequest
+from lib.http import post_only
 from lib.pages import apply_errors, changed_values, paginate, render_field, render_form, render_list
 
 
@@ -70,7 +71,7 @@ def service_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     )
 
 
-@require_POST
+@post_only("checks one field of the new-service form as you type", page="ledger:service_create")
 @login_required
 def service_create_validate(request: AuthenticatedHttpRequest) -> HttpResponse:
     teams = ensure_can_create(request.user)
@@ -112,7 +113,7 @@ def service_edit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     )
 
 
-@require_POST
+@post_only("checks one field of the service form as you type", page="ledger:service_edit")
 @login_required
 def service_edit_validate(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     service = service_for_edit(request, slug)

@@ -26,7 +26,7 @@ from django.http import FileResponse, HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import content_disposition_header
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import reswap, retarget
 
@@ -37,6 +37,7 @@ from ledger.models import LoadTestReport, Revision
 from ledger.permissions import ensure_can_edit
 from lib.actors import AuthenticatedHttpRequest
 from lib.charts import FigureSpec, figure_spec
+from lib.http import post_only
 from lib.pages import apply_errors, wants_fragment
 
 # ---------------------------------------------------------------- fetching
@@ -113,7 +114,10 @@ def _upload_context(revision: Revision, form: LoadTestUploadForm, preview=None) 
     }
 
 
-@require_POST
+@post_only(
+    "reads a chosen load-test file and previews it, storing nothing",
+    page="ledger:revision_detail",
+)
 @login_required
 @vary_on_headers("HX-Request")
 def loadtest_preview(request: AuthenticatedHttpRequest, slug: str, number: int) -> HttpResponse:

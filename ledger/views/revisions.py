@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from ledger import queries, services
 from ledger.cyclonedx import MEDIA_TYPE, revision_bom
@@ -21,6 +21,7 @@ from ledger.permissions import can_edit_team_objects, ensure_can_edit
 from ledger.views._common import service_for_edit
 from ledger.views.loadtests import revision_evidence
 from lib.actors import AuthenticatedHttpRequest
+from lib.http import post_only
 from lib.pages import apply_errors, render_field, render_form
 
 COMPONENT_LABELS = {
@@ -90,7 +91,10 @@ def revision_detail(request: AuthenticatedHttpRequest, slug: str, number: int) -
     return render(request, "ledger/revision_detail.html", context)
 
 
-@require_POST
+@post_only(
+    "opens the form for a new revision prefilled from this one (New revision from this one)",
+    page="ledger:revision_detail",
+)
 @login_required
 def revision_new_from(request: AuthenticatedHttpRequest, slug: str, number: int) -> HttpResponse:
     """'New revision from this one': open the revision form prefilled with its parts."""
@@ -151,7 +155,7 @@ def revision_create(request: AuthenticatedHttpRequest, slug: str) -> HttpRespons
     )
 
 
-@require_POST
+@post_only("checks one field of the new-revision form as you type", page="ledger:revision_create")
 @login_required
 def revision_create_validate(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     service = service_for_edit(request, slug)
@@ -209,7 +213,7 @@ def capability_declare(request: AuthenticatedHttpRequest, slug: str, number: int
     )
 
 
-@require_POST
+@post_only("checks one field of the capability form as you type", page="ledger:revision_detail")
 @login_required
 def capability_declare_validate(
     request: AuthenticatedHttpRequest, slug: str, number: int

@@ -11,7 +11,7 @@ from django.db.models import Count, F
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from ledger import services
@@ -25,6 +25,7 @@ from ledger.permissions import (
     ensure_can_edit,
 )
 from lib.actors import AuthenticatedHttpRequest
+from lib.http import post_only
 from lib.pages import apply_errors, changed_values, paginate, render_field, render_form, render_list
 
 RUNTIME_FIELDS = [
@@ -125,7 +126,7 @@ def runtime_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     )
 
 
-@require_POST
+@post_only("checks one field of the new-runtime form as you type", page="ledger:runtime_create")
 @login_required
 def runtime_create_validate(request: AuthenticatedHttpRequest) -> HttpResponse:
     teams = ensure_can_create(request.user)
@@ -172,7 +173,7 @@ def runtime_edit(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     )
 
 
-@require_POST
+@post_only("checks one field of the runtime form as you type", page="ledger:runtime_edit")
 @login_required
 def runtime_edit_validate(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     runtime = _runtime_for_edit(request, name)

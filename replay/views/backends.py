@@ -10,11 +10,12 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from lib.actors import AuthenticatedHttpRequest
 from lib.charts import figure_spec
+from lib.http import post_only
 from lib.pages import apply_errors, changed_values, paginate, render_form, render_list
 from replay import charts, queries, services
 from replay.filters import BackendListFilter
@@ -178,7 +179,10 @@ def backend_edit(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     )
 
 
-@require_POST
+@post_only(
+    "queues a replay of a sample set against this backend (Run now)",
+    page="replay:backend_detail",
+)
 @login_required
 def backend_run(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     """'Run now': queue a replay of the chosen set against this backend."""
@@ -204,7 +208,10 @@ def backend_run(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     return redirect("replay:run_detail", pk=run.pk)
 
 
-@require_POST
+@post_only(
+    "asks this backend what it serves and checks its declared capabilities (Probe now)",
+    page="replay:backend_detail",
+)
 @login_required
 def backend_probe(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     """'Probe now': ask the backend what it serves and check its declared capabilities."""

@@ -14,10 +14,11 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from lib.actors import AuthenticatedHttpRequest
+from lib.http import post_only
 from lib.pages import apply_errors, render_form, wants_fragment
 from replay import services
 from replay.forms import ScheduleEditForm, ScheduleForm
@@ -140,7 +141,9 @@ def schedule_edit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     )
 
 
-@require_POST
+@post_only(
+    "enables or disables a replay schedule (the Enable / Disable button on its backend's page)"
+)
 @login_required
 @vary_on_headers("HX-Request")
 def schedule_toggle(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:

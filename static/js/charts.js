@@ -5,6 +5,11 @@
   "use strict";
 
   function draw(root) {
+    if (typeof Plotly === "undefined") {
+      // plotly.js did not load: hide the empty boxes; the tables beside them stay (ledger.css).
+      document.documentElement.classList.add("charts-unavailable");
+      return;
+    }
     root.querySelectorAll("[data-plotly]:not([data-plotly-drawn])").forEach(function (div) {
       var spec = JSON.parse(div.previousElementSibling.textContent);
       div.setAttribute("data-plotly-drawn", "");

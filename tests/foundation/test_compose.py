@@ -258,7 +258,6 @@ def test_dockerfile_installs_pinned_dependencies_and_collects_static_files():
         arguments for keyword, arguments in _dockerfile_instructions() if keyword == "RUN"
     )
     assert re.search(r"pip install -c requirements\.lock \.(\s|$)", runs)
-    assert "plotly.min.js" in runs
     assert "collectstatic --noinput" in runs
 
 

@@ -343,7 +343,7 @@ def test_compare_page_puts_per_sample_pass_rates_side_by_side(client, auditor, p
     assert rows["capital-fr"]["delta_points"] == 0.0
     assert '<span class="badge bad">worse</span>' in page
     assert len(chart_specs(page)) == 2
-    assert "vendor/plotly.min.js" in page
+    assert "vendor/plotly-basic-" in page
 
 
 def test_compare_page_gives_p95_ttft_and_tpot_deltas(client, auditor, parity):
