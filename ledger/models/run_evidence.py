@@ -32,6 +32,16 @@ RATE_FIELDS = (
     "cache_hit_rate",
 )
 COUNT_FIELDS = ("rate_limit_hits", "timeouts", "retries", "returned_by_humans")
+# What a caller may give, besides the day and the source (error_rate is computed).
+RUN_SUMMARY_FIELDS = (
+    "requests",
+    *LATENCY_FIELDS,
+    "error_counts",
+    *RATE_FIELDS,
+    "degradations",
+    *COUNT_FIELDS,
+    "details",
+)
 
 
 def _fraction(name: str) -> Q:

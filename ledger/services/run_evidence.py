@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from ledger import permissions
 from ledger.chain import append_event
+from ledger.metrics_import import EngineMetrics, Scrape, summarize
 from ledger.models import Revision, RunSummary, Service
 from ledger.models.run_evidence import (
     COUNT_FIELDS,
@@ -30,6 +31,7 @@ from ledger.models.run_evidence import (
     LATENCY_METRICS,
     PERCENTILES,
     RATE_FIELDS,
+    RUN_SUMMARY_FIELDS,
 )
 from lib.actors import Actor
 
@@ -37,20 +39,11 @@ __all__ = [
     "RUN_SUMMARY_FIELDS",
     "clean_run_summary",
     "record_run_summary",
+    "record_scraped_day",
 ]
 
 Outcome = Literal["recorded", "replaced", "unchanged"]
 
-# What a caller may give, besides the day and the source.
-RUN_SUMMARY_FIELDS = (
-    "requests",
-    *LATENCY_FIELDS,
-    "error_counts",
-    *RATE_FIELDS,
-    "degradations",
-    *COUNT_FIELDS,
-    "details",
-)
 # Every column the Event records (error_rate is computed from error_counts).
 _RECORDED = ("revision", *RUN_SUMMARY_FIELDS, "error_rate")
 _MAX_KEYS = 200
@@ -280,3 +273,36 @@ def record_run_summary(
             },
         )
         return existing, "replaced"
+
+
+def record_scraped_day(
+    service: Service,
+    *,
+    actor: Actor,
+    date: dt.date,
+    engine: EngineMetrics,
+    before: Scrape,
+    after: Scrape,
+    revision: Revision | None = None,
+    window: Mapping[str, Any] | None = None,
+) -> tuple[RunSummary, Outcome]:
+    """Record `service`'s day from two scrapes of its engine's metrics (source "scrape").
+
+    `window` says what the scrapes were (their times, or their files) and goes
+    into the summary's details with what `summarize` found (metric names read,
+    counter resets, what the engine does not expose).
+    """
+    found = summarize(engine, before, after)
+    fields = dict(found.fields)
+    fields["details"] = {
+        **found.details,
+        "window": dict(window or {"before": before.source, "after": after.source}),
+    }
+    return record_run_summary(
+        service,
+        actor=actor,
+        date=date,
+        source=RunSummary.Source.SCRAPE,
+        revision=revision,
+        **fields,
+    )
