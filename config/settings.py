@@ -320,6 +320,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "RuntimeEngineEnum": "ledger.engines.Engine",
         "BackendEngineEnum": "replay.models.Backend.Engine",
+        "LoadTestSourceEnum": "ledger.models.evidence.LoadTestReport.Source",
+        "RunSummarySourceEnum": "ledger.models.run_evidence.RunSummary.Source",
     },
 }
 

@@ -48,6 +48,8 @@ Outcome = Literal["recorded", "replaced", "unchanged"]
 _RECORDED = ("revision", *RUN_SUMMARY_FIELDS, "error_rate")
 _MAX_KEYS = 200
 _MAX_KEY_LENGTH = 80
+# Far above any day of any service, and within what a bigint column holds.
+MAX_COUNT = 10**15
 
 
 def _is_number(value: Any) -> bool:
@@ -64,6 +66,9 @@ def _count(name: str, value: Any, errors: dict[str, str]) -> int | None:
         return None
     if value < 0:
         errors[name] = f"{name} must not be negative; got {value}."
+        return None
+    if value > MAX_COUNT:
+        errors[name] = f"{name} is {value}, more than any day holds (at most {MAX_COUNT:.0e})."
         return None
     return value
 
@@ -107,7 +112,7 @@ def _counts_by_key(name: str, value: Any, what: str, errors: dict[str, str]) -> 
             return {}
         if isinstance(count, float) and count.is_integer():
             count = int(count)
-        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= MAX_COUNT:
             errors[name] = f"{name}[{key!r}] must be a whole number, 0 or more; got {count!r}."
             return {}
         cleaned[key.strip()] = count

@@ -104,8 +104,10 @@ def _detail_parameters(data: dict) -> dict[str, list[dict]]:
         "/api/replay/sample-sets/{ref}/export/": [{"ref": "kb-smoke@1"}],
         "/api/revisions/{id}/": [{"id": revision.pk}],
         "/api/revisions/{id}/diff/{other_id}/": [{"id": revision.pk, "other_id": revision.pk}],
+        "/api/run-summaries/{id}/": [{"id": data["run_summary"].pk}],
         "/api/runtimes/{name}/": [{"name": revision.runtime.name}],
         "/api/services/{slug}/": [{"slug": "kb-assistant"}, {"slug": "sql-agent"}],
+        "/api/services/{slug}/run-summaries/": [{"slug": "kb-assistant"}, {"slug": "sql-agent"}],
         "/api/teams/{slug}/": [{"slug": "kb-team"}],
     }
 
