@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+import datetime as dt
+import json
+from collections.abc import Callable
+from typing import Any, TypedDict
 
-from ledger.models import RunSummary
+from django.utils import timezone
+
+from ledger.models import Event, Revision, RunSummary, Service
 from ledger.models.run_evidence import RUN_SUMMARY_FIELDS
 
 
@@ -18,4 +23,138 @@ def run_summary_json(summary: RunSummary) -> dict[str, Any]:
         **{name: getattr(summary, name) for name in RUN_SUMMARY_FIELDS},
         "error_rate": summary.error_rate,
         "recorded_at": summary.recorded_at.isoformat(),
+    }
+
+
+# ---------------------------------------------------------------- the service's trend
+
+TREND_DAYS = 60
+
+
+class TrendPoint(TypedDict):
+    """One day of the trend: the gateway's numbers, else the scrape's."""
+
+    date: dt.date
+    source: str
+    revision: str | None
+    requests: int | None
+    ttft_p95_ms: float | None
+    error_rate_pct: float | None
+    ttft_breached: bool
+    error_breached: bool
+
+
+class TrendMarker(TypedDict):
+    """Something that changed the service on a day: drawn as a line across the trend."""
+
+    date: dt.date
+    kind: str  # "live revision"; releases adds "release", "rollback", "waiver"
+    label: str
+
+
+class Trend(TypedDict):
+    start: dt.date
+    end: dt.date
+    points: list[TrendPoint]
+    markers: list[TrendMarker]
+    slo_ttft_p95_ms: float | None
+    slo_error_rate_pct: float | None
+
+
+MarkerSource = Callable[[Service, dt.date, dt.date], list[TrendMarker]]
+_MARKER_SOURCES: list[MarkerSource] = []
+
+
+def register_trend_markers(source: MarkerSource) -> MarkerSource:
+    """Add a source of markers for the trend (a higher app's releases, rollbacks and
+    waivers: `releases` registers its own in its AppConfig.ready(), as lock rules are
+    registered). Each is called with (service, first day, last day) and makes a
+    constant number of queries."""
+    if source not in _MARKER_SOURCES:
+        _MARKER_SOURCES.append(source)
+    return source
+
+
+@register_trend_markers
+def live_revision_markers(service: Service, start: dt.date, end: dt.date) -> list[TrendMarker]:
+    """Each change of the live revision in the window, from the ledger's events."""
+    since = dt.datetime.combine(start, dt.time.min, tzinfo=dt.UTC)
+    until = dt.datetime.combine(end + dt.timedelta(days=1), dt.time.min, tzinfo=dt.UTC)
+    changes = list(
+        Event.objects.filter(
+            service=service,
+            action="service.live_revision_changed",
+            created_at__gte=since,
+            created_at__lt=until,
+        )
+        .order_by("sequence")
+        .values_list("created_at", "payload")
+    )
+    if not changes:
+        return []
+    payloads = [json.loads(payload) for _, payload in changes]
+    ids = {p.get("after", {}).get("live_revision") for p in payloads}
+    numbers = dict(Revision.objects.filter(pk__in=ids - {None}).values_list("pk", "number"))
+    markers: list[TrendMarker] = []
+    for (created_at, _), payload in zip(changes, payloads, strict=True):
+        number = numbers.get(payload.get("after", {}).get("live_revision"))
+        markers.append(
+            {
+                "date": created_at.astimezone(dt.UTC).date(),
+                "kind": "live revision",
+                "label": f"r{number} live" if number is not None else "live revision changed",
+            }
+        )
+    return markers
+
+
+def _pct(rate: float | None) -> float | None:
+    return None if rate is None else rate * 100
+
+
+def run_trend(service: Service, *, days: int = TREND_DAYS, today: dt.date | None = None) -> Trend:
+    """The last `days` days of run evidence against the SLOs, with what changed marked.
+
+    One query for the days (the unique index on service, date and source), then
+    one or two per marker source.
+    """
+    end = today or timezone.now().astimezone(dt.UTC).date()
+    start = end - dt.timedelta(days=days - 1)
+    rows = (
+        RunSummary.objects.filter(service=service, date__gte=start, date__lte=end)
+        .order_by("date", "source")  # "gateway" before "scrape"
+        .values_list("date", "source", "revision__number", "requests", "ttft_p95_ms", "error_rate")
+    )
+    slo_ttft = float(service.slo_ttft_p95_ms) if service.slo_ttft_p95_ms is not None else None
+    slo_error = (
+        float(service.slo_error_rate_pct) if service.slo_error_rate_pct is not None else None
+    )
+    points: list[TrendPoint] = []
+    for date, source, number, requests, ttft, error_rate in rows:
+        if points and points[-1]["date"] == date:
+            continue  # the gateway's day already holds it
+        error_pct = _pct(error_rate)
+        points.append(
+            {
+                "date": date,
+                "source": source,
+                "revision": f"r{number}" if number is not None else None,
+                "requests": requests,
+                "ttft_p95_ms": ttft,
+                "error_rate_pct": error_pct,
+                "ttft_breached": slo_ttft is not None and ttft is not None and ttft > slo_ttft,
+                "error_breached": (
+                    slo_error is not None and error_pct is not None and error_pct > slo_error
+                ),
+            }
+        )
+    markers = [m for source in _MARKER_SOURCES for m in source(service, start, end)]
+    markers.sort(key=lambda marker: (marker["date"], marker["kind"]))
+    return {
+        "start": start,
+        "end": end,
+        "points": points,
+        "markers": markers,
+        "slo_ttft_p95_ms": slo_ttft,
+        "slo_error_rate_pct": slo_error,
     }
