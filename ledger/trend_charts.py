@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 # A line per kind of change, told apart by dash as well as colour.
 MARKER_STYLES = {
     "live revision": ("#000000", "dash"),
+    "served revision": ("#56B4E9", "dot"),
     "release": ("#0072B2", "dot"),
     "rollback": ("#D55E00", "dashdot"),
     "waiver": ("#CC79A7", "longdash"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 from collections.abc import Callable
 from typing import Any, TypedDict
@@ -48,7 +49,7 @@ class TrendMarker(TypedDict):
     """Something that changed the service on a day: drawn as a line across the trend."""
 
     date: dt.date
-    kind: str  # "live revision"; releases adds "release", "rollback", "waiver"
+    kind: str  # "live revision", "served revision"; releases adds "release", "rollback", "waiver"
     label: str
 
 
@@ -108,6 +109,26 @@ def live_revision_markers(service: Service, start: dt.date, end: dt.date) -> lis
     return markers
 
 
+def _served_revision_markers(
+    points: list[TrendPoint], markers: list[TrendMarker]
+) -> list[TrendMarker]:
+    """Where the run evidence itself says another revision served from one day to the next
+    (the gateway names it), unless the ledger already marks that revision going live."""
+    marked = {
+        (m["date"], m["label"].split(" ")[0]) for m in markers if m["kind"] == "live revision"
+    }
+    found: list[TrendMarker] = []
+    for earlier, later in itertools.pairwise(points):
+        revision = later["revision"]
+        if revision is None or earlier["revision"] is None or revision == earlier["revision"]:
+            continue
+        if (later["date"], revision) not in marked:
+            found.append(
+                {"date": later["date"], "kind": "served revision", "label": f"{revision} serving"}
+            )
+    return found
+
+
 def _pct(rate: float | None) -> float | None:
     return None if rate is None else rate * 100
 
@@ -149,6 +170,7 @@ def run_trend(service: Service, *, days: int = TREND_DAYS, today: dt.date | None
             }
         )
     markers = [m for source in _MARKER_SOURCES for m in source(service, start, end)]
+    markers.extend(_served_revision_markers(points, markers))
     markers.sort(key=lambda marker: (marker["date"], marker["kind"]))
     return {
         "start": start,

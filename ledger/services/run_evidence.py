@@ -40,6 +40,7 @@ __all__ = [
     "clean_run_summary",
     "record_run_summary",
     "record_scraped_day",
+    "recorded_values",
 ]
 
 Outcome = Literal["recorded", "replaced", "unchanged"]
@@ -201,7 +202,7 @@ def clean_run_summary(
     return cleaned
 
 
-def _values(summary: RunSummary) -> dict[str, Any]:
+def recorded_values(summary: RunSummary) -> dict[str, Any]:
     values = {name: getattr(summary, name) for name in _RECORDED if name != "revision"}
     values["revision"] = summary.revision_id
     return values
@@ -251,13 +252,18 @@ def record_run_summary(
                 actor=actor,
                 action="run_summary.recorded",
                 subject=summary,
-                payload={"date": date, "source": source, "replaced": False, **_values(summary)},
+                payload={
+                    "date": date,
+                    "source": source,
+                    "replaced": False,
+                    **recorded_values(summary),
+                },
             )
             return summary, "recorded"
-        before = _values(existing)
+        before = recorded_values(existing)
         for name, value in cleaned.items():
             setattr(existing, name, value)
-        after = _values(existing)
+        after = recorded_values(existing)
         if after == before:
             return existing, "unchanged"
         existing.recorded_by = actor
