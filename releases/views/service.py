@@ -83,7 +83,7 @@ def service_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse
         event.changes = ledger_queries.event_changes(event, labels)
     matrix = ledger_queries.slo_matrix(service)
     comparison = ledger_queries.live_vs_candidate(matrix)
-    context = {
+    context: dict[str, object] = {
         "service": service,
         "live": live,
         "findings": ledger_queries.license_findings(service, live) if live else [],

@@ -175,3 +175,26 @@ def test_malformed_exposition_text_names_the_file_and_line():
 def test_an_unknown_engine_names_the_known_ones():
     with pytest.raises(KeyError, match="known: vllm, sglang, tgi, llamacpp"):
         engine_for("ollama")
+
+
+def test_sglang_requests_latency_and_cache_hits():
+    found = _summary("sglang", "sglang_before.txt", "sglang_after.txt")
+
+    assert found.fields["requests"] == 800
+    # TTFT over the day: 200 in (0, 0.1], 400 in (0.1, 0.25], 150, then 50. p50 is
+    # rank 400 in (0.1, 0.25]: 0.1 + 0.15 * 200 / 400 = 0.175 s.
+    assert found.fields["ttft_p50_ms"] == pytest.approx(175.0)
+    # Cached over prompt tokens: 240,000 of 800,000.
+    assert found.fields["cache_hit_rate"] == pytest.approx(0.3)
+    assert found.details["aborted"] == 4
+    assert found.details["metrics"]["tpot"] == "sglang:inter_token_latency_seconds"
+
+
+def test_tgi_failures_by_kind_and_no_ttft():
+    found = _summary("tgi", "tgi_before.txt", "tgi_after.txt")
+
+    assert found.fields["requests"] == 500
+    assert found.fields["error_counts"] == {"overloaded": 6, "validation": 12}
+    assert found.fields["ttft_p95_ms"] is None and "ttft_p95_ms" in found.details["missing"]
+    assert found.fields["e2e_p50_ms"] is not None
+    assert found.details["prompt_tokens"] == 241000
