@@ -167,6 +167,10 @@ class RunSummary(models.Model):
         ]
         # The unique constraint's index (service, date, source) serves the trend
         # chart and the API's per-service date range.
+        indexes = [
+            # The API's list of every service, newest day first (its ordering).
+            models.Index(fields=["-date", "service", "source"], name="ledger_runsummary_day_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.service} {self.date:%Y-%m-%d} ({self.source})"
