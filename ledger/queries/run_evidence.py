@@ -134,13 +134,14 @@ def _pct(rate: float | None) -> float | None:
 
 
 def run_trend(service: Service, *, days: int = TREND_DAYS, today: dt.date | None = None) -> Trend:
-    """The last `days` days of run evidence against the SLOs, with what changed marked.
+    """The last `days` full days and today of run evidence against the SLOs, with what
+    changed marked.
 
     One query for the days (the unique index on service, date and source), then
     one or two per marker source.
     """
     end = today or timezone.now().astimezone(dt.UTC).date()
-    start = end - dt.timedelta(days=days - 1)
+    start = end - dt.timedelta(days=days)
     rows = (
         RunSummary.objects.filter(service=service, date__gte=start, date__lte=end)
         .order_by("date", "source")  # "gateway" before "scrape"

@@ -51,7 +51,7 @@ def test_the_trend_holds_each_day_once_preferring_the_gateway(service, live):
     assert trend["points"][0]["error_rate_pct"] == pytest.approx(0.3)
     assert trend["points"][0]["revision"] == live.label
     assert (trend["slo_ttft_p95_ms"], trend["slo_error_rate_pct"]) == (800.0, 1.0)
-    assert trend["start"] == _days_ago(59) and trend["end"] == TODAY
+    assert trend["start"] == _days_ago(60) and trend["end"] == TODAY
 
 
 def test_a_change_of_the_live_revision_is_marked_on_its_day(service, live):
