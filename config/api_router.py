@@ -6,6 +6,7 @@ from rest_framework.routers import DefaultRouter
 from ledger.api import events as ledger_events
 from ledger.api import evidence as ledger_evidence
 from ledger.api import registry as ledger_registry
+from ledger.api import run_evidence as ledger_run_evidence
 from ledger.api import signing as ledger_signing
 from releases.api import incident as releases_incident
 from replay.api import backends as replay_backends
@@ -22,6 +23,7 @@ router.register("revisions", ledger_registry.RevisionViewSet, basename="revision
 router.register("capabilities", ledger_registry.CapabilityViewSet, basename="capability")
 router.register("events", ledger_events.EventViewSet, basename="event")
 router.register("loadtests", ledger_evidence.LoadTestReportViewSet, basename="loadtest")
+router.register("run-summaries", ledger_run_evidence.RunSummaryViewSet, basename="run-summary")
 router.register("replay/backends", replay_backends.BackendViewSet, basename="replay-backend")
 router.register(
     "replay/sample-sets", replay_sample_sets.SampleSetViewSet, basename="replay-sampleset"
@@ -41,6 +43,11 @@ urlpatterns = [
         "revisions/<int:revision_id>/loadtests/",
         ledger_evidence.RevisionLoadTestUploadView.as_view(),
         name="revision_loadtests",
+    ),
+    path(
+        "services/<slug:slug>/run-summaries/",
+        ledger_run_evidence.ServiceRunSummariesView.as_view(),
+        name="service_run_summaries",
     ),
     *router.urls,
 ]

@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
@@ -329,6 +330,8 @@ SPECTACULAR_SETTINGS = {
         "BackendEngineEnum": "replay.models.Backend.Engine",
         "ReadinessVerdictEnum": "releases.queries.readiness.VERDICTS",
         "RunVerdictEnum": "replay.models.Run.Verdict",
+        "LoadTestSourceEnum": "ledger.models.evidence.LoadTestReport.Source",
+        "RunSummarySourceEnum": "ledger.models.run_evidence.RunSummary.Source",
     },
 }
 
@@ -458,6 +461,12 @@ CELERY_BEAT_SCHEDULE = {
     "probe-replay-backends": {
         "task": "probe_backends",
         "schedule": float(REPLAY_PROBE_EVERY_MINUTES * 60),
+    },
+    # Daily run evidence from each backend's /metrics (docs/run-evidence.md): the first
+    # scrape after midnight closes yesterday's window. In CELERY_TIMEZONE; days are UTC.
+    "scrape-backend-metrics": {
+        "task": "scrape_metrics",
+        "schedule": crontab(minute=5, hour=0),
     },
 }
 

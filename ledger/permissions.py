@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
     from django.db.models import QuerySet
 
-    from ledger.models import Revision, Team
+    from ledger.models import Revision, Service, Team
 
 
 def _signed_in(user: Requester) -> TypeGuard[User]:
@@ -83,3 +83,26 @@ def ensure_can_create(actor: Actor) -> QuerySet[Team]:
 def ensure_can_approve_licenses(actor: Actor) -> None:
     if actor is not None and not can_approve_licenses(actor):
         raise PermissionDenied("Only security & compliance can approve or reject a license.")
+
+
+def can_record_run_summary(user: Requester, service: Service) -> bool:
+    """Who may push a service's daily run evidence.
+
+    The gateway pushes with the API token of a service account that holds the
+    platform SRE role (it sees every service); a team's own pipeline may push
+    its services' days with a model owner's token. Anyone else may read them,
+    not write them: a day's numbers feed reviews and release gates.
+    """
+    if not _signed_in(user):
+        return False
+    if user.is_superuser or has_role(user, Role.PLATFORM_SRE):
+        return True
+    return can_edit_team_objects(user, service.team)
+
+
+def ensure_can_record_run_summary(service: Service, *, actor: Actor) -> None:
+    if actor is not None and not can_record_run_summary(actor, service):
+        raise PermissionDenied(
+            f"Only platform SREs (the gateway's account) or model owners of team "
+            f"{service.team.slug!r} can record run summaries of {service.slug}."
+        )

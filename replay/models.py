@@ -337,3 +337,22 @@ class Schedule(models.Model):
 
     def __str__(self) -> str:
         return f"{self.sample_set_name} on {self.backend}"
+
+
+class MetricsScrape(models.Model):
+    """The scrape of a backend's Prometheus endpoint that opens the day being counted.
+
+    One per backend: the first scrape of a day (UTC) is kept until the first
+    scrape of the next day, which closes the window; the day's run summary is
+    the difference between the two (replay.services.metrics).
+    """
+
+    backend = models.OneToOneField(
+        Backend, on_delete=models.CASCADE, primary_key=True, related_name="metrics_scrape"
+    )
+    taken_at = models.DateTimeField()
+    engine = models.CharField(max_length=16, help_text="Whose metric names the text has.")
+    text = models.TextField(help_text="The exposition text as the endpoint answered it.")
+
+    def __str__(self) -> str:
+        return f"metrics of {self.backend} at {self.taken_at:%Y-%m-%d %H:%M}"

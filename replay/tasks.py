@@ -81,3 +81,30 @@ def purge_expired_outputs() -> int:
     count = retention.purge_expired_outputs(actor=None)
     logger.info("redacted %d replay outputs past retention", count)
     return count
+@shared_task(name="scrape_backend_metrics", acks_late=True)
+def scrape_backend_metrics(backend_id: int) -> dict[str, object] | None:
+    """Scrape one backend's /metrics; closes and records the day its stored scrape opened."""
+    backend = Backend.objects.filter(pk=backend_id, enabled=True).first()
+    if backend is None:
+        logger.info("scrape_backend_metrics: backend %s is gone or disabled", backend_id)
+        return None
+    outcome = services.scrape_backend(backend)
+    logger.info("scrape_backend_metrics: %s", outcome.to_json())
+    return outcome.to_json()
+
+
+@shared_task(name="scrape_metrics", acks_late=True)
+def scrape_metrics() -> list[int]:
+    """Daily, just after midnight UTC: one ``scrape_backend_metrics`` task per enabled backend
+    of an engine whose metric names are known (one task each: a slow backend holds up
+    no other)."""
+    queued: list[int] = []
+    with transaction.atomic():
+        if not try_singleton_lock("scrape_metrics"):
+            return []
+        for backend_id in Backend.objects.filter(
+            enabled=True, engine__in=services.SCRAPED_ENGINES
+        ).values_list("pk", flat=True):
+            scrape_backend_metrics.delay_on_commit(backend_id)
+            queued.append(backend_id)
+    return queued

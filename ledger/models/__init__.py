@@ -11,6 +11,7 @@ from ledger.models.registry import (
     TaskType,
     Team,
 )
+from ledger.models.run_evidence import RunSummary
 
 __all__ = [
     "Capability",
@@ -22,6 +23,7 @@ __all__ = [
     "ModelAsset",
     "RequestLevel",
     "Revision",
+    "RunSummary",
     "Runtime",
     "Service",
     "TaskType",

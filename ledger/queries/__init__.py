@@ -44,6 +44,15 @@ from ledger.queries.reports import (
     revision_reports,
     shaped_levels,
 )
+from ledger.queries.run_evidence import (
+    TREND_DAYS,
+    Trend,
+    TrendMarker,
+    TrendPoint,
+    register_trend_markers,
+    run_summary_json,
+    run_trend,
+)
 from ledger.queries.serving import ServingInterval, serving_at, serving_history
 from ledger.queries.slo_matrix import (
     MATRIX_COLUMNS,
@@ -70,6 +79,7 @@ __all__ = [
     "ALLOWED_EXPOSURES",
     "GOODPUT_TARGET",
     "MATRIX_COLUMNS",
+    "TREND_DAYS",
     "Attainment",
     "Capacity",
     "Change",
@@ -87,6 +97,9 @@ __all__ = [
     "ServingInterval",
     "SloMatrix",
     "StatusWord",
+    "Trend",
+    "TrendMarker",
+    "TrendPoint",
     "attach_goodputs",
     "breaking_changes",
     "capabilities_of",
@@ -113,10 +126,13 @@ __all__ = [
     "needs_recompute",
     "newest_by_workload",
     "pct",
+    "register_trend_markers",
     "report_capacity",
     "report_goodput",
     "revision_diff",
     "revision_reports",
+    "run_summary_json",
+    "run_trend",
     "same_fingerprint",
     "service_revisions",
     "service_slo",

@@ -32,6 +32,11 @@ from ledger.serializers.registry import (
     TeamSerializer,
     WhoAmISerializer,
 )
+from ledger.serializers.run_evidence import (
+    RunSummaryOutcomeSerializer,
+    RunSummaryPushSerializer,
+    RunSummarySerializer,
+)
 
 __all__ = [
     "AssetRefSerializer",
@@ -56,6 +61,9 @@ __all__ = [
     "RevisionDiffSerializer",
     "RevisionSerializer",
     "RevisionSummarySerializer",
+    "RunSummaryOutcomeSerializer",
+    "RunSummaryPushSerializer",
+    "RunSummarySerializer",
     "RuntimeDetailSerializer",
     "RuntimeSerializer",
     "SameFingerprintSerializer",

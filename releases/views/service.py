@@ -10,7 +10,7 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from ledger import charts
+from ledger import charts, trend_charts
 from ledger import queries as ledger_queries
 from ledger.models import Event, Service
 from ledger.permissions import can_edit_team_objects
@@ -61,6 +61,17 @@ def _comparison_chart(comparison: ledger_queries.Comparison) -> FigureSpec:
     return figure_spec(charts.fit_to_page(fig))
 
 
+def _run_trend_context(service: Service) -> dict[str, object]:
+    """The daily run evidence section (templates/releases/_run_trend.html)."""
+    trend = ledger_queries.run_trend(service)
+    return {
+        "trend": trend,
+        "trend_days": ledger_queries.TREND_DAYS,
+        "trend_rows": trend_charts.trend_rows(trend),
+        "trend_chart": figure_spec(trend_charts.trend_figure(trend)) if trend["points"] else None,
+    }
+
+
 @require_GET
 @login_required
 def service_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
@@ -73,7 +84,7 @@ def service_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse
         event.changes = ledger_queries.event_changes(event, labels)
     matrix = ledger_queries.slo_matrix(service)
     comparison = ledger_queries.live_vs_candidate(matrix)
-    context = {
+    context: dict[str, object] = {
         "service": service,
         "live": live,
         "findings": ledger_queries.license_findings(service, live) if live else [],
@@ -91,6 +102,7 @@ def service_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse
         "goodput_target_pct": ledger_queries.GOODPUT_TARGET * 100,
         "comparison": comparison,
         "comparison_chart": _comparison_chart(comparison) if comparison else None,
-        "needs_plotly": comparison is not None,
     }
+    context.update(_run_trend_context(service))
+    context["needs_plotly"] = comparison is not None or context["trend_chart"] is not None
     return render(request, "releases/service_detail.html", context)

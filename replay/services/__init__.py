@@ -12,6 +12,7 @@ from replay.services.backends import (
     create_backend,
     update_backend,
 )
+from replay.services.metrics import SCRAPED_ENGINES, ScrapeOutcome, scrape_backend
 from replay.services.probing import probe_backend
 from replay.services.runs import (
     compare_runs,
@@ -33,7 +34,9 @@ from replay.services.schedules import (
 )
 
 __all__ = [
+    "SCRAPED_ENGINES",
     "CredentialMissing",
+    "ScrapeOutcome",
     "backend_config",
     "compare_runs",
     "create_backend",
@@ -47,6 +50,7 @@ __all__ = [
     "parse_crontab",
     "probe_backend",
     "reap_stale_runs",
+    "scrape_backend",
     "start_run",
     "update_backend",
     "update_schedule",

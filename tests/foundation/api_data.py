@@ -66,7 +66,21 @@ def seed_api_data() -> dict[str, object]:
         finished_at=timezone.now(),
     )
     ResultFactory(run=finished, sample=sample_set.samples.get(), ttft_ms=None, tpot_ms=None)
-    return {"admin": admin, "owner": owner, "revision": revision, "report": report}
+    # A scraped day as llama.cpp's metrics give it: no request count, no percentiles.
+    run_summary, _ = services.record_run_summary(
+        service,
+        actor=None,
+        date=timezone.now().date() - dt.timedelta(days=1),
+        source="scrape",
+        ttft_p95_ms=None,
+    )
+    return {
+        "admin": admin,
+        "owner": owner,
+        "revision": revision,
+        "report": report,
+        "run_summary": run_summary,
+    }
 
 
 def served_schema() -> dict:

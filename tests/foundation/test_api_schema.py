@@ -109,6 +109,8 @@ def _detail_parameters(data: dict) -> dict[str, list[dict]]:
         "/api/services/{slug}/": [{"slug": "kb-assistant"}, {"slug": "sql-agent"}],
         "/api/services/{slug}/serving/": [{"slug": "kb-assistant"}],
         "/api/services/{slug}/incident/": [{"slug": "kb-assistant"}, {"slug": "sql-agent"}],
+        "/api/run-summaries/{id}/": [{"id": data["run_summary"].pk}],
+        "/api/services/{slug}/run-summaries/": [{"slug": "kb-assistant"}, {"slug": "sql-agent"}],
         "/api/teams/{slug}/": [{"slug": "kb-team"}],
     }
 

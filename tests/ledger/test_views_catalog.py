@@ -366,10 +366,11 @@ def test_service_page_query_count_does_not_grow_with_revisions_and_events(
     # candidate revisions and 11 their load-test reports, replay's 12 live
     # revision's backends with their latest probes and run (its health), 13
     # backends with their latest probe (no backend here, so no query for the
-    # probes or runs), 14 regressed runs, and the serving history's 15 live-revision
-    # events and 16 the revisions they name. The license is not gated, so no
-    # acceptance lookup.
-    with django_assert_num_queries(16):
+    # probes or runs), 14 regressed runs, the serving history's 15 live-revision
+    # events and 16 the revisions they name, then the run-evidence trend's 17
+    # days, 18 live-revision changes and 19 the numbers of the revisions they
+    # made live. The license is not gated, so no acceptance lookup.
+    with django_assert_num_queries(19):
         response = client.get("/services/kb-assistant/")
 
     assert len(response.context["revisions"]) == 3 + extra_revisions

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from celery.schedules import crontab
 from django.conf import settings
 from django.utils import timezone
 
@@ -25,6 +26,8 @@ def test_the_tasks_are_registered_under_their_public_names():
         "reap_stale_runs",
         "probe_backends",
         "probe_backend",
+        "scrape_metrics",
+        "scrape_backend_metrics",
     } <= set(app.tasks)
     assert tasks.run_replay.acks_late is True
 
@@ -38,6 +41,8 @@ def test_beat_runs_the_reaper_and_the_probe_sweep():
         "reap_stale_runs": 60.0,
         "probe_backends": 1800.0,
         "checkpoint_ledger": 3600.0,
+        # Daily, just after midnight: the first scrape of a day closes the day before.
+        "scrape_metrics": crontab(minute=5, hour=0),
     }
 
 

@@ -109,6 +109,8 @@ class ServerConfig:
     api_key: str | None = None
     check_model: bool = True
     scenario: Scenario = field(default_factory=Scenario)
+    # Prometheus exposition text served at GET /metrics (404 when None).
+    metrics: str | None = None
 
 
 @dataclass
@@ -322,6 +324,14 @@ class _Handler:
                 writer,
                 401,
                 {"error": "Unauthorized", "received_authorization": seen},
+                timing=timing,
+            )
+        if method == "GET" and path == "/metrics" and self.config.metrics is not None:
+            return await self._respond(
+                writer,
+                200,
+                self.config.metrics.encode(),
+                "text/plain; version=0.0.4; charset=utf-8",
                 timing=timing,
             )
         if method == "GET":

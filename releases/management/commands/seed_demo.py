@@ -19,6 +19,7 @@ from ledger.chain import head_hash
 from ledger.declarative import Document, DocumentError, apply_document
 from ledger.demo import demo_document, history_documents, seed_fleet
 from ledger.demo.evidence import seed_evidence
+from ledger.demo.run_evidence import seed_fleet_run_evidence, seed_run_evidence
 from ledger.models import Event, Service
 from ledger.roles import Role
 from replay.demo import seed_replay
@@ -118,10 +119,12 @@ class Command(BaseCommand):
 
     def _extras(self) -> None:
         reports = seed_evidence()
-        sets, backends = seed_replay([service["slug"] for service in demo_document()["services"]])
+        slugs = [service["slug"] for service in demo_document()["services"]]
+        sets, backends = seed_replay(slugs)
+        days = seed_run_evidence(slugs)
         self.stdout.write(
             f"demo evidence and replay: {reports} load-test reports, {sets} sample sets, "
-            f"{backends} backends added"
+            f"{backends} backends, {days} days of run evidence added"
         )
 
     def _fleet(self, count: int) -> None:
@@ -136,6 +139,11 @@ class Command(BaseCommand):
             )
 
         made = seed_fleet(count, progress=progress)
+        self.stdout.write("fleet: 60 days of run evidence for each service that has none")
+        with_days = seed_fleet_run_evidence(
+            progress=lambda done, total: self.stdout.write(f"  run evidence: {done}/{total}")
+        )
+        self.stdout.write(f"fleet: run evidence added for {with_days} services")
         self.stdout.write(
             self.style.SUCCESS(
                 f"fleet: {made} services created ({count - made} were there); "
