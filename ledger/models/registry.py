@@ -506,6 +506,24 @@ class LicenseAcceptance(models.Model):
 
     class Meta:
         ordering = ["-accepted_at"]
+        constraints = [
+            # Its index (model_asset, license, …) also answers "were this asset's license
+            # terms accepted?" on every revision and service page.
+            models.UniqueConstraint(
+                fields=["model_asset", "license", "terms_version", "accepted_by"],
+                name="ledger_licenseacceptance_once",
+                violation_error_message=(
+                    "This acceptance is already recorded: the same person accepting the same "
+                    "terms version of this license for this asset."
+                ),
+            ),
+            models.CheckConstraint(
+                condition=~Q(terms_version=""), name="ledger_licenseacceptance_terms_version_given"
+            ),
+            models.CheckConstraint(
+                condition=~Q(accepted_by=""), name="ledger_licenseacceptance_accepted_by_given"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.license} {self.terms_version} by {self.accepted_by}"
