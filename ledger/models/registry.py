@@ -347,7 +347,8 @@ class Runtime(models.Model):
 
 class RevisionQuerySet(models.QuerySet):
     def with_parts(self) -> RevisionQuerySet:
-        return self.select_related("service", "model_asset", "runtime")
+        # The asset's license too: pages judge it (ledger.queries.license_problems).
+        return self.select_related("service", "model_asset__license", "runtime")
 
 
 class Revision(models.Model):
