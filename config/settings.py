@@ -320,6 +320,9 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "RuntimeEngineEnum": "ledger.engines.Engine",
         "BackendEngineEnum": "replay.models.Backend.Engine",
+        # An asset's approval state, and the two of them a review may decide.
+        "LicenseApprovalEnum": "ledger.models.ModelAsset.LicenseApproval",
+        "LicenseReviewDecisionEnum": "ledger.services.licenses.REVIEW_DECISION_CHOICES",
     },
 }
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from ledger.models import LicenseAcceptance
-from ledger.services import COMMENT_MAX_LENGTH, REVIEW_DECISIONS
+from ledger.services import COMMENT_MAX_LENGTH, REVIEW_DECISION_CHOICES
 
 
 class LicenseReviewSerializer(serializers.Serializer):
     license_approval = serializers.ChoiceField(
-        choices=[(decision.value, decision.label) for decision in REVIEW_DECISIONS],
+        choices=REVIEW_DECISION_CHOICES,
         help_text="The decision: approved or rejected.",
         error_messages={
             "invalid_choice": '"{input}" is not a review decision: give approved or rejected.'
@@ -53,7 +53,10 @@ class LicenseAcceptanceSerializer(serializers.ModelSerializer):
         read_only=True, slug_field="spdx_id"
     )
     recorded_by: serializers.SlugRelatedField = serializers.SlugRelatedField(
-        read_only=True, slug_field="username"
+        read_only=True,
+        allow_null=True,
+        slug_field="username",
+        help_text="Who recorded it; null when the system did (manage.py apply).",
     )
 
     class Meta:

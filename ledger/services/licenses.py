@@ -22,12 +22,14 @@ from lib.actors import Actor
 __all__ = [
     "COMMENT_MAX_LENGTH",
     "REVIEW_DECISIONS",
+    "REVIEW_DECISION_CHOICES",
     "record_license_acceptance",
     "set_license_approval",
 ]
 
 # What a review decides; "pending" is the state of an asset nobody has reviewed.
 REVIEW_DECISIONS = (ModelAsset.LicenseApproval.APPROVED, ModelAsset.LicenseApproval.REJECTED)
+REVIEW_DECISION_CHOICES = [(decision.value, decision.label) for decision in REVIEW_DECISIONS]
 COMMENT_MAX_LENGTH = 2000
 
 
