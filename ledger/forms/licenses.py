@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django import forms
 
-from ledger.models import LicenseAcceptance
+from ledger.models.registry import ACCEPTED_BY_MAX_LENGTH, TERMS_VERSION_MAX_LENGTH
 from ledger.services import COMMENT_MAX_LENGTH
 
 DECISIONS = [("approved", "Approve"), ("rejected", "Reject")]
@@ -37,13 +37,13 @@ class LicenseReviewForm(forms.Form):
 class LicenseAcceptanceForm(forms.Form):
     terms_version = forms.CharField(
         label="Terms version",
-        max_length=LicenseAcceptance._meta.get_field("terms_version").max_length,
+        max_length=TERMS_VERSION_MAX_LENGTH,
         help_text="The version or date of the terms accepted, as the license states it, e.g. "
         "3.1 or 2024-07-23.",
     )
     accepted_by = forms.CharField(
         label="Accepted by",
-        max_length=LicenseAcceptance._meta.get_field("accepted_by").max_length,
+        max_length=ACCEPTED_BY_MAX_LENGTH,
         help_text="The person who accepted the terms on behalf of the company.",
     )
     accepted_at = forms.DateTimeField(

@@ -486,6 +486,11 @@ class Capability(models.Model):
         return f"{self.revision} {self.kind}"
 
 
+# Said by the forms and serializers that take them, too.
+TERMS_VERSION_MAX_LENGTH = 80
+ACCEPTED_BY_MAX_LENGTH = 150
+
+
 class LicenseAcceptance(models.Model):
     """Who accepted which terms of a gated license, for which asset, and when."""
 
@@ -494,10 +499,11 @@ class LicenseAcceptance(models.Model):
     )
     license = models.ForeignKey(License, on_delete=models.PROTECT, related_name="acceptances")
     terms_version = models.CharField(
-        max_length=80, help_text="The version or date of the terms accepted."
+        max_length=TERMS_VERSION_MAX_LENGTH, help_text="The version or date of the terms accepted."
     )
     accepted_by = models.CharField(
-        max_length=150, help_text="The person who accepted, on behalf of the company."
+        max_length=ACCEPTED_BY_MAX_LENGTH,
+        help_text="The person who accepted, on behalf of the company.",
     )
     accepted_at = models.DateTimeField()
     recorded_by = models.ForeignKey(

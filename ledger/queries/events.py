@@ -96,7 +96,7 @@ def events_of_service(events: QuerySet[Event], slug: str) -> QuerySet[Event]:
     acceptances of those assets (recorded with no service, since many may share them)."""
     revisions = Revision.objects.filter(service__slug=slug)
     asset_ids = revisions.values("model_asset_id")
-    as_text = {"output_field": models.CharField()}
+    as_text: dict[str, models.Field] = {"output_field": models.CharField()}
     return events.filter(
         Q(service__in=Service.objects.filter(slug=slug).values("pk"))
         | Q(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from ledger.models import LicenseAcceptance
+from ledger.models.registry import ACCEPTED_BY_MAX_LENGTH, TERMS_VERSION_MAX_LENGTH
 from ledger.services import COMMENT_MAX_LENGTH, REVIEW_DECISION_CHOICES
 
 
@@ -29,11 +30,11 @@ class LicenseReviewSerializer(serializers.Serializer):
 
 class LicenseAcceptanceCreateSerializer(serializers.Serializer):
     terms_version = serializers.CharField(
-        max_length=LicenseAcceptance._meta.get_field("terms_version").max_length,
+        max_length=TERMS_VERSION_MAX_LENGTH,
         help_text="The version or date of the terms accepted, e.g. 3.1 or 2024-07-23.",
     )
     accepted_by = serializers.CharField(
-        max_length=LicenseAcceptance._meta.get_field("accepted_by").max_length,
+        max_length=ACCEPTED_BY_MAX_LENGTH,
         help_text="Who accepted the terms on behalf of the company.",
     )
     accepted_at = serializers.DateTimeField(
