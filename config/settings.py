@@ -332,6 +332,9 @@ SPECTACULAR_SETTINGS = {
         "RunVerdictEnum": "replay.models.Run.Verdict",
         "LoadTestSourceEnum": "ledger.models.evidence.LoadTestReport.Source",
         "RunSummarySourceEnum": "ledger.models.run_evidence.RunSummary.Source",
+        # An asset's approval state, and the two of them a review may decide.
+        "LicenseApprovalEnum": "ledger.models.ModelAsset.LicenseApproval",
+        "LicenseReviewDecisionEnum": "ledger.services.licenses.REVIEW_DECISION_CHOICES",
     },
 }
 

@@ -20,6 +20,7 @@ from ledger.models import (
     Service,
     Team,
 )
+from ledger.queries import events_of_service
 from lib.api import ApiFilterSet, IsoDateTimeFilter
 
 
@@ -115,8 +116,10 @@ class CapabilityFilter(ApiFilterSet):
 
 class EventFilter(ApiFilterSet):
     service = django_filters.CharFilter(
-        field_name="service__slug",
-        help_text="Events of one service and everything that belongs to it.",
+        method="of_service",
+        help_text="Events of one service (by slug) and everything that belongs to it: its "
+        "revisions, capabilities, evidence and runs, and the model assets, runtimes and "
+        "license acceptances its revisions use.",
     )
     tier = django_filters.ChoiceFilter(field_name="service__tier", choices=Service.Tier.choices)
     actor = django_filters.CharFilter(
@@ -132,3 +135,6 @@ class EventFilter(ApiFilterSet):
     class Meta:
         model = Event
         fields = ["subject_type", "subject_id", "action"]
+
+    def of_service(self, queryset: QuerySet[Event], name: str, value: str) -> QuerySet[Event]:
+        return events_of_service(queryset, value)

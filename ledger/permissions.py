@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
     from django.db.models import QuerySet
 
-    from ledger.models import Revision, Service, Team
+    from ledger.models import ModelAsset, Revision, Service, Team
 
 
 def _signed_in(user: Requester) -> TypeGuard[User]:
@@ -54,7 +54,18 @@ def can_create(user: Requester) -> bool:
 
 
 def can_approve_licenses(user: Requester) -> bool:
+    """Classify licenses and review (approve or reject) the license of an asset:
+    security & compliance."""
     return _signed_in(user) and (user.is_superuser or has_role(user, Role.SECURITY_COMPLIANCE))
+
+
+def can_record_license_acceptance(user: Requester, asset: ModelAsset) -> bool:
+    """Record that someone accepted a gated license's terms for an asset: security &
+    compliance, who keep the company's agreements, or a model owner of the asset's team,
+    who usually clicks "accept" on the model hub."""
+    if not _signed_in(user):
+        return False
+    return can_approve_licenses(user) or can_edit_team_objects(user, asset.team)
 
 
 def ensure_can_edit(actor: Actor, team: Team) -> None:
@@ -105,4 +116,12 @@ def ensure_can_record_run_summary(service: Service, *, actor: Actor) -> None:
         raise PermissionDenied(
             f"Only platform SREs (the gateway's account) or model owners of team "
             f"{service.team.slug!r} can record run summaries of {service.slug}."
+        )
+
+
+def ensure_can_record_license_acceptance(actor: Actor, asset: ModelAsset) -> None:
+    if actor is not None and not can_record_license_acceptance(actor, asset):
+        raise PermissionDenied(
+            "Only security & compliance or model owners of team "
+            f"{asset.team.slug!r} can record accepting the license terms of {asset}."
         )

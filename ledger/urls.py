@@ -2,7 +2,17 @@
 
 from django.urls import path
 
-from ledger.views import assets, catalog, diff, events, loadtests, revisions, runtimes, serving
+from ledger.views import (
+    assets,
+    catalog,
+    diff,
+    events,
+    licenses,
+    loadtests,
+    revisions,
+    runtimes,
+    serving,
+)
 
 app_name = "ledger"
 
@@ -82,6 +92,16 @@ urlpatterns = [
     path("assets/<int:pk>/edit/validate", assets.asset_edit_validate, name="asset_edit_validate"),
     path("assets/<int:pk>/deprecate", assets.asset_deprecate, name="asset_deprecate"),
     path("assets/<int:pk>/retire", assets.asset_retire, name="asset_retire"),
+    path(
+        "assets/<int:pk>/license-review",
+        licenses.asset_license_review,
+        name="asset_license_review",
+    ),
+    path(
+        "assets/<int:pk>/license-acceptance",
+        licenses.asset_license_accept,
+        name="asset_license_accept",
+    ),
     path("runtimes/", runtimes.runtime_list, name="runtime_list"),
     path("runtimes/new", runtimes.runtime_create, name="runtime_create"),
     path("runtimes/new/validate", runtimes.runtime_create_validate, name="runtime_create_validate"),

@@ -81,6 +81,8 @@ def purge_expired_outputs() -> int:
     count = retention.purge_expired_outputs(actor=None)
     logger.info("redacted %d replay outputs past retention", count)
     return count
+
+
 @shared_task(name="scrape_backend_metrics", acks_late=True)
 def scrape_backend_metrics(backend_id: int) -> dict[str, object] | None:
     """Scrape one backend's /metrics; closes and records the day its stored scrape opened."""

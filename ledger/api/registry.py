@@ -43,6 +43,7 @@ from ledger.filters import (
 from ledger.models import (
     Capability,
     License,
+    LicenseAcceptance,
     ModelAsset,
     Revision,
     Runtime,
@@ -51,6 +52,8 @@ from ledger.models import (
 )
 from ledger.serializers import (
     CapabilitySerializer,
+    LicenseAcceptanceCreateSerializer,
+    LicenseAcceptanceSerializer,
     LicenseReviewSerializer,
     LicenseSerializer,
     LifecycleDateSerializer,
@@ -189,6 +192,23 @@ class LicenseApproverPermission(BasePermission):
         if not request.user or not request.user.is_authenticated:
             return False
         return request.method in SAFE_METHODS or permissions.can_approve_licenses(request.user)
+
+
+class LicenseAcceptancePermission(BasePermission):
+    """Security & compliance, or model owners of the asset's team, record acceptances."""
+
+    message = (
+        "Only security & compliance or model owners of the asset's team can record "
+        "accepting its license terms."
+    )
+
+    def has_permission(self, request: Request, view) -> bool:
+        return bool(request.user and request.user.is_authenticated)
+
+    def has_object_permission(self, request: Request, view, obj: ModelAsset) -> bool:
+        return request.method in SAFE_METHODS or permissions.can_record_license_acceptance(
+            request.user, obj
+        )
 
 
 class RegistryViewSet(
@@ -331,6 +351,28 @@ class ModelAssetViewSet(RegistryViewSet):
     serializer_class = ModelAssetSerializer
     detail_serializer_class = ModelAssetDetailSerializer
     filterset_class = ModelAssetFilter
+    # What each action reads from the request: the browsable API's form and the
+    # schema show these fields only, not the whole asset.
+    action_serializer_classes = {
+        "license_review": LicenseReviewSerializer,
+        "license_acceptance": LicenseAcceptanceCreateSerializer,
+        "deprecate": LifecycleDateSerializer,
+        "retire": LifecycleDateSerializer,
+    }
+
+    def get_queryset(self):
+        queryset = super().get_queryset()
+        if self.action == "retrieve":
+            queryset = queryset.prefetch_related(
+                Prefetch(
+                    "license_acceptances",
+                    queryset=LicenseAcceptance.objects.select_related("license", "recorded_by"),
+                )
+            )
+        return queryset
+
+    def get_serializer_class(self):
+        return self.action_serializer_classes.get(self.action) or super().get_serializer_class()
 
     def perform_create(self, serializer):
         serializer.instance = self.call_verb(services.register_asset, **serializer.validated_data)
@@ -345,8 +387,11 @@ class ModelAssetViewSet(RegistryViewSet):
 
     @extend_schema(
         summary="Approve or reject the license of an asset (security & compliance)",
+        description="The decision and comment go into the event ledger "
+        "(model_asset.license_reviewed). A rejection needs a comment. The same reviewer "
+        "sending the same decision and comment again changes nothing.",
         request=LicenseReviewSerializer,
-        responses=ModelAssetDetailSerializer,
+        responses={200: ModelAssetDetailSerializer},
     )
     @action(
         detail=True,
@@ -356,7 +401,7 @@ class ModelAssetViewSet(RegistryViewSet):
     )
     def license_review(self, request: Request, pk: str | None = None) -> Response:
         asset = self.get_object()
-        review = LicenseReviewSerializer(data=request.data)
+        review = self.get_serializer(data=request.data)
         review.is_valid(raise_exception=True)
         self.call_verb(
             services.set_license_approval,
@@ -367,6 +412,33 @@ class ModelAssetViewSet(RegistryViewSet):
         return self._asset_response(asset)
 
     @extend_schema(
+        summary="Record accepting the terms of the asset's gated license",
+        description="Security & compliance, or a model owner of the asset's team, records "
+        "who accepted which version of the terms and when (license.accepted in the event "
+        "ledger). Refused for a license that is not gated, a time in the future, and an "
+        "acceptance already recorded.",
+        request=LicenseAcceptanceCreateSerializer,
+        responses={201: LicenseAcceptanceSerializer},
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="license-acceptances",
+        permission_classes=[LicenseAcceptancePermission],
+    )
+    def license_acceptance(self, request: Request, pk: str | None = None) -> Response:
+        asset = self.get_object()
+        fields = self.get_serializer(data=request.data)
+        fields.is_valid(raise_exception=True)
+        acceptance = self.call_verb(
+            services.record_license_acceptance, asset, **fields.validated_data
+        )
+        return Response(
+            LicenseAcceptanceSerializer(acceptance, context=self.get_serializer_context()).data,
+            status=status.HTTP_201_CREATED,
+        )
+
+    @extend_schema(
         summary="Mark an asset deprecated",
         request=LifecycleDateSerializer,
         responses=ModelAssetDetailSerializer,
@@ -374,7 +446,7 @@ class ModelAssetViewSet(RegistryViewSet):
     @action(detail=True, methods=["post"])
     def deprecate(self, request: Request, pk: str | None = None) -> Response:
         asset = self.get_object()
-        when = LifecycleDateSerializer(data=request.data)
+        when = self.get_serializer(data=request.data)
         when.is_valid(raise_exception=True)
         self.call_verb(services.deprecate_asset, asset, on=when.validated_data.get("on"))
         return self._asset_response(asset)
@@ -387,7 +459,7 @@ class ModelAssetViewSet(RegistryViewSet):
     @action(detail=True, methods=["post"])
     def retire(self, request: Request, pk: str | None = None) -> Response:
         asset = self.get_object()
-        when = LifecycleDateSerializer(data=request.data)
+        when = self.get_serializer(data=request.data)
         when.is_valid(raise_exception=True)
         self.call_verb(services.retire_asset, asset, on=when.validated_data.get("on"))
         return self._asset_response(asset)

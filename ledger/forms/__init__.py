@@ -2,6 +2,7 @@
 forms, and the list filters. Import them from here."""
 
 from ledger.forms.evidence import LoadTestUploadForm
+from ledger.forms.licenses import LicenseAcceptanceForm, LicenseReviewForm
 from ledger.forms.lists import (
     AssetListFilter,
     CatalogFilter,
@@ -25,6 +26,8 @@ __all__ = [
     "CapabilityForm",
     "CatalogFilter",
     "EventListFilter",
+    "LicenseAcceptanceForm",
+    "LicenseReviewForm",
     "LifecycleForm",
     "LoadTestUploadForm",
     "RevisionForm",

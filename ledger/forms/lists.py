@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import django_filters
 from django import forms
-from django.apps import apps
 from django.db.models import Q, QuerySet
 
 from ledger.engines import Engine
 from ledger.models import Event, ModelAsset, Runtime, Service, TaskType, Team
+from ledger.queries import events_of_service, subject_type_choices
 from lib.forms import LiveFilterSet
 
 
@@ -97,25 +97,15 @@ class RuntimeListFilter(LiveFilterSet):
         )
 
 
-def _subject_type_choices() -> list[tuple[str, str]]:
-    # From the models rather than SELECT DISTINCT over the whole event table.
-    labels = sorted(
-        model._meta.label_lower
-        for app in ("ledger", "releases", "replay")
-        for model in apps.get_app_config(app).get_models()
-        if model is not Event
-    )
-    return [(label, label) for label in labels]
-
-
 class EventListFilter(LiveFilterSet):
     subject_type = django_filters.ChoiceFilter(
-        choices=_subject_type_choices, empty_label="Any subject", label="Subject type"
+        choices=subject_type_choices, empty_label="Any subject", label="Subject type"
     )
     service = django_filters.CharFilter(
-        field_name="service__slug",
+        method="of_service",
         label="Service",
-        help_text="A service slug: its own events and those of its revisions, evidence and runs.",
+        help_text="A service slug: its own events, its revisions', evidence's and runs', and "
+        "those of the assets and runtimes it uses.",
     )
     tier = django_filters.ChoiceFilter(
         field_name="service__tier",
@@ -148,6 +138,9 @@ class EventListFilter(LiveFilterSet):
     class Meta:
         model = Event
         fields: list[str] = []
+
+    def of_service(self, queryset: QuerySet[Event], name: str, value: str) -> QuerySet[Event]:
+        return events_of_service(queryset, value)
 
     def filter_queryset(self, queryset: QuerySet) -> QuerySet:
         start, end = self.form.cleaned_data.get("date_from"), self.form.cleaned_data.get("date_to")

@@ -347,7 +347,8 @@ class Runtime(models.Model):
 
 class RevisionQuerySet(models.QuerySet):
     def with_parts(self) -> RevisionQuerySet:
-        return self.select_related("service", "model_asset", "runtime")
+        # The asset's license too: pages judge it (ledger.queries.license_problems).
+        return self.select_related("service", "model_asset__license", "runtime")
 
 
 class Revision(models.Model):
@@ -485,6 +486,11 @@ class Capability(models.Model):
         return f"{self.revision} {self.kind}"
 
 
+# Said by the forms and serializers that take them, too.
+TERMS_VERSION_MAX_LENGTH = 80
+ACCEPTED_BY_MAX_LENGTH = 150
+
+
 class LicenseAcceptance(models.Model):
     """Who accepted which terms of a gated license, for which asset, and when."""
 
@@ -493,10 +499,11 @@ class LicenseAcceptance(models.Model):
     )
     license = models.ForeignKey(License, on_delete=models.PROTECT, related_name="acceptances")
     terms_version = models.CharField(
-        max_length=80, help_text="The version or date of the terms accepted."
+        max_length=TERMS_VERSION_MAX_LENGTH, help_text="The version or date of the terms accepted."
     )
     accepted_by = models.CharField(
-        max_length=150, help_text="The person who accepted, on behalf of the company."
+        max_length=ACCEPTED_BY_MAX_LENGTH,
+        help_text="The person who accepted, on behalf of the company.",
     )
     accepted_at = models.DateTimeField()
     recorded_by = models.ForeignKey(
@@ -506,6 +513,24 @@ class LicenseAcceptance(models.Model):
 
     class Meta:
         ordering = ["-accepted_at"]
+        constraints = [
+            # Its index (model_asset, license, …) also answers "were this asset's license
+            # terms accepted?" on every revision and service page.
+            models.UniqueConstraint(
+                fields=["model_asset", "license", "terms_version", "accepted_by"],
+                name="ledger_licenseacceptance_once",
+                violation_error_message=(
+                    "This acceptance is already recorded: the same person accepting the same "
+                    "terms version of this license for this asset."
+                ),
+            ),
+            models.CheckConstraint(
+                condition=~Q(terms_version=""), name="ledger_licenseacceptance_terms_version_given"
+            ),
+            models.CheckConstraint(
+                condition=~Q(accepted_by=""), name="ledger_licenseacceptance_accepted_by_given"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.license} {self.terms_version} by {self.accepted_by}"

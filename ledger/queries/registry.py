@@ -10,6 +10,7 @@ from django.db.models import QuerySet
 from ledger import locks
 from ledger.fingerprint import FingerprintComponents, compute_fingerprint, fingerprint_components
 from ledger.models import Capability, Revision, Service
+from ledger.queries.compliance import Finding, license_problems_by_asset
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -20,6 +21,7 @@ class RevisionPageAttrs(TypedDict):
 
     same_as: list[str]
     locks: list[str]
+    license_problems: list[Finding]
 
 
 class CapabilityPageAttrs(TypedDict):
@@ -57,16 +59,22 @@ def fingerprint_twins(revisions: Sequence[Revision]) -> dict[int, list[Revision]
 
 def service_revisions(service: Service) -> list[RevisionForPage]:
     """A service's revisions, newest first, each with `.same_as` (labels of its twins in
-    the service) and `.locks` (why it may not change). Queries: the revisions, and
-    whatever the registered lock rules need for all of them at once."""
+    the service), `.locks` (why it may not change) and `.license_problems` (its asset's
+    license is pending, rejected or unaccepted). Queries: the revisions, whatever the
+    registered lock rules need for all of them at once, and the acceptances of gated
+    licenses."""
     revisions = cast(
         "list[RevisionForPage]", list(service.revisions.with_parts().order_by("-number"))
     )
     twins = fingerprint_twins(revisions)
     reasons = locks.reasons_for_many(revisions)
+    problems = license_problems_by_asset(
+        {revision.model_asset_id: revision.model_asset for revision in revisions}.values()
+    )
     for revision in revisions:
         revision.same_as = [twin.label for twin in twins[revision.pk]]
         revision.locks = reasons[revision.pk]
+        revision.license_problems = problems[revision.model_asset_id]
     return revisions
 
 

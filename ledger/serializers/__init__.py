@@ -9,11 +9,15 @@ from ledger.serializers.evidence import (
     LoadTestReportSerializer,
     LoadTestUploadSerializer,
 )
+from ledger.serializers.licenses import (
+    LicenseAcceptanceCreateSerializer,
+    LicenseAcceptanceSerializer,
+    LicenseReviewSerializer,
+)
 from ledger.serializers.registry import (
     AssetRefSerializer,
     CapabilitySerializer,
     FindingSerializer,
-    LicenseReviewSerializer,
     LicenseSerializer,
     LifecycleDateSerializer,
     LockSerializerMixin,
@@ -46,6 +50,8 @@ __all__ = [
     "EventSerializer",
     "FindingSerializer",
     "GoodputSerializer",
+    "LicenseAcceptanceCreateSerializer",
+    "LicenseAcceptanceSerializer",
     "LicenseReviewSerializer",
     "LicenseSerializer",
     "LifecycleDateSerializer",

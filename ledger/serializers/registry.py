@@ -24,6 +24,7 @@ from ledger.models import (
 )
 from ledger.queries import license_findings
 from ledger.roles import roles_of
+from ledger.serializers.licenses import LicenseAcceptanceSerializer, LicenseReviewRecordSerializer
 from ledger.validators import EXAMPLE_DIGEST
 
 if TYPE_CHECKING:
@@ -242,19 +243,34 @@ class AssetRefSerializer(serializers.ModelSerializer):
 
 class ModelAssetDetailSerializer(LockSerializerMixin, ModelAssetSerializer):
     lineage = serializers.SerializerMethodField(help_text="Ancestors, base first, then this asset.")
+    license_review = serializers.SerializerMethodField(
+        help_text="The last review of the license by security & compliance; null if none."
+    )
+    license_acceptances = LicenseAcceptanceSerializer(
+        many=True,
+        read_only=True,
+        help_text="Recorded acceptances of gated license terms for this asset, newest first.",
+    )
 
     class Meta(ModelAssetSerializer.Meta):
-        fields = [*ModelAssetSerializer.Meta.fields, "locked", "lock_reasons", "lineage"]
+        fields = [
+            *ModelAssetSerializer.Meta.fields,
+            "locked",
+            "lock_reasons",
+            "lineage",
+            "license_review",
+            "license_acceptances",
+        ]
+
+    @extend_schema_field(LicenseReviewRecordSerializer(allow_null=True))
+    def get_license_review(self, asset: ModelAsset) -> dict[str, Any] | None:
+        review = queries.latest_license_review(asset)
+        return None if review is None else LicenseReviewRecordSerializer(review).data
 
     @extend_schema_field(AssetRefSerializer(many=True))
     def get_lineage(self, asset: ModelAsset) -> list[dict[str, Any]]:
         # many=True makes a ListSerializer, whose data is a list; the stubs cannot say.
         return cast("list[dict[str, Any]]", AssetRefSerializer(asset.lineage(), many=True).data)
-
-
-class LicenseReviewSerializer(serializers.Serializer):
-    license_approval = serializers.ChoiceField(choices=ModelAsset.LicenseApproval.choices)
-    comment = serializers.CharField(required=False, allow_blank=True, default="")
 
 
 class LifecycleDateSerializer(serializers.Serializer):

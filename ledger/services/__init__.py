@@ -5,9 +5,11 @@ Split by feature; import the verbs from this package (`from ledger import servic
 
 from ledger.services.evidence import *  # noqa: F403
 from ledger.services.evidence import __all__ as _evidence_all
+from ledger.services.licenses import *  # noqa: F403
+from ledger.services.licenses import __all__ as _licenses_all
 from ledger.services.registry import *  # noqa: F403
 from ledger.services.registry import __all__ as _registry_all
 from ledger.services.run_evidence import *  # noqa: F403
 from ledger.services.run_evidence import __all__ as _run_evidence_all
 
-__all__ = [*_registry_all, *_evidence_all, *_run_evidence_all]
+__all__ = [*_registry_all, *_licenses_all, *_evidence_all, *_run_evidence_all]

@@ -24,7 +24,6 @@ from ledger.fingerprint import compute_fingerprint
 from ledger.models import (
     Capability,
     License,
-    LicenseAcceptance,
     ModelAsset,
     Revision,
     Runtime,
@@ -64,11 +63,9 @@ __all__ = [
     "lifecycle_refusal",
     "new_revision_from",
     "record_capability_check",
-    "record_license_acceptance",
     "register_asset",
     "retire_asset",
     "runtime_warnings",
-    "set_license_approval",
     "set_live_revision",
     "snapshot",
     "update_asset",
@@ -423,24 +420,13 @@ def update_asset(asset: ModelAsset, *, actor: Actor, **changes: Any) -> bool:
     _ensure_can_move(actor, asset, changes)
     if "license_approval" in changes and changes["license_approval"] != asset.license_approval:
         permissions.ensure_can_approve_licenses(actor)
+    elif changes.get("license", asset.license) != asset.license:
+        # A review approved or rejected the old license; the new one awaits its own.
+        changes["license_approval"] = ModelAsset.LicenseApproval.PENDING
     changed = _update(asset, changes, actor=actor, action="model_asset.updated")
     if changed:
         _refresh_fingerprints(asset.revisions.all(), actor=actor)
     return changed
-
-
-@transaction.atomic
-def set_license_approval(
-    asset: ModelAsset, *, actor: Actor, approval: str, comment: str = ""
-) -> bool:
-    permissions.ensure_can_approve_licenses(actor)
-    return _update(
-        asset,
-        {"license_approval": approval},
-        actor=actor,
-        action="model_asset.license_reviewed",
-        extra={"comment": comment} if comment else None,
-    )
 
 
 def lifecycle_refusal(asset: ModelAsset, *, retire: bool) -> str:
@@ -492,29 +478,6 @@ def retire_asset(asset: ModelAsset, *, actor: Actor, on: dt.date | None = None) 
         "deprecated_on": asset.deprecated_on or today,
     }
     return _update(asset, changes, actor=actor, action="model_asset.retired")
-
-
-@transaction.atomic
-def record_license_acceptance(
-    asset: ModelAsset,
-    *,
-    actor: Actor,
-    terms_version: str,
-    accepted_by: str,
-    accepted_at: dt.datetime | None = None,
-    note: str = "",
-) -> LicenseAcceptance:
-    permissions.ensure_can_edit(actor, asset.team)
-    acceptance = LicenseAcceptance(
-        model_asset=asset,
-        license=asset.license,
-        terms_version=terms_version,
-        accepted_by=accepted_by,
-        accepted_at=accepted_at or timezone.now(),
-        recorded_by=actor,
-        note=note,
-    )
-    return _create(acceptance, actor=actor, action="license.accepted")
 
 
 # ---------------------------------------------------------------- runtimes

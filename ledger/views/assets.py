@@ -12,12 +12,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
-from ledger import services
+from ledger import queries, services
 from ledger.forms import ASSET_FIELDS, AssetForm, AssetListFilter, LifecycleForm
 from ledger.models import ModelAsset
 from ledger.permissions import (
+    can_approve_licenses,
     can_create,
     can_edit_team_objects,
+    can_record_license_acceptance,
     editable_teams,
     ensure_can_create,
     ensure_can_edit,
@@ -68,6 +70,10 @@ def asset_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         "revisions": revisions,
         "lock_reasons": asset.lock_reasons(),
         "can_edit": can_edit_team_objects(request.user, asset.team),
+        "review": queries.latest_license_review(asset),
+        "can_review_license": can_approve_licenses(request.user),
+        "can_record_acceptance": asset.license.gated
+        and can_record_license_acceptance(request.user, asset),
     }
     return render(request, "ledger/asset_detail.html", context)
 

@@ -13,7 +13,8 @@ from django.views.decorators.vary import vary_on_headers
 
 from ledger.checkpoints import verify_ledger
 from ledger.forms import EventListFilter
-from ledger.models import Capability, Event, Revision, Runtime, Service
+from ledger.models import Capability, Event, LicenseAcceptance, Revision, Runtime, Service
+from ledger.queries import event_notes, subject_type_names
 from lib.actors import AuthenticatedHttpRequest
 from lib.pages import paginate, render_list, wants_fragment
 
@@ -47,6 +48,11 @@ def _subject_urls(events: list[Event]) -> dict[int, str]:
             pk__in=ids["ledger.capability"]
         ).values_list("pk", "revision__service__slug", "revision__number"):
             urls["ledger.capability", pk] = reverse("ledger:revision_detail", args=[slug, number])
+    if "ledger.licenseacceptance" in ids:
+        for pk, asset_id in LicenseAcceptance.objects.filter(
+            pk__in=ids["ledger.licenseacceptance"]
+        ).values_list("pk", "model_asset_id"):
+            urls["ledger.licenseacceptance", pk] = reverse("ledger:asset_detail", args=[asset_id])
     return {
         event.pk: urls[event.subject_type, int(event.subject_id)]
         for event in events
@@ -63,12 +69,17 @@ def event_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     )
     page = paginate(request, ledger.qs)
     urls = _subject_urls(list(page.object_list))
+    names = subject_type_names()
     for event in page.object_list:
         event.subject_url = urls.get(event.pk)
+        event.subject_type_name = names.get(event.subject_type, event.subject_type)
+        event.note = event_notes(event)
+    active = [name for name in ledger.filters if request.GET.get(name)]
     context = {
         "filter": ledger,
         "page": page,
-        "filtered": any(request.GET.get(name) for name in ledger.filters),
+        "filtered": bool(active),
+        "active_filters": len(active),
     }
     return render_list(request, "ledger/event_list.html", context)
 

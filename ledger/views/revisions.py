@@ -75,6 +75,9 @@ def revision_detail(request: AuthenticatedHttpRequest, slug: str, number: int) -
     can_edit = can_edit_team_objects(request.user, revision.service.team)
     context = {
         "revision": revision,
+        "license_warnings": queries.license_warnings(
+            queries.license_findings(revision.service, revision)
+        ),
         "service": revision.service,
         "components": rows,
         "fingerprint_stale": check.stale,

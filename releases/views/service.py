@@ -29,6 +29,7 @@ class EventPageAttrs(TypedDict):
     """Set by `service_detail` for the page."""
 
     changes: list[ledger_queries.FieldChange]
+    note: ledger_queries.EventNote | None
 
 
 EventForPage: TypeAlias = "WithAnnotations[Event, EventPageAttrs]"
@@ -44,11 +45,10 @@ def _service_for_page(slug: str) -> Service:
 
 
 def _recent_events(service: Service) -> list[EventForPage]:
-    """The last events of the service and everything that belongs to it (one indexed query)."""
-    return cast(
-        "list[EventForPage]",
-        list(Event.objects.filter(service=service).order_by("-sequence")[:RECENT_EVENTS]),
-    )
+    """The last events of the service and everything that belongs to it, the model assets
+    and runtimes its revisions use included (a license review of its asset, say)."""
+    events = ledger_queries.events_of_service(Event.objects.all(), service.slug)
+    return cast("list[EventForPage]", list(events.order_by("-sequence")[:RECENT_EVENTS]))
 
 
 def _comparison_chart(comparison: ledger_queries.Comparison) -> FigureSpec:
@@ -82,12 +82,15 @@ def service_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse
     events = _recent_events(service)
     for event in events:
         event.changes = ledger_queries.event_changes(event, labels)
+        event.note = ledger_queries.event_notes(event)
     matrix = ledger_queries.slo_matrix(service)
     comparison = ledger_queries.live_vs_candidate(matrix)
+    findings = ledger_queries.license_findings(service, live) if live else []
     context: dict[str, object] = {
         "service": service,
         "live": live,
-        "findings": ledger_queries.license_findings(service, live) if live else [],
+        "findings": findings,
+        "license_warnings": ledger_queries.license_warnings(findings),
         "capabilities": ledger_queries.capabilities_of(live) if live else [],
         "revisions": revisions,
         "events": events,

@@ -54,6 +54,16 @@ RULES: dict[str, Rule] = {
         page=lambda w: f"/services/{w.service.slug}/edit",
         api=lambda w: ("patch", f"/api/services/{w.service.slug}/"),
     ),
+    "review a license": Rule(
+        allows=lambda user, w: ledger_rules.can_approve_licenses(user),
+        page=lambda w: f"/assets/{w.asset.pk}/license-review",
+        api=lambda w: ("post", f"/api/assets/{w.asset.pk}/license-review/"),
+    ),
+    "record accepting a gated license": Rule(
+        allows=lambda user, w: ledger_rules.can_record_license_acceptance(user, w.asset),
+        page=lambda w: f"/assets/{w.asset.pk}/license-acceptance",
+        api=lambda w: ("post", f"/api/assets/{w.asset.pk}/license-acceptances/"),
+    ),
     "register a backend": Rule(
         allows=lambda user, w: replay_rules.can_register_backends(user),
         page=lambda w: "/replay/backends/new",
@@ -77,6 +87,10 @@ class World:
     service: Any
     backend: Any
     people: dict[str, Any]
+
+    @property
+    def asset(self) -> Any:
+        return self.backend.revision.model_asset
 
 
 @pytest.fixture

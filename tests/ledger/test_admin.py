@@ -60,7 +60,13 @@ def registry(team):
         asset="Qwen2.5-7B-Instruct",
         family="qwen2.5",
         runtime="kb-vllm-h100",
-        license_=LicenseFactory(),
+        # Gated, so that accepting its terms can be recorded.
+        license_=LicenseFactory(
+            spdx_id="LicenseRef-Qwen-Research",
+            name="Qwen Research License",
+            kind="acceptable_use",
+            gated=True,
+        ),
         accepted_by="legal",
     )
 
@@ -75,7 +81,12 @@ def other_registry(db):
         asset="Llama-3.1-8B-Instruct",
         family="llama-3.1",
         runtime="sql-vllm-a100",
-        license_=LicenseFactory(spdx_id="MIT", name="MIT License"),
+        license_=LicenseFactory(
+            spdx_id="LicenseRef-Llama-3.1-Community",
+            name="Llama 3.1 Community License",
+            kind="acceptable_use",
+            gated=True,
+        ),
         accepted_by="counsel",
     )
 
@@ -109,8 +120,8 @@ def test_change_page_renders_for_a_superuser(client, admin_user, registry, model
 SEARCHES = {
     "team": ("kb", ["Knowledge base team"]),  # by slug
     "tasktype": ("chat", ["chat"]),
-    "license": ("apache", ["Apache-2.0"]),
-    "licenseacceptance": ("legal", ["Apache-2.0 2024-07 by legal"]),
+    "license": ("qwen", ["LicenseRef-Qwen-Research"]),
+    "licenseacceptance": ("legal", ["LicenseRef-Qwen-Research 2024-07 by legal"]),
     "service": ("kb", ["kb-assistant"]),
     "modelasset": ("qwen", ["Qwen2.5-7B-Instruct@main"]),
     "runtime": ("kb-vllm", ["kb-vllm-h100"]),
