@@ -129,3 +129,23 @@ def validate_json_object(value: object) -> None:
             code="json_object",
             params={"kind": type(value).__name__},
         )
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def validate_override_reason(value: str, *, max_length: int = 500) -> None:
+    """A reason recorded for setting a rule aside: words a person wrote, one paragraph."""
+    text = (value or "").strip()
+    if not text:
+        raise ValidationError("Give the reason in words.", code="required")
+    if len(text) > max_length:
+        raise ValidationError(
+            "The reason has %(length)d characters; keep it to %(max)d.",
+            code="max_length",
+            params={"length": len(text), "max": max_length},
+        )
+    if _CONTROL.search(text):
+        raise ValidationError(
+            "The reason contains control characters; write it as plain text.", code="control"
+        )

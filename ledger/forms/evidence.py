@@ -49,6 +49,16 @@ class LoadTestUploadForm(forms.Form):
         help_text="Only when detection picks the wrong importer.",
     )
 
+    accept_mismatch = forms.CharField(
+        label="Measured on a different model, engine or GPU — reason",
+        required=False,
+        max_length=500,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Only when the file measured another model, engine or GPU than this "
+        "revision and belongs here anyway: say why. The reason is recorded, and the report "
+        "is marked mismatched wherever it is shown; it never counts as current evidence.",
+    )
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         limit = settings.LOADTEST_MAX_UPLOAD_BYTES

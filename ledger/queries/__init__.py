@@ -1,8 +1,8 @@
 """The ledger's read side: named reads, verdicts and comparisons. Nothing here writes.
 
 Split by feature; import from this package (`from ledger import queries`).
-Release gates read `current_reports`, `evidence_status`, `slo_matrix` and
-`license_findings`; the release page and the rollback target check read
+Release gates read `current_reports`, `evidence_status`, `mismatched_reports`,
+`slo_matrix` and `license_findings`; the release page and the rollback target check read
 `revision_diff`; pages read the rest.
 """
 
@@ -20,6 +20,17 @@ from ledger.queries.chart_data import latency_point, latency_points, level_point
 from ledger.queries.compliance import ALLOWED_EXPOSURES, Finding, license_findings
 from ledger.queries.diff import Change, breaking_changes, has_breaking, revision_diff
 from ledger.queries.events import FieldChange, event_changes
+from ledger.queries.evidence_match import (
+    EvidenceMatch,
+    FileIdentity,
+    Mismatch,
+    file_identity,
+    match_evidence,
+    mismatched_reports,
+    normalise_engine,
+    normalise_gpu,
+    normalise_model_name,
+)
 from ledger.queries.goodput import (
     GOODPUT_TARGET,
     GoodputResult,
@@ -73,8 +84,10 @@ __all__ = [
     "Capacity",
     "Change",
     "Comparison",
+    "EvidenceMatch",
     "EvidenceStatus",
     "FieldChange",
+    "FileIdentity",
     "Finding",
     "FingerprintCheck",
     "GoodputResult",
@@ -82,6 +95,7 @@ __all__ = [
     "MatrixColumn",
     "MatrixRevision",
     "MatrixRow",
+    "Mismatch",
     "RevisionReports",
     "SloMatrix",
     "StatusWord",
@@ -92,6 +106,7 @@ __all__ = [
     "current_reports",
     "event_changes",
     "evidence_status",
+    "file_identity",
     "fingerprint_check",
     "fingerprint_twins",
     "goodput_of",
@@ -107,9 +122,14 @@ __all__ = [
     "live_vs_candidate",
     "load_axis",
     "load_of",
+    "match_evidence",
     "max_age_days",
+    "mismatched_reports",
     "needs_recompute",
     "newest_by_workload",
+    "normalise_engine",
+    "normalise_gpu",
+    "normalise_model_name",
     "pct",
     "report_capacity",
     "report_goodput",
