@@ -12,6 +12,7 @@ from django.conf import settings
 
 from ledger.importers import FORMATS
 from ledger.models import LoadTestReport
+from lib.forms import NamedChoicesMixin
 
 FORMAT_LABELS = {
     "aiperf": "NVIDIA AIPerf (profile_export.jsonl, profile_export_aiperf.json/.csv)",
@@ -24,7 +25,7 @@ FORMAT_LABELS = {
 }
 
 
-class LoadTestUploadForm(forms.Form):
+class LoadTestUploadForm(NamedChoicesMixin, forms.Form):
     """Workload class, the file as the tool wrote it, and an optional format override."""
 
     workload = forms.ChoiceField(

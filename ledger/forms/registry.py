@@ -21,7 +21,12 @@ from ledger.models import (
     Service,
     Team,
 )
-from ledger.validators import parse_image, unpinned_image_message, validate_json_object
+from ledger.validators import (
+    parse_image,
+    unpinned_image_message,
+    validate_json_object,
+    validate_name_token,
+)
 from lib.forms import CommaListField, InlineValidationMixin, JSONField, PrettyJSONField
 
 # ---------------------------------------------------------------- services
@@ -275,7 +280,9 @@ class RevisionForm(InlineValidationMixin, forms.Form):
         help_text="Largest prompt + output, in tokens; the runtime's context flag may not exceed it.",
     )
     gateway_policy_version = forms.CharField(
-        max_length=40, help_text="Version of the gateway routing/limits policy, e.g. gw-12."
+        max_length=40,
+        validators=[validate_name_token],
+        help_text="Version of the gateway routing/limits policy, e.g. gw-12.",
     )
     notes = forms.CharField(
         required=False,

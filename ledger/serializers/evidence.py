@@ -11,6 +11,7 @@ from rest_framework import serializers
 from ledger import queries
 from ledger.importers import FORMATS
 from ledger.models import LoadTestReport
+from ledger.serializers.choices import NamedChoicesMixin
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -22,7 +23,7 @@ class ReportFileField(serializers.FileField):
     """A file in a multipart body (documented as binary, not as the URL a response would hold)."""
 
 
-class LoadTestUploadSerializer(serializers.Serializer):
+class LoadTestUploadSerializer(NamedChoicesMixin, serializers.Serializer):
     """The multipart body of an upload."""
 
     workload = serializers.ChoiceField(
