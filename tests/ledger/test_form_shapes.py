@@ -61,7 +61,7 @@ def test_engine_versions_pass(value):
 
 @pytest.mark.parametrize("value", ["0.6.3 latest", "<b>0.6</b>", "0.6/3", "~0.6"])
 def test_a_version_with_spaces_markup_or_paths_is_refused(value):
-    with pytest.raises(ValidationError, match="Expected a version such as 0.6.3"):
+    with pytest.raises(ValidationError, match=r"Expected a version such as 0\.6\.3"):
         validate_version(value)
 
 
