@@ -57,7 +57,7 @@ def invalid_choice_message(field: forms.Field, value: Any, *, label: str | None 
     listed = ", ".join(allowed[:_CHOICES_LISTED])
     if len(allowed) > _CHOICES_LISTED:
         listed += f", and {len(allowed) - _CHOICES_LISTED} more"
-    label = label or field.label or "this field"
+    label = label or str(field.label or "this field")
     if not allowed:
         return f"{_shown(value)} is not one of the choices of {label}; there is none to choose."
     return f"{_shown(value)} is not one of the choices of {label}; choose one of: {listed}."
@@ -73,14 +73,15 @@ class NamedChoicesMixin(_FormBase):
 
     def full_clean(self) -> None:
         super().full_clean()
-        for name in list(self._errors or {}):
+        errors_by_field = self.errors  # set by full_clean just now: no second validation
+        for name in list(errors_by_field):
             field = self.fields.get(name)
             if field is None:
                 continue
-            errors = self._errors[name].as_data()
+            errors = errors_by_field[name].as_data()
             if not any(error.code == "invalid_choice" for error in errors):
                 continue
-            label = field.label or pretty_name(name)
+            label = str(field.label or pretty_name(name))
             messages = []
             for error in errors:
                 if error.code == "invalid_choice":
@@ -93,7 +94,7 @@ class NamedChoicesMixin(_FormBase):
                     )
                 else:
                     messages.append(error)
-            self._errors[name] = self.error_class(messages, renderer=self.renderer)
+            errors_by_field[name] = self.error_class(messages, renderer=self.renderer)
 
 
 class InlineValidationMixin(NamedChoicesMixin):
