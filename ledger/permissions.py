@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
     from django.db.models import QuerySet
 
-    from ledger.models import ModelAsset, Revision, Service, Team
+    from ledger.models import ModelAsset, Revision, Runtime, Service, Team
 
 
 def _signed_in(user: Requester) -> TypeGuard[User]:
@@ -66,6 +66,40 @@ def can_record_license_acceptance(user: Requester, asset: ModelAsset) -> bool:
     if not _signed_in(user):
         return False
     return can_approve_licenses(user) or can_edit_team_objects(user, asset.team)
+
+
+def runtimes_usable_by(service: Service) -> QuerySet[Runtime]:
+    """Runtimes a revision of `service` may run on: every one. A runtime's team owns
+    editing it, not using it (the platform team provides runtimes for all services)."""
+    from ledger.models import Runtime
+
+    return Runtime.objects.all()
+
+
+def assets_usable_by(service: Service) -> QuerySet[ModelAsset]:
+    """Model assets a revision of `service` may serve: the active or deprecated ones of
+    the service's team (its owners answer for the weights and their license)."""
+    from ledger.models import ModelAsset
+
+    return ModelAsset.objects.usable().filter(team=service.team_id)
+
+
+def asset_refusal(service: Service, asset: ModelAsset) -> str | None:
+    """Why a revision of `service` may not serve `asset`, or None when it may."""
+    from ledger.models import ModelAsset
+
+    if asset.lifecycle == ModelAsset.Lifecycle.RETIRED:
+        return (
+            f"{asset} was retired on {asset.retired_on}; a retired asset cannot go into "
+            "a new revision. Choose an active asset."
+        )
+    if asset.team_id != service.team_id:
+        return (
+            f"{asset} belongs to team {asset.team.slug!r}; a revision of {service.slug} "
+            f"serves assets of its own team {service.team.slug!r}. Register the asset "
+            "under that team, or ask its owners to."
+        )
+    return None
 
 
 def ensure_can_edit(actor: Actor, team: Team) -> None:

@@ -129,3 +129,115 @@ def validate_json_object(value: object) -> None:
             code="json_object",
             params={"kind": type(value).__name__},
         )
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def validate_override_reason(value: str, *, max_length: int = 500) -> None:
+    """A reason recorded for setting a rule aside: words a person wrote, one paragraph."""
+    text = (value or "").strip()
+    if not text:
+        raise ValidationError("Give the reason in words.", code="required")
+    if len(text) > max_length:
+        raise ValidationError(
+            "The reason has %(length)d characters; keep it to %(max)d.",
+            code="max_length",
+            params={"length": len(text), "max": max_length},
+        )
+    if _CONTROL.search(text):
+        raise ValidationError(
+            "The reason contains control characters; write it as plain text.", code="control"
+        )
+
+
+# ---------------------------------------------------------------- identifiers
+
+# What an identifier field holds: no spaces, no markup, starting with a letter or digit.
+_MARKUP = re.compile(r"[<>\"'`{}\\|^]")
+
+
+@dataclass(frozen=True)
+class IdentifierShape:
+    """One kind of identifier: the characters it may hold, and an example to show."""
+
+    what: str  # "a hub repository id or URL"
+    allowed: str  # a regex character class body, e.g. "A-Za-z0-9._-"
+    allowed_words: str  # the same in words, for the message
+    example: str
+
+    def check(self, value: str) -> None:
+        if value == "":
+            return  # a blank optional field; required ones say so themselves
+        problem = None
+        markup = _MARKUP.search(value)
+        if re.search(r"\s", value):
+            problem = "it contains a space" if " " in value else "it contains whitespace"
+        elif markup:
+            problem = f"it contains {markup.group()!r}"
+        elif not re.fullmatch(rf"[A-Za-z0-9][{self.allowed}]*", value):
+            bad = next((c for c in value if not re.fullmatch(rf"[{self.allowed}]", c)), None)
+            problem = f"it contains {bad!r}" if bad else "it does not start with a letter or digit"
+        if problem:
+            raise ValidationError(
+                "Expected %(what)s such as %(example)s: %(words)s, no spaces or markup; "
+                "%(problem)s.",
+                code="identifier",
+                params={
+                    "what": self.what,
+                    "example": self.example,
+                    "words": self.allowed_words,
+                    "problem": problem,
+                },
+            )
+
+
+REPOSITORY = IdentifierShape(
+    what="a hub repository id or URL",
+    allowed=r"A-Za-z0-9._\-/:@+~%=?&#",
+    allowed_words="letters, digits and . _ - / : @ + ~ % = ? & #",
+    example="Qwen/Qwen2.5-7B-Instruct or https://huggingface.co/Qwen/Qwen2.5-7B-Instruct",
+)
+VERSION = IdentifierShape(
+    what="a version",
+    allowed=r"A-Za-z0-9._\-+",
+    allowed_words="letters, digits and . _ - +",
+    example="0.6.3, v0.6.3.post1 or b4567",
+)
+NAME_TOKEN = IdentifierShape(
+    what="a name",
+    allowed=r"A-Za-z0-9._\-+:/",
+    allowed_words="letters, digits and . _ - + : /",
+    example="Qwen2.5-7B-Instruct-AWQ, qwen2.5 or gw-12",
+)
+
+
+# Plain functions, so that migrations refer to them by name.
+def validate_repository(value: str) -> None:
+    REPOSITORY.check(value)
+
+
+def validate_version(value: str) -> None:
+    VERSION.check(value)
+
+
+def validate_name_token(value: str) -> None:
+    NAME_TOKEN.check(value)
+
+
+def validate_gpu_count(value: int) -> None:
+    if value is not None and value < 1:
+        raise ValidationError(
+            "A runtime runs on at least 1 GPU per replica; got %(value)s.",
+            code="gpu_count",
+            params={"value": value},
+        )
+
+
+def validate_gpu_memory(value: int | None) -> None:
+    if value is not None and value < 1:
+        raise ValidationError(
+            "GPU memory is at least 1 GB, or left empty when unknown; got %(value)s.",
+            code="gpu_memory",
+            params={"value": value},
+        )

@@ -1,6 +1,6 @@
 """Form machinery every app's pages share: inline validation as the user types,
-live list filters kept in the URL, and small fields (comma lists, JSON that can be
-stored, pretty JSON)."""
+refused choices that name the value and the allowed ones, live list filters kept
+in the URL, and small fields (comma lists, JSON that can be stored, pretty JSON)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import django_filters
 from django import forms
 from django.core.exceptions import ValidationError
+from django.forms.utils import pretty_name
 
 from lib.storable import TOO_DEEP_TO_PARSE, find_unstorable, validate_storable
 
@@ -22,7 +23,81 @@ else:
     _FormBase = object
 
 
-class InlineValidationMixin(_FormBase):
+# How many allowed choices a refusal lists before it says how many more there are.
+_CHOICES_LISTED = 12
+_VALUE_SHOWN = 60
+
+
+def _shown(value: Any) -> str:
+    text = str(value)
+    return repr(text if len(text) <= _VALUE_SHOWN else text[:_VALUE_SHOWN] + "…")
+
+
+def allowed_choices(field: forms.Field) -> list[str]:
+    """The values a choice field accepts, as a person would send them: `value (label)`
+    when the label says more than the value (a row's id and its name)."""
+    choices = getattr(field, "choices", None)
+    if choices is None:
+        return []
+    allowed = []
+    for value, label in choices:
+        if isinstance(label, list | tuple):  # an optgroup: (group label, [(value, label), …])
+            allowed += [str(v) for v, _ in label if v not in ("", None)]
+            continue
+        value = getattr(value, "value", value)  # ModelChoiceIteratorValue
+        if value in ("", None):
+            continue
+        allowed.append(str(value) if str(label) == str(value) else f"{value} ({label})")
+    return allowed
+
+
+def invalid_choice_message(field: forms.Field, value: Any, *, label: str | None = None) -> str:
+    """`'gpu9' is not one of the choices of Engine; choose one of: vllm (vLLM), …`."""
+    allowed = allowed_choices(field)
+    listed = ", ".join(allowed[:_CHOICES_LISTED])
+    if len(allowed) > _CHOICES_LISTED:
+        listed += f", and {len(allowed) - _CHOICES_LISTED} more"
+    label = label or str(field.label or "this field")
+    if not allowed:
+        return f"{_shown(value)} is not one of the choices of {label}; there is none to choose."
+    return f"{_shown(value)} is not one of the choices of {label}; choose one of: {listed}."
+
+
+class NamedChoicesMixin(_FormBase):
+    """A refused choice names the value sent and the allowed ones, instead of Django's
+    "Select a valid choice. That choice is not one of the available choices."
+
+    The message is written after validation, from the field's choices as they are
+    then (forms narrow their querysets in `__init__`).
+    """
+
+    def full_clean(self) -> None:
+        super().full_clean()
+        errors_by_field = self.errors  # set by full_clean just now: no second validation
+        for name in list(errors_by_field):
+            field = self.fields.get(name)
+            if field is None:
+                continue
+            errors = errors_by_field[name].as_data()
+            if not any(error.code == "invalid_choice" for error in errors):
+                continue
+            label = str(field.label or pretty_name(name))
+            messages = []
+            for error in errors:
+                if error.code == "invalid_choice":
+                    value = (error.params or {}).get("value", self.data.get(self.add_prefix(name)))
+                    messages.append(
+                        ValidationError(
+                            invalid_choice_message(field, value, label=label),
+                            code="invalid_choice",
+                        )
+                    )
+                else:
+                    messages.append(error)
+            errors_by_field[name] = self.error_class(messages, renderer=self.renderer)
+
+
+class InlineValidationMixin(NamedChoicesMixin):
     """Each visible widget posts the whole form to `validate_url` as the user types.
 
     The endpoint answers with the partial of the one field that fired (named by

@@ -126,6 +126,7 @@ class RevisionLoadTestUploadView(DomainVerbMixin, GenericAPIView):
                 filename=file.name,
                 format=fields.get("format"),
                 measured_at=fields.get("measured_at"),
+                accept_mismatch=fields.get("accept_mismatch", ""),
             )
         except exceptions.ValidationError as exc:
             if _too_large(exc.detail):

@@ -12,6 +12,7 @@ from django.conf import settings
 
 from ledger.importers import FORMATS
 from ledger.models import LoadTestReport
+from lib.forms import NamedChoicesMixin
 
 FORMAT_LABELS = {
     "aiperf": "NVIDIA AIPerf (profile_export.jsonl, profile_export_aiperf.json/.csv)",
@@ -24,7 +25,7 @@ FORMAT_LABELS = {
 }
 
 
-class LoadTestUploadForm(forms.Form):
+class LoadTestUploadForm(NamedChoicesMixin, forms.Form):
     """Workload class, the file as the tool wrote it, and an optional format override."""
 
     workload = forms.ChoiceField(
@@ -47,6 +48,16 @@ class LoadTestUploadForm(forms.Form):
         required=False,
         choices=[("", "Detect from the content"), *((k, FORMAT_LABELS.get(k, k)) for k in FORMATS)],
         help_text="Only when detection picks the wrong importer.",
+    )
+
+    accept_mismatch = forms.CharField(
+        label="Measured on a different model, engine or GPU — reason",
+        required=False,
+        max_length=500,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Only when the file measured another model, engine or GPU than this "
+        "revision and belongs here anyway: say why. The reason is recorded, and the report "
+        "is marked mismatched wherever it is shown; it never counts as current evidence.",
     )
 
     def __init__(self, *args, **kwargs):

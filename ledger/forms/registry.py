@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db.models import QuerySet
 
-from ledger import services
+from ledger import permissions, services
 from ledger.engines import check_launch_parameters
 from ledger.models import (
     Capability,
@@ -21,7 +21,12 @@ from ledger.models import (
     Service,
     Team,
 )
-from ledger.validators import parse_image, unpinned_image_message, validate_json_object
+from ledger.validators import (
+    parse_image,
+    unpinned_image_message,
+    validate_json_object,
+    validate_name_token,
+)
 from lib.forms import CommaListField, InlineValidationMixin, JSONField, PrettyJSONField
 
 # ---------------------------------------------------------------- services
@@ -251,22 +256,33 @@ class RuntimeForm(InlineValidationMixin, forms.ModelForm):
 # ---------------------------------------------------------------- revisions and capabilities
 
 
+class RuntimeChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Runtime) -> str:
+        gpus = f"{obj.gpu_count} x {obj.gpu_model}" if obj.gpu_model else f"{obj.gpu_count} GPU"
+        return (
+            f"{obj.name} ({obj.get_engine_display()} {obj.engine_version}, {gpus}; "
+            f"team {obj.team.slug})"
+        )
+
+
 class RevisionForm(InlineValidationMixin, forms.Form):
     model_asset = forms.ModelChoiceField(
         queryset=ModelAsset.objects.none(),
         label="Model asset",
         help_text="Active or deprecated assets of the service's team; retired ones cannot be used.",
     )
-    runtime = forms.ModelChoiceField(
+    runtime = RuntimeChoiceField(
         queryset=Runtime.objects.none(),
-        help_text="Runtimes of the service's team.",
+        help_text="Any runtime in the registry: its team maintains it, every service may use it.",
     )
     context_limit = forms.IntegerField(
         min_value=1,
         help_text="Largest prompt + output, in tokens; the runtime's context flag may not exceed it.",
     )
     gateway_policy_version = forms.CharField(
-        max_length=40, help_text="Version of the gateway routing/limits policy, e.g. gw-12."
+        max_length=40,
+        validators=[validate_name_token],
+        help_text="Version of the gateway routing/limits policy, e.g. gw-12.",
     )
     notes = forms.CharField(
         required=False,
@@ -277,16 +293,36 @@ class RevisionForm(InlineValidationMixin, forms.Form):
         queryset=Revision.objects.none(), required=False, widget=forms.HiddenInput
     )
 
-    def __init__(self, *args: Any, service: Service, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, service: Service, copy_of: Revision | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.service = service
         # Copies of the class's ModelChoiceFields; `self.fields` types them as plain Fields.
         model_asset = cast("forms.ModelChoiceField[ModelAsset]", self.fields["model_asset"])
-        model_asset.queryset = ModelAsset.objects.usable().filter(team=service.team_id)
+        model_asset.queryset = permissions.assets_usable_by(service)
         runtime = cast("forms.ModelChoiceField[Runtime]", self.fields["runtime"])
-        runtime.queryset = Runtime.objects.filter(team=service.team_id)
+        runtime.queryset = permissions.runtimes_usable_by(service).select_related("team")
         based_on = cast("forms.ModelChoiceField[Revision]", self.fields["based_on"])
         based_on.queryset = service.revisions.all()
+        if copy_of is not None:
+            self._explain_what_cannot_be_copied(copy_of)
+
+    def _explain_what_cannot_be_copied(self, source: Revision) -> None:
+        """A copy keeps every part of its source; a part that can no longer be offered
+        is named with the reason, instead of an empty choice and "This field is required"."""
+        if not permissions.assets_usable_by(self.service).filter(pk=source.model_asset_id).exists():
+            why = permissions.asset_refusal(self.service, source.model_asset)
+            self.warn(
+                "model_asset",
+                f"{source.label}'s model asset {source.model_asset} is not offered: "
+                f"{why or 'it cannot be used here.'}",
+            )
+        if not permissions.runtimes_usable_by(self.service).filter(pk=source.runtime_id).exists():
+            self.warn(
+                "runtime",
+                f"{source.label}'s runtime {source.runtime.name} is not offered; choose another.",
+            )
 
     def clean(self) -> dict[str, Any]:
         super().clean()

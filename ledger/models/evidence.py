@@ -94,6 +94,12 @@ class LoadTestReport(models.Model):
         help_text="ParsedReport.to_json(): every level with its conditions and results."
     )
     warnings = models.JSONField(default=list, blank=True)
+    mismatch = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Empty, or when the file measured another model, engine or GPU and was "
+        'attached anyway: {"fields", "reason", "differences"} (queries.Mismatch).',
+    )
     # The first load level, as columns (see LoadTestReport.headline_level).
     level_count = models.PositiveSmallIntegerField(default=1)
     requests = models.PositiveIntegerField(null=True, blank=True)
@@ -158,6 +164,11 @@ class LoadTestReport(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(level_count__gte=1), name="ledger_loadtestreport_has_levels"
+            ),
+            # A mismatch is attached only with its reason recorded.
+            models.CheckConstraint(
+                condition=Q(mismatch={}) | Q(mismatch__has_key="reason"),
+                name="ledger_loadtestreport_mismatch_has_reason",
             ),
         ]
         indexes = [

@@ -10,7 +10,16 @@ from django.db.models import Q
 
 from ledger import locks
 from ledger.engines import Engine
-from ledger.validators import validate_digest, validate_image_reference, validate_spdx_id
+from ledger.validators import (
+    validate_digest,
+    validate_gpu_count,
+    validate_gpu_memory,
+    validate_image_reference,
+    validate_name_token,
+    validate_repository,
+    validate_spdx_id,
+    validate_version,
+)
 
 
 class Team(models.Model):
@@ -203,14 +212,24 @@ class ModelAsset(models.Model):
         DEPRECATED = "deprecated", "Deprecated"
         RETIRED = "retired", "Retired"
 
-    name = models.CharField(max_length=160, help_text="e.g. Qwen2.5-7B-Instruct-AWQ")
+    name = models.CharField(
+        max_length=160, validators=[validate_name_token], help_text="e.g. Qwen2.5-7B-Instruct-AWQ"
+    )
     revision = models.CharField(
-        max_length=80, help_text="The artifact's own revision: a hub commit, tag or version."
+        max_length=80,
+        validators=[validate_version],
+        help_text="The artifact's own revision: a hub commit, tag or version.",
     )
     team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="model_assets")
-    family = models.CharField(max_length=80, help_text="e.g. qwen2.5, llama-3.1, gemma-3")
+    family = models.CharField(
+        max_length=80,
+        validators=[validate_name_token],
+        help_text="e.g. qwen2.5, llama-3.1, gemma-3",
+    )
     source_repository = models.CharField(
-        max_length=300, help_text="Where the weights come from: a hub repo id or URL."
+        max_length=300,
+        validators=[validate_repository],
+        help_text="Where the weights come from: a hub repo id or URL.",
     )
     weights_digest = models.CharField(max_length=71, validators=[validate_digest])
     license = models.ForeignKey(License, on_delete=models.PROTECT, related_name="model_assets")
@@ -226,7 +245,7 @@ class ModelAsset(models.Model):
     derivation = models.CharField(
         max_length=12, choices=Derivation.choices, default=Derivation.BASE
     )
-    tokenizer_id = models.CharField(max_length=300, blank=True)
+    tokenizer_id = models.CharField(max_length=300, blank=True, validators=[validate_repository])
     tokenizer_digest = models.CharField(max_length=71, validators=[validate_digest])
     chat_template_digest = models.CharField(
         max_length=71,
@@ -307,7 +326,9 @@ class Runtime(models.Model):
     name = models.SlugField(max_length=100, unique=True, help_text="e.g. vllm-0-6-3-h100x2")
     team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="runtimes")
     engine = models.CharField(max_length=24, choices=Engine.choices)
-    engine_version = models.CharField(max_length=40, help_text="e.g. 0.6.3")
+    engine_version = models.CharField(
+        max_length=40, validators=[validate_version], help_text="e.g. 0.6.3"
+    )
     image = models.CharField(
         max_length=300,
         validators=[validate_image_reference],
@@ -319,8 +340,12 @@ class Runtime(models.Model):
         help_text='Engine flags as a JSON object, e.g. {"max_model_len": 32768}.',
     )
     gpu_model = models.CharField("GPU model", max_length=60, blank=True, help_text="e.g. H100-80GB")
-    gpu_count = models.PositiveSmallIntegerField("GPU count", default=1)
-    gpu_memory_gb = models.PositiveIntegerField("GPU memory (GB each)", null=True, blank=True)
+    gpu_count = models.PositiveSmallIntegerField(
+        "GPU count", default=1, validators=[validate_gpu_count]
+    )
+    gpu_memory_gb = models.PositiveIntegerField(
+        "GPU memory (GB each)", null=True, blank=True, validators=[validate_gpu_memory]
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -330,6 +355,11 @@ class Runtime(models.Model):
             models.CheckConstraint(
                 condition=Q(engine__in=[choice for choice, _ in Engine.choices]),
                 name="ledger_runtime_engine_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(gpu_count__gte=1),
+                name="ledger_runtime_gpu_count_positive",
+                violation_error_message="A runtime runs on at least 1 GPU per replica.",
             ),
         ]
 
@@ -362,7 +392,9 @@ class Revision(models.Model):
         help_text="Largest prompt + output, in tokens, this revision serves."
     )
     gateway_policy_version = models.CharField(
-        max_length=40, help_text="Version of the gateway routing/limits policy."
+        max_length=40,
+        validators=[validate_name_token],
+        help_text="Version of the gateway routing/limits policy.",
     )
     notes = models.TextField(blank=True)
     based_on = models.ForeignKey(

@@ -1,8 +1,8 @@
 """The ledger's read side: named reads, verdicts and comparisons. Nothing here writes.
 
 Split by feature; import from this package (`from ledger import queries`).
-Release gates read `current_reports`, `evidence_status`, `slo_matrix` and
-`license_findings`; the release page and the rollback target check read
+Release gates read `current_reports`, `evidence_status`, `mismatched_reports`,
+`slo_matrix` and `license_findings`; the release page and the rollback target check read
 `revision_diff`; pages read the rest.
 """
 
@@ -38,6 +38,17 @@ from ledger.queries.events import (
     events_of_service,
     subject_type_choices,
     subject_type_names,
+)
+from ledger.queries.evidence_match import (
+    EvidenceMatch,
+    FileIdentity,
+    Mismatch,
+    file_identity,
+    match_evidence,
+    mismatched_reports,
+    normalise_engine,
+    normalise_gpu,
+    normalise_model_name,
 )
 from ledger.queries.goodput import (
     GOODPUT_TARGET,
@@ -105,8 +116,10 @@ __all__ = [
     "Change",
     "Comparison",
     "EventNote",
+    "EvidenceMatch",
     "EvidenceStatus",
     "FieldChange",
+    "FileIdentity",
     "Finding",
     "FingerprintCheck",
     "GoodputResult",
@@ -115,6 +128,7 @@ __all__ = [
     "MatrixColumn",
     "MatrixRevision",
     "MatrixRow",
+    "Mismatch",
     "RevisionReports",
     "ServingInterval",
     "SloMatrix",
@@ -132,6 +146,7 @@ __all__ = [
     "event_notes",
     "events_of_service",
     "evidence_status",
+    "file_identity",
     "fingerprint_check",
     "fingerprint_twins",
     "goodput_of",
@@ -151,9 +166,14 @@ __all__ = [
     "live_vs_candidate",
     "load_axis",
     "load_of",
+    "match_evidence",
     "max_age_days",
+    "mismatched_reports",
     "needs_recompute",
     "newest_by_workload",
+    "normalise_engine",
+    "normalise_gpu",
+    "normalise_model_name",
     "pct",
     "register_trend_markers",
     "report_capacity",

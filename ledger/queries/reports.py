@@ -99,7 +99,8 @@ def revision_reports(revision: Revision, *, now: dt.datetime | None = None) -> R
     return {
         "reports": reports,
         "latency_points": points,
-        "stale_count": sum(1 for r in reports if r.status.status == "stale"),
+        # Stale and mismatched reports alike are left out of the chart.
+        "stale_count": sum(1 for r in reports if r.status.status != "current"),
     }
 
 

@@ -21,7 +21,7 @@ from ledger.queries.goodput import (
 )
 from ledger.queries.staleness import EvidenceStatus, evidence_status
 
-Attainment = Literal["met", "breached", "no SLO", "no evidence", "stale"]
+Attainment = Literal["met", "breached", "no SLO", "no evidence", "stale", "mismatched"]
 
 
 class MatrixColumn(TypedDict):
@@ -158,7 +158,7 @@ def _choose_reports(
         key = (report.revision_id, report.workload)
         status = evidence_status(report, now=now)
         held = chosen.get(key)
-        if held is None or (held[1].status == "stale" and status.status == "current"):
+        if held is None or (held[1].status != "current" and status.status == "current"):
             chosen[key] = (report, status)
     return chosen
 
@@ -195,8 +195,9 @@ def _cells(
     cells = []
     for column in MATRIX_COLUMNS:
         value, bound, note = values[column["key"]]
-        if status.status == "stale":
-            word: Attainment = "stale"
+        if status.status != "current":
+            # "stale" or "mismatched": the numbers are shown, but they do not count.
+            word: Attainment = status.status
             note = status.reason
         elif bound is None:
             word = "no SLO"

@@ -1,7 +1,8 @@
-"""Is load-test evidence current: bound to the revision's fingerprint, hardware and age.
+"""Is load-test evidence current: bound to the revision's fingerprint, hardware and age,
+and measured on what the revision serves.
 
-Release gates call `current_reports(revision)` (stale evidence is not accepted)
-and `evidence_status(report)`.
+Release gates call `current_reports(revision)` (stale and mismatched evidence is
+not accepted), `evidence_status(report)` and `mismatched_reports(revision)`.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ from django.conf import settings
 from django.utils import timezone
 
 from ledger.models import LoadTestReport, Revision
+from ledger.queries.evidence_match import describe, normalise_gpu
 
-StatusWord = Literal["current", "stale"]
+# mismatched: attached with a recorded reason although the file measured another
+# model, engine or GPU (evidence_match); it never counts as current.
+StatusWord = Literal["current", "stale", "mismatched"]
 _Report = TypeVar("_Report", bound=LoadTestReport)
 
 
@@ -31,7 +35,7 @@ def max_age_days(tier: str) -> int:
 
 
 def evidence_status(report: LoadTestReport, *, now: dt.datetime | None = None) -> EvidenceStatus:
-    """("current", "") or ("stale", why), the reasons joined with "; ".
+    """("current", ""), or ("stale" | "mismatched", why), the reasons joined with "; ".
 
     A report is bound to what it measured: the revision's fingerprint, the
     hardware (GPU model and count) and its age. Reads report.revision, its
@@ -40,6 +44,13 @@ def evidence_status(report: LoadTestReport, *, now: dt.datetime | None = None) -
     now = now or timezone.now()
     revision = report.revision
     reasons = []
+    mismatch = report.mismatch
+    if mismatch:
+        differences = "; ".join(describe(d, revision.label) for d in mismatch["differences"])
+        reasons.append(
+            f"measured on a different {' and '.join(_mismatch_words(mismatch['fields']))} "
+            f"({differences}); attached anyway because: {mismatch['reason']}"
+        )
     limit = max_age_days(revision.service.tier)
     age = now - report.measured_at
     if age > dt.timedelta(days=limit):
@@ -55,14 +66,23 @@ def evidence_status(report: LoadTestReport, *, now: dt.datetime | None = None) -
     runtime = revision.runtime
     measured = (report.hardware.get("gpu_model") or "", report.hardware.get("gpu_count"))
     now_runs = (runtime.gpu_model or "", runtime.gpu_count)
-    if measured[0].lower() != now_runs[0].lower() or measured[1] != now_runs[1]:
+    if (
+        normalise_gpu(measured[0]) != normalise_gpu(now_runs[0]) or measured[1] != now_runs[1]
+    ) and not (mismatch and {"gpu_model", "gpu_count"} & set(mismatch["fields"])):
         reasons.append(
             f"it ran on {_hardware_label(*measured)}; {revision.label} runs on "
             f"{_hardware_label(*now_runs)}"
         )
+    if mismatch:
+        return EvidenceStatus("mismatched", "; ".join(reasons))
     if reasons:
         return EvidenceStatus("stale", "; ".join(reasons))
     return EvidenceStatus("current", "")
+
+
+def _mismatch_words(fields: list[str]) -> list[str]:
+    words = {"model": "model", "engine": "engine", "gpu_model": "GPU", "gpu_count": "GPU"}
+    return list(dict.fromkeys(words.get(f, f) for f in fields))
 
 
 def _short(fingerprint: str) -> str:

@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
 
 from ledger import queries
 from ledger.importers import FORMATS
 from ledger.models import LoadTestReport
+from ledger.serializers.choices import NamedChoicesMixin
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -22,7 +23,7 @@ class ReportFileField(serializers.FileField):
     """A file in a multipart body (documented as binary, not as the URL a response would hold)."""
 
 
-class LoadTestUploadSerializer(serializers.Serializer):
+class LoadTestUploadSerializer(NamedChoicesMixin, serializers.Serializer):
     """The multipart body of an upload."""
 
     workload = serializers.ChoiceField(
@@ -42,6 +43,14 @@ class LoadTestUploadSerializer(serializers.Serializer):
     measured_at = serializers.DateTimeField(
         required=False, help_text="When the test ran; default: the time of the upload."
     )
+    accept_mismatch = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=500,
+        help_text="Only when the file measured another model, engine or GPU than the revision "
+        "(the upload is refused otherwise, naming both sides): why it belongs here anyway. "
+        "Recorded; the report is then `mismatched` and never current.",
+    )
 
 
 class _StatusCache(TypedDict):
@@ -58,6 +67,26 @@ def _status(report: LoadTestReport, context: dict[str, Any]) -> queries.Evidence
     return cached._api_status
 
 
+class DifferenceSerializer(serializers.Serializer):
+    field = serializers.CharField(help_text="model, engine, gpu_model or gpu_count.")
+    file = serializers.CharField(help_text="What the file says it measured.")
+    revision = serializers.CharField(help_text="What the revision serves or runs on.")
+
+
+# A serializer cannot declare a field named `fields`; the schema's shape is built inline.
+MismatchSerializer = inline_serializer(
+    name="Mismatch",
+    fields={
+        "fields": serializers.ListField(
+            child=serializers.CharField(), help_text="model, engine, gpu_model, gpu_count."
+        ),
+        "reason": serializers.CharField(help_text="Why it was attached anyway, as recorded."),
+        "differences": DifferenceSerializer(many=True),
+    },
+    allow_null=True,
+)
+
+
 class LoadTestReportSerializer(serializers.ModelSerializer):
     service = serializers.CharField(source="revision.service.slug", read_only=True)
     revision_label = serializers.CharField(source="revision.label", read_only=True)
@@ -68,10 +97,15 @@ class LoadTestReportSerializer(serializers.ModelSerializer):
         help_text="Username of who uploaded it; null when the system did, or the account is gone.",
     )
     status = serializers.SerializerMethodField(
-        help_text="current, or stale: older than the tier allows, or measured another "
-        "fingerprint or hardware. Release gates accept only current evidence."
+        help_text="current; stale: older than the tier allows, or measured another "
+        "fingerprint or hardware; mismatched: the file measured another model, engine or "
+        "GPU and was attached with a recorded reason. Release gates accept only current evidence."
     )
     status_reason = serializers.SerializerMethodField()
+    mismatch = serializers.SerializerMethodField(
+        help_text="null, or what the file measured that differs from the revision and the "
+        "recorded reason it was attached anyway."
+    )
 
     class Meta:
         model = LoadTestReport
@@ -83,6 +117,7 @@ class LoadTestReportSerializer(serializers.ModelSerializer):
             "workload",
             "status",
             "status_reason",
+            "mismatch",
             "tool",
             "tool_version",
             "format",
@@ -116,6 +151,10 @@ class LoadTestReportSerializer(serializers.ModelSerializer):
 
     def get_status_reason(self, report: LoadTestReport) -> str:
         return _status(report, self.context).reason
+
+    @extend_schema_field(MismatchSerializer)
+    def get_mismatch(self, report: LoadTestReport) -> dict[str, Any] | None:
+        return report.mismatch or None
 
 
 class GoodputSerializer(serializers.Serializer):

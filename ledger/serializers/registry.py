@@ -24,8 +24,9 @@ from ledger.models import (
 )
 from ledger.queries import license_findings
 from ledger.roles import roles_of
+from ledger.serializers.choices import NamedChoicesMixin
 from ledger.serializers.licenses import LicenseAcceptanceSerializer, LicenseReviewRecordSerializer
-from ledger.validators import EXAMPLE_DIGEST
+from ledger.validators import EXAMPLE_DIGEST, validate_name_token
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -134,7 +135,7 @@ class FindingSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
-class ServiceSerializer(serializers.ModelSerializer):
+class ServiceSerializer(NamedChoicesMixin, serializers.ModelSerializer):
     team = serializers.SlugRelatedField(slug_field="slug", queryset=Team.objects.all())
     task_types = TaskTypeSlugsField(required=False, help_text='Slugs, e.g. ["chat", "rag"].')
     tenants = serializers.ListField(
@@ -185,7 +186,7 @@ class ServiceDetailSerializer(ServiceSerializer):
 # ---------------------------------------------------------------- model assets
 
 
-class ModelAssetSerializer(serializers.ModelSerializer):
+class ModelAssetSerializer(NamedChoicesMixin, serializers.ModelSerializer):
     team = serializers.SlugRelatedField(slug_field="slug", queryset=Team.objects.all())
     license = serializers.SlugRelatedField(slug_field="spdx_id", queryset=License.objects.all())
 
@@ -280,7 +281,7 @@ class LifecycleDateSerializer(serializers.Serializer):
 # ---------------------------------------------------------------- runtimes
 
 
-class RuntimeSerializer(serializers.ModelSerializer):
+class RuntimeSerializer(NamedChoicesMixin, serializers.ModelSerializer):
     team = serializers.SlugRelatedField(slug_field="slug", queryset=Team.objects.all())
     launch_parameters = serializers.DictField(
         required=False,
@@ -325,7 +326,7 @@ class RuntimeDetailSerializer(LockSerializerMixin, RuntimeSerializer):
 # ---------------------------------------------------------------- capabilities
 
 
-class CapabilitySerializer(serializers.ModelSerializer):
+class CapabilitySerializer(NamedChoicesMixin, serializers.ModelSerializer):
     service: serializers.SlugRelatedField[Service] = serializers.SlugRelatedField(
         source="revision.service", read_only=True, slug_field="slug"
     )
@@ -451,5 +452,7 @@ class NewRevisionSerializer(serializers.Serializer):
         slug_field="name", queryset=Runtime.objects.all(), required=False
     )
     context_limit = serializers.IntegerField(min_value=1, required=False)
-    gateway_policy_version = serializers.CharField(max_length=40, required=False)
+    gateway_policy_version = serializers.CharField(
+        max_length=40, required=False, validators=[validate_name_token]
+    )
     notes = serializers.CharField(required=False, allow_blank=True)

@@ -28,10 +28,19 @@ from ledger.chain import append_event
 from ledger.importers import FORMATS, ParsedReport, ReportFormatError, parse_report
 from ledger.importers.report import ReportJSON
 from ledger.models import LoadTestReport, LoadTestRequestData, RequestLevel, Revision
-from ledger.queries import goodput_slo, level_goodputs
+from ledger.queries import (
+    Mismatch,
+    file_identity,
+    goodput_slo,
+    level_goodputs,
+    match_evidence,
+    normalise_gpu,
+)
+from ledger.validators import validate_override_reason
 from lib.actors import Actor
 
 __all__ = [
+    "check_evidence_match",
     "hardware_for",
     "import_loadtest_report",
     "preview_loadtest_report",
@@ -43,9 +52,8 @@ _CHUNK = 1024 * 1024
 # measured_at may be a little ahead: clocks of CI runners drift.
 _CLOCK_SKEW = dt.timedelta(minutes=5)
 
-# Keys a tool's metadata may use to say which hardware it ran on.
-_FILE_GPU_MODEL_KEYS = ("gpu_model", "gpu_type", "gpu")
-_FILE_GPU_COUNT_KEYS = ("gpu_count", "num_gpus")
+# The reason given for attaching a file that measured something else.
+_REASON_MAX = 500
 
 
 def _max_bytes() -> int:
@@ -141,9 +149,8 @@ def hardware_for(revision: Revision, parsed: ParsedReport) -> tuple[dict[str, An
         "gpu_memory_gb": runtime.gpu_memory_gb,
         "source": "runtime",
     }
-    meta = parsed.meta
-    model = next((str(meta[k]) for k in _FILE_GPU_MODEL_KEYS if meta.get(k)), None)
-    count = next((meta[k] for k in _FILE_GPU_COUNT_KEYS if isinstance(meta.get(k), int)), None)
+    found = file_identity(parsed.meta)
+    model, count = found.gpu_model, found.gpu_count
     if model is None and count is None:
         return hardware, []
     if model is not None:
@@ -152,8 +159,8 @@ def hardware_for(revision: Revision, parsed: ParsedReport) -> tuple[dict[str, An
         hardware["gpu_count"] = count
     hardware["source"] = "file"
     warnings = []
-    if (hardware["gpu_model"].lower(), hardware["gpu_count"]) != (
-        (runtime.gpu_model or "").lower(),
+    if (normalise_gpu(hardware["gpu_model"] or ""), hardware["gpu_count"]) != (
+        normalise_gpu(runtime.gpu_model or ""),
         runtime.gpu_count,
     ):
         warnings.append(
@@ -161,6 +168,39 @@ def hardware_for(revision: Revision, parsed: ParsedReport) -> tuple[dict[str, An
             f"runtime {runtime.name} has {runtime.gpu_count} x {runtime.gpu_model or 'unnamed GPU'}"
         )
     return hardware, warnings
+
+
+def check_evidence_match(
+    revision: Revision, parsed: ParsedReport, *, filename: str, accept_mismatch: str = ""
+) -> Mismatch | None:
+    """Refuse a file that measured another model, engine or GPU than `revision`, unless a
+    reason is given; then return what to record (`LoadTestReport.mismatch`).
+
+    The refusal is keyed `accept_mismatch` (the form field, the API field and the
+    command's flag that take the reason) and names both sides.
+    """
+    match = match_evidence(revision, parsed.meta)
+    if match.matches:
+        return None
+    label = f"{revision.service.slug} {revision.label}"
+    reason = (accept_mismatch or "").strip()
+    if not reason:
+        raise ValidationError(
+            {
+                "accept_mismatch": ValidationError(
+                    f"{filename} measured something other than {label}: "
+                    f"{match.summary(revision.label)}. Attach it to the revision it measured, "
+                    'or give the reason it belongs here anyway ("measured on a different '
+                    'model — reason"); the report is then marked mismatched.',
+                    code="mismatch",
+                )
+            }
+        )
+    try:
+        validate_override_reason(reason, max_length=_REASON_MAX)
+    except ValidationError as error:
+        raise ValidationError({"accept_mismatch": error}) from error
+    return {"fields": match.fields, "reason": reason, "differences": match.differences}
 
 
 def _request_arrays(parsed: ParsedReport) -> list[RequestLevel] | None:
@@ -187,6 +227,7 @@ def _build_report(
     sha256: str,
     size: int,
     measured_at: dt.datetime,
+    mismatch: Mismatch | None,
 ) -> tuple[LoadTestReport, LoadTestRequestData | None]:
     hardware, hardware_warnings = hardware_for(revision, parsed)
     results = parsed.to_json()
@@ -218,6 +259,7 @@ def _build_report(
         uploaded_by=actor if actor is not None and actor.is_authenticated else None,
         results=results,
         warnings=[*parsed.warnings, *hardware_warnings],
+        mismatch=mismatch or {},
         level_count=len(parsed.levels),
         requests=first.conditions.requests,
         errored=first.conditions.errored,
@@ -255,6 +297,7 @@ def import_loadtest_report(
     filename: str,
     format: str | None = None,
     measured_at: dt.datetime | None = None,
+    accept_mismatch: str = "",
 ) -> tuple[LoadTestReport, bool]:
     """Attach a load-test file to a revision as evidence for one workload class.
 
@@ -262,10 +305,14 @@ def import_loadtest_report(
     revision returns the existing report and records nothing. Raises
     PermissionDenied unless the actor is a model owner of the service's team
     (None is the system), and ValidationError keyed by `file` (naming the file
-    and the line or JSON path), `workload`, `format` or `measured_at`.
+    and the line or JSON path), `workload`, `format`, `measured_at` or
+    `accept_mismatch` (the file measured another model, engine or GPU: see
+    `check_evidence_match`; with a reason it is attached and marked mismatched).
     """
     stream = _binary(file)
-    revision = Revision.objects.select_related("service__team", "runtime").get(pk=revision.pk)
+    revision = Revision.objects.select_related("service__team", "runtime", "model_asset").get(
+        pk=revision.pk
+    )
     permissions.ensure_can_attach_evidence(revision, actor=actor)
     _check_choices(workload, format)
     now = timezone.now()
@@ -277,6 +324,9 @@ def import_loadtest_report(
     if existing is not None:
         return existing, False
     parsed = _parse(stream, filename, format)
+    mismatch = check_evidence_match(
+        revision, parsed, filename=filename, accept_mismatch=accept_mismatch
+    )
     report, data = _build_report(
         revision,
         parsed,
@@ -286,6 +336,7 @@ def import_loadtest_report(
         sha256=sha256,
         size=size,
         measured_at=measured_at or now,
+        mismatch=mismatch,
     )
     report.clean_fields(exclude=["raw_file", "revision", "uploaded_by"])
 
@@ -343,4 +394,6 @@ def _event_payload(report: LoadTestReport) -> dict[str, Any]:
         "tpot_p95_ms": report.tpot_p95_ms,
         "goodput": report.goodput,
         "goodput_slo": report.goodput_slo,
+        # The recorded override: what differed and the reason it was attached anyway.
+        "mismatch": report.mismatch or None,
     }

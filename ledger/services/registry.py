@@ -549,11 +549,9 @@ def check_revision(
     revision form runs it as the user types.
     """
     errors: dict[str, list[str]] = {}
-    if asset.lifecycle == ModelAsset.Lifecycle.RETIRED:
-        errors.setdefault("model_asset", []).append(
-            f"{asset} was retired on {asset.retired_on}; a retired asset cannot go into a new revision. "
-            "Choose an active asset."
-        )
+    refusal = permissions.asset_refusal(service, asset)
+    if refusal:
+        errors.setdefault("model_asset", []).append(refusal)
     if service.tier == Service.Tier.PRODUCTION:
         try:
             pinned = parse_image(runtime.image).pinned

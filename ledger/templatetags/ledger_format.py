@@ -18,6 +18,7 @@ WORD_CLASSES = {
     "met": "ok",
     "breached": "bad",
     "stale": "warn",
+    "mismatched": "bad",
     "no SLO": "none",
     "no evidence": "none",
 }

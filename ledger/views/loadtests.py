@@ -45,7 +45,7 @@ from lib.pages import apply_errors, wants_fragment
 
 def _revision_for_upload(request: AuthenticatedHttpRequest, slug: str, number: int) -> Revision:
     revision = get_object_or_404(
-        Revision.objects.select_related("service__team", "runtime"),
+        Revision.objects.select_related("service__team", "runtime", "model_asset"),
         service__slug=slug,
         number=number,
     )
@@ -102,7 +102,14 @@ def _preview_for_page(preview: Mapping[str, Any], revision: Revision) -> dict[st
     duplicate = LoadTestReport.objects.filter(
         revision=revision, raw_sha256=preview["sha256"]
     ).first()
-    return {**preview, "levels": queries.shaped_levels(preview["levels"]), "duplicate": duplicate}
+    match = queries.match_evidence(revision, preview["meta"])
+    return {
+        **preview,
+        "levels": queries.shaped_levels(preview["levels"]),
+        "duplicate": duplicate,
+        "match": match,
+        "mismatch_summary": match.summary(revision.label),
+    }
 
 
 def _upload_context(revision: Revision, form: LoadTestUploadForm, preview=None) -> dict[str, Any]:
@@ -168,6 +175,7 @@ def loadtest_upload(request: AuthenticatedHttpRequest, slug: str, number: int) -
                 file=upload,
                 filename=upload.name,
                 format=form.cleaned_data["format"],
+                accept_mismatch=form.cleaned_data["accept_mismatch"],
             )
         except ValidationError as error:
             apply_errors(form, error)

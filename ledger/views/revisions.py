@@ -107,10 +107,19 @@ def revision_new_from(request: AuthenticatedHttpRequest, slug: str, number: int)
     return redirect(f"{url}?{urlencode({'from': revision.number})}", permanent=False)
 
 
-def _prefill(service: Service, number: str | None) -> dict:
-    if not number or not number.isdigit():
-        return {}
-    based_on = service.revisions.filter(number=int(number)).first()
+def _copy_source(service: Service, number: str | None) -> Revision | None:
+    """The revision named by `?from=<number>`, when it is one of this service's."""
+    if not number or not number.isdigit() or len(number) > 9:
+        return None
+    return (
+        service.revisions.select_related("model_asset__team", "runtime")
+        .filter(number=int(number))
+        .first()
+    )
+
+
+def _prefill(based_on: Revision | None) -> dict:
+    """Everything the source revision had, its runtime and model asset included."""
     if based_on is None:
         return {}
     return {
@@ -127,10 +136,12 @@ def _prefill(service: Service, number: str | None) -> dict:
 @require_http_methods(["GET", "POST"])
 def revision_create(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     service = service_for_edit(request, slug)
+    copy_of = _copy_source(service, request.GET.get("from")) if request.method == "GET" else None
     form = RevisionForm(
         request.POST if request.method == "POST" else None,
         service=service,
-        initial=_prefill(service, request.GET.get("from")),
+        copy_of=copy_of,
+        initial=_prefill(copy_of),
         validate_url=reverse("ledger:revision_create_validate", args=[slug]),
     )
     if request.method == "POST" and form.is_valid():

@@ -74,7 +74,7 @@ def log_in(page, live_server, user) -> None:
 def evidence(kb):  # noqa: F811 - the fixture imported above
     """r1 live with reports, r2 a candidate with a sweep: a comparison on the service page."""
     r1 = kb.live_revision
-    r2 = RevisionFactory(service=kb, runtime=r1.runtime)
+    r2 = RevisionFactory(service=kb, runtime=r1.runtime, model_asset=r1.model_asset)
     with time_machine.travel(timezone.now() - dt.timedelta(days=1), tick=False):
         import_file(r1, "vllm", "vllm_c2_n20_detailed.json", workload="short")
     import_file(r2, "aiperf", "profile_export.jsonl", workload="short")

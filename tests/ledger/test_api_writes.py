@@ -432,6 +432,34 @@ def test_a_retired_asset_cannot_go_into_a_new_revision(api, team):
     assert "a retired asset cannot go into a new revision" in response.json()["model_asset"][0]
 
 
+def test_a_revision_may_run_on_another_teams_runtime_over_the_api(api, team):
+    from tests.ledger.factories import TeamFactory
+
+    live = RevisionFactory(service__team=team)
+    platform = RuntimeFactory(team=TeamFactory(slug="inference-platform"), name="platform-vllm")
+
+    response = api.post(f"/api/revisions/{live.pk}/new-revision/", {"runtime": "platform-vllm"})
+
+    body = response.json()
+    assert response.status_code == 201, body
+    assert body["runtime"] == "platform-vllm"
+    assert Revision.objects.get(pk=body["id"]).runtime == platform
+
+
+def test_a_revision_may_not_serve_another_teams_asset_over_the_api(api, team):
+    from tests.ledger.factories import TeamFactory
+
+    live = RevisionFactory(service__team=team)
+    foreign = ModelAssetFactory(team=TeamFactory(slug="other"))
+
+    response = api.post(f"/api/revisions/{live.pk}/new-revision/", {"model_asset": foreign.pk})
+
+    assert response.status_code == 400
+    message = response.json()["model_asset"][0]
+    assert "belongs to team 'other'" in message
+    assert "serves assets of its own team 'kb-team'" in message
+
+
 def test_patching_a_locked_revision_says_make_a_new_revision(api, team):
     live = RevisionFactory(service__team=team)
     services.set_live_revision(live.service, live, actor=None)

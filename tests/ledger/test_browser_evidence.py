@@ -21,8 +21,8 @@ from playwright.sync_api import expect
 from ledger import services
 from ledger.models import LoadTestReport, Service
 from tests.factories import PASSWORD
-from tests.ledger.evidence.conftest import fixture_path, import_file
-from tests.ledger.factories import RevisionFactory, RuntimeFactory, ServiceFactory
+from tests.ledger.evidence.conftest import fixture_path, import_file, sample_asset, sample_runtime
+from tests.ledger.factories import RevisionFactory, ServiceFactory
 
 pytestmark = pytest.mark.browser
 
@@ -68,8 +68,9 @@ def kb(team):
         slo_tpot_ms=30,
         slo_error_rate_pct=Decimal("1.00"),
     )
-    runtime = RuntimeFactory(team=team, gpu_model="H100-80GB", gpu_count=2)
-    revision = RevisionFactory(service=service, runtime=runtime)
+    # What the sample files measured: gemma-3-270m on llama.cpp.
+    runtime = sample_runtime(team)
+    revision = RevisionFactory(service=service, runtime=runtime, model_asset=sample_asset(team))
     services.set_live_revision(service, revision, actor=None)
     return Service.objects.select_related("live_revision__runtime").get(pk=service.pk)
 
@@ -136,7 +137,7 @@ def test_a_bad_file_shows_where_it_is_wrong_before_anything_is_saved(live_server
 @pytest.fixture
 def evidence_set(kb):
     r1 = kb.live_revision
-    candidate = RevisionFactory(service=kb, runtime=r1.runtime)
+    candidate = RevisionFactory(service=kb, runtime=r1.runtime, model_asset=r1.model_asset)
     with time_machine.travel(timezone.now() - dt.timedelta(days=100), tick=False):
         import_file(r1, "guidellm", "rate-sweep", "benchmarks.json", workload="batch")
     import_file(r1, "vllm", "vllm_c2_n20_detailed.json", workload="short")

@@ -21,10 +21,9 @@ from django.utils import timezone
 from ledger import queries, services
 from ledger.models import Event, LoadTestReport, Service
 from tests.factories import UserFactory
-from tests.ledger.evidence.conftest import fixture_path, import_file
+from tests.ledger.evidence.conftest import fixture_path, import_file, sample_asset, sample_runtime
 from tests.ledger.factories import (
     RevisionFactory,
-    RuntimeFactory,
     ServiceFactory,
     TeamFactory,
 )
@@ -49,8 +48,9 @@ def kb(team):
         slo_tpot_ms=30,
         slo_error_rate_pct=Decimal("1.00"),
     )
-    runtime = RuntimeFactory(team=team, gpu_model="H100-80GB", gpu_count=2)
-    revision = RevisionFactory(service=service, runtime=runtime)
+    # What the sample files measured: gemma-3-270m on llama.cpp.
+    runtime = sample_runtime(team)
+    revision = RevisionFactory(service=service, runtime=runtime, model_asset=sample_asset(team))
     services.set_live_revision(service, revision, actor=None)
     return Service.objects.select_related("live_revision").get(pk=service.pk)
 
@@ -426,7 +426,7 @@ def test_the_raw_file_is_streamed_as_written_to_anyone_signed_in(client, auditor
 
 def test_a_report_under_another_revisions_address_is_404(client, owner, kb, r1):
     report, _ = import_file(r1, *VLLM)
-    RevisionFactory(service=kb, runtime=r1.runtime)
+    RevisionFactory(service=kb, runtime=r1.runtime, model_asset=r1.model_asset)
     client.force_login(owner)
 
     assert client.get(f"/services/kb-assistant/r2/loadtests/{report.pk}/raw").status_code == 404
@@ -637,7 +637,7 @@ def test_revision_page_query_count_does_not_grow_with_reports(
 def test_service_page_query_count_does_not_grow_with_reports(
     client, owner, kb, r1, count, django_assert_num_queries
 ):
-    candidate = RevisionFactory(service=kb, runtime=r1.runtime)
+    candidate = RevisionFactory(service=kb, runtime=r1.runtime, model_asset=r1.model_asset)
     _attach(r1, count)
     _attach(candidate, count)
     client.force_login(owner)
@@ -659,7 +659,7 @@ def test_service_page_query_count_does_not_grow_with_reports(
 def evidence_set(kb, r1, owner):
     """r1 live: a current vLLM short report and a stale GuideLLM sweep;
     r2 candidate: AIPerf short and inference-perf high concurrency."""
-    candidate = RevisionFactory(service=kb, runtime=r1.runtime)
+    candidate = RevisionFactory(service=kb, runtime=r1.runtime, model_asset=r1.model_asset)
     with time_machine.travel(timezone.now() - dt.timedelta(days=100), tick=False):
         import_file(r1, *SWEEP, workload="batch")
     import_file(r1, *VLLM, workload="short")

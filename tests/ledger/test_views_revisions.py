@@ -151,23 +151,78 @@ def test_revision_inline_validation_checks_the_context_limit(client, owner, kb):
     assert "exceeds the revision" in body
 
 
-def test_revision_form_offers_only_the_services_team_parts(client, owner, kb):
+def test_revision_form_offers_the_teams_assets_and_every_runtime(client, owner, kb):
     from tests.ledger.factories import TeamFactory
 
     other = TeamFactory(slug="other")
     foreign_asset = ModelAssetFactory(team=other)
-    RuntimeFactory(team=other, name="foreign-runtime")
+    RuntimeFactory(team=other, name="platform-runtime", gpu_model="H100-80GB", gpu_count=2)
     retired = ModelAssetFactory(team=kb.team, name="Retired-Model")
     services.retire_asset(retired, actor=None)
     client.force_login(owner)
 
-    form = client.get("/services/kb-assistant/revisions/new").context["form"]
+    response = client.get("/services/kb-assistant/revisions/new")
 
+    form = response.context["form"]
     assets = list(form.fields["model_asset"].queryset)
     assert kb.live_revision.model_asset in assets
     assert foreign_asset not in assets
     assert retired not in assets
-    assert "foreign-runtime" not in [r.name for r in form.fields["runtime"].queryset]
+    # A runtime's team owns editing it, not using it.
+    assert "platform-runtime" in [r.name for r in form.fields["runtime"].queryset]
+    assert "platform-runtime (vLLM 0.6.3, 2 x H100-80GB; team other)" in response.content.decode()
+
+
+def test_a_revision_on_another_teams_runtime_is_created(client, owner, kb):
+    from tests.ledger.factories import TeamFactory
+
+    platform = RuntimeFactory(team=TeamFactory(slug="inference-platform"), name="platform-vllm")
+    client.force_login(owner)
+
+    response = client.post(
+        "/services/kb-assistant/revisions/new",
+        revision_data(kb.live_revision, runtime=platform.pk),
+    )
+
+    assert response.status_code == 302, response.context["form"].errors
+    assert Revision.objects.get(service=kb, number=2).runtime == platform
+
+
+def test_new_revision_from_one_on_a_platform_runtime_keeps_the_runtime(client, owner, team):
+    from tests.ledger.factories import TeamFactory
+
+    service = ServiceFactory(team=team, slug="kb-assistant")
+    platform = RuntimeFactory(team=TeamFactory(slug="inference-platform"), name="platform-vllm")
+    r1 = RevisionFactory(service=service, runtime=platform)
+    client.force_login(owner)
+
+    form = client.get("/services/kb-assistant/revisions/new?from=1").context["form"]
+
+    assert form.initial["runtime"] == platform.pk
+    assert form["runtime"].value() == platform.pk
+    assert platform in form.fields["runtime"].queryset
+    assert form.field_warnings == {}
+    response = client.post(
+        "/services/kb-assistant/revisions/new",
+        {name: form[name].value() for name in form.fields} | {"gateway_policy_version": "gw-2"},
+    )
+    assert response.status_code == 302
+    r2 = Revision.objects.get(service=service, number=2)
+    assert (r2.runtime, r2.model_asset, r2.based_on) == (platform, r1.model_asset, r1)
+
+
+def test_new_revision_from_one_with_a_retired_asset_says_why_it_is_not_offered(client, owner, kb):
+    r1 = kb.live_revision
+    services.retire_asset(r1.model_asset, actor=None)
+    client.force_login(owner)
+
+    response = client.get("/services/kb-assistant/revisions/new?from=1")
+
+    body = response.content.decode()
+    assert f"r1&#x27;s model asset {r1.model_asset} is not offered" in body
+    assert "a retired asset cannot go into a new revision" in body
+    # The runtime and the rest are still copied.
+    assert response.context["form"]["runtime"].value() == r1.runtime_id
 
 
 def test_production_revision_refuses_an_unpinned_runtime(client, owner, team):

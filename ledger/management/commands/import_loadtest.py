@@ -3,7 +3,10 @@
 For people and scripts with shell access instead of an API token: the same
 verb as the upload form and the API (`services.import_loadtest_report`, run as
 the system), the same checks, and the parsed summary printed as JSON. A bad
-file exits non-zero with the error naming the file and the line or JSON path.
+file exits non-zero with the error naming the file and the line or JSON path;
+so does a file that measured another model, engine or GPU than the revision
+(naming both sides), unless `--accept-mismatch "REASON"` records why it belongs
+there anyway.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from ledger import services
+from ledger import queries, services
 from ledger.importers import FORMATS
 from ledger.models import LoadTestReport, Revision
 from ledger.serializers import LoadTestReportDetailSerializer
@@ -53,6 +56,13 @@ class Command(BaseCommand):
             help="Force an importer instead of detecting the format from the content.",
         )
         parser.add_argument(
+            "--accept-mismatch",
+            metavar="REASON",
+            default="",
+            help="Attach the file although it measured another model, engine or GPU than "
+            "the revision, recording REASON; the report is marked mismatched.",
+        )
+        parser.add_argument(
             "--dry-run",
             action="store_true",
             help="Parse and print the summary without storing or recording anything.",
@@ -61,7 +71,9 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         path = Path(options["file"])
         try:
-            revision = Revision.objects.get(pk=options["revision"])
+            revision = Revision.objects.select_related("service", "runtime", "model_asset").get(
+                pk=options["revision"]
+            )
         except Revision.DoesNotExist:
             raise CommandError(f"There is no revision with id {options['revision']}.") from None
         try:
@@ -74,7 +86,15 @@ class Command(BaseCommand):
                     preview = services.preview_loadtest_report(
                         stream, filename=path.name, format=options["format"]
                     )
-                    self._print({"dry_run": True, "created": False, "report": preview})
+                    match = queries.match_evidence(revision, preview["meta"])
+                    self._print(
+                        {
+                            "dry_run": True,
+                            "created": False,
+                            "report": preview,
+                            "mismatch": match.differences or None,
+                        }
+                    )
                     return
                 report, created = services.import_loadtest_report(
                     revision,
@@ -83,6 +103,7 @@ class Command(BaseCommand):
                     file=stream,
                     filename=path.name,
                     format=options["format"],
+                    accept_mismatch=options["accept_mismatch"],
                 )
             except ValidationError as exc:
                 raise CommandError(_messages(exc)) from exc

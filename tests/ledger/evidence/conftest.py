@@ -1,4 +1,8 @@
-"""A production service with SLOs, a revision on two GPUs, and helpers to import sample files."""
+"""A production service with SLOs, a revision on two GPUs, and helpers to import sample files.
+
+The revision serves what the sample files measured (gemma-3-270m on llama.cpp), so that
+they match it; tests of a mismatch make a revision that serves something else.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,12 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from ledger import services
 from ledger.models import LoadTestReport
-from tests.ledger.factories import RevisionFactory, RuntimeFactory, ServiceFactory
+from tests.ledger.factories import (
+    ModelAssetFactory,
+    RevisionFactory,
+    RuntimeFactory,
+    ServiceFactory,
+)
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "loadtest"
 
@@ -50,11 +59,36 @@ def service(team):
     )
 
 
+def sample_runtime(team, **overrides):
+    """llama.cpp on 2 x H100: the engine the sample files name (`server: llama-cpp-python`)."""
+    fields = {
+        "engine": "llama_cpp",
+        "engine_version": "0.3.36",
+        "launch_parameters": {},
+        "gpu_model": "H100-80GB",
+        "gpu_count": 2,
+        **overrides,
+    }
+    return RuntimeFactory(team=team, **fields)
+
+
+def sample_asset(team):
+    """The model the sample files measured (their `model` / `model_id` is gemma-3-270m)."""
+    return ModelAssetFactory(
+        team=team, name="gemma-3-270m-q4_k_m", source_repository="google/gemma-3-270m"
+    )
+
+
 @pytest.fixture
 def runtime(team):
-    return RuntimeFactory(team=team, gpu_model="H100-80GB", gpu_count=2)
+    return sample_runtime(team)
 
 
 @pytest.fixture
-def revision(service, runtime):
-    return RevisionFactory(service=service, runtime=runtime)
+def gemma(team):
+    return sample_asset(team)
+
+
+@pytest.fixture
+def revision(service, runtime, gemma):
+    return RevisionFactory(service=service, runtime=runtime, model_asset=gemma)

@@ -108,7 +108,9 @@ def test_uploading_the_same_file_twice_returns_the_existing_report(revision, own
 def test_the_same_file_for_another_revision_is_other_evidence(revision, service):
     from tests.ledger.factories import RevisionFactory
 
-    other = RevisionFactory(service=service, runtime=revision.runtime)
+    other = RevisionFactory(
+        service=service, runtime=revision.runtime, model_asset=revision.model_asset
+    )
 
     first, _ = import_file(revision, "vllm", "vllm_c2_n20_detailed.json")
     second, created = import_file(other, "vllm", "vllm_c2_n20_detailed.json")

@@ -22,7 +22,7 @@ def live(service, revision):
 
 @pytest.fixture
 def candidate(service, live, runtime):
-    return RevisionFactory(service=service, runtime=runtime)
+    return RevisionFactory(service=service, runtime=runtime, model_asset=live.model_asset)
 
 
 def _fresh(service) -> Service:
@@ -159,7 +159,9 @@ def test_the_matrix_takes_a_constant_number_of_queries(
 
 
 def test_without_a_newer_revision_there_is_no_candidate(service, revision):
-    newest = RevisionFactory(service=service, runtime=revision.runtime)
+    newest = RevisionFactory(
+        service=service, runtime=revision.runtime, model_asset=revision.model_asset
+    )
     services.set_live_revision(service, newest, actor=None)
 
     matrix = queries.slo_matrix(_fresh(service))
@@ -168,7 +170,9 @@ def test_without_a_newer_revision_there_is_no_candidate(service, revision):
 
 
 def test_without_a_live_revision_the_newest_is_the_candidate(service, revision):
-    newest = RevisionFactory(service=service, runtime=revision.runtime)
+    newest = RevisionFactory(
+        service=service, runtime=revision.runtime, model_asset=revision.model_asset
+    )
 
     matrix = queries.slo_matrix(_fresh(service))
 
