@@ -12,7 +12,7 @@ from django.urls import reverse
 from ledger import services
 from ledger.cyclonedx import revision_bom
 from ledger.models import ModelAsset, Revision
-from tests.ledger.evidence.conftest import import_file
+from tests.ledger.evidence.conftest import import_file, sample_asset, sample_runtime
 from tests.ledger.factories import (
     LicenseFactory,
     ModelAssetFactory,
@@ -107,7 +107,13 @@ def test_a_custom_license_ref_is_named_not_given_as_an_spdx_id(team):
     ]
 
 
-def test_current_evidence_becomes_the_model_cards_performance_metrics(revision):
+def test_current_evidence_becomes_the_model_cards_performance_metrics(team):
+    made = RevisionFactory(
+        service=ServiceFactory(team=team),
+        model_asset=sample_asset(team),
+        runtime=sample_runtime(team),
+    )
+    revision = Revision.objects.with_parts().get(pk=made.pk)
     import_file(revision, "vllm", "vllm_c2_n20_detailed.json", workload="short")
     document = revision_bom(revision)
     _valid(document)

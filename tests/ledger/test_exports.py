@@ -25,7 +25,7 @@ from django.core.management import CommandError, call_command
 from ledger import services, signing
 from ledger.chain import append_event, canonical_json
 from ledger.models import Event
-from tests.ledger.evidence.conftest import import_file
+from tests.ledger.evidence.conftest import import_file, sample_asset, sample_runtime
 from tests.ledger.factories import RevisionFactory, ServiceFactory
 
 pytestmark = pytest.mark.django_db
@@ -43,7 +43,9 @@ def history(team):
         ServiceFactory(slug="before", team=team)
     with time_machine.travel(OCT + dt.timedelta(days=2), tick=False):
         service = ServiceFactory(slug="kb-assistant", team=team)
-        revision = RevisionFactory(service=service)
+        revision = RevisionFactory(
+            service=service, model_asset=sample_asset(team), runtime=sample_runtime(team)
+        )
         import_file(revision, "vllm", "vllm_c2_n20_detailed.json")
         services.update_service(service, actor=None, name='=HYPERLINK("http://evil")')
         # A label a spreadsheet would run as a formula, at the start of a cell.

@@ -18,9 +18,13 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def revision():
-    from tests.ledger.factories import RevisionFactory
+    from tests.ledger.evidence.conftest import sample_asset, sample_runtime
+    from tests.ledger.factories import RevisionFactory, TeamFactory
 
-    return RevisionFactory()
+    team = TeamFactory()
+    return RevisionFactory(
+        model_asset=sample_asset(team), runtime=sample_runtime(team), service__team=team
+    )
 
 
 def test_request_data_past_retention_is_dropped_and_recorded(revision, settings):

@@ -166,12 +166,12 @@ def test_catalog_pages_by_25_and_keeps_the_filters(client, owner, team):
     assert 'hx-get="?tier=production&amp;page=2"' in page
 
 
-def test_top_bar_search_lands_on_the_catalog(client, owner):
+def test_top_bar_search_goes_to_the_search_that_opens_one_match(client, owner):
     client.force_login(owner)
 
-    page = client.get("/").content.decode()
+    page = client.get("/assets/").content.decode()
 
-    assert 'action="/services/"' in page
+    assert 'action="/search/"' in page
     assert 'name="q"' in page
     for label in ("Services", "Assets", "Runtimes", "Events"):
         assert f">{label}</a>" in page

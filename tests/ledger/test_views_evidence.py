@@ -645,8 +645,9 @@ def test_service_page_query_count_does_not_grow_with_reports(
     # As in test_views_catalog (9), plus the SLO matrix's 10 live and candidate
     # revisions and 11 their reports, replay's 12 live backends (health) and 13
     # backends (none, so no probes or runs queries) and 14 regressed runs, and the
-    # run-evidence trend's 15 days, 16 live-revision changes and 17 their revisions.
-    with django_assert_num_queries(17):
+    # run-evidence trend's 15 days, 16 live-revision changes and 17 their revisions,
+    # and the serving history's 18 live-revision events and 19 their revisions.
+    with django_assert_num_queries(19):
         response = client.get("/services/kb-assistant/")
 
     assert len(response.context["matrix_blocks"]) == 2

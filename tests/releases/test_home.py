@@ -16,7 +16,7 @@ from ledger.models import Event, ModelAsset
 from releases.queries import attention
 from replay.models import Probe
 from tests.factories import PASSWORD
-from tests.ledger.evidence.conftest import import_file
+from tests.ledger.evidence.conftest import import_file, sample_asset, sample_runtime
 from tests.ledger.factories import ModelAssetFactory, RevisionFactory, ServiceFactory
 from tests.replay.factories import BackendFactory
 
@@ -90,7 +90,11 @@ def test_lapsed_evidence_of_the_live_revision_asks_me_to_act(client, owner, team
     service = ServiceFactory(slug="kb-assistant", team=team, tier="production")
     measured = timezone.now() - dt.timedelta(days=120)
     with time_machine.travel(measured, tick=False):
-        revision = _live(service)
+        # The parts the sample file measured (gemma-3-270m on llama.cpp), so only its age is wrong.
+        revision = RevisionFactory(
+            service=service, model_asset=sample_asset(team), runtime=sample_runtime(team)
+        )
+        ledger_services.set_live_revision(service, revision, actor=None)
         import_file(revision, "vllm", "vllm_c2_n20_detailed.json", workload="high_concurrency")
 
     texts = [i.text for i in _home(client, owner).context["attention"].items if i.urgency == "act"]

@@ -11,7 +11,7 @@ from django.utils import timezone
 from ledger import services as ledger_services
 from releases.queries.readiness import VERIFICATION_MAX_AGE_DAYS, rollback_readiness
 from replay.models import Run, SampleSet
-from tests.ledger.evidence.conftest import import_file
+from tests.ledger.evidence.conftest import import_file, sample_asset, sample_runtime
 from tests.ledger.factories import RevisionFactory, RuntimeFactory, ServiceFactory
 from tests.replay.factories import BackendFactory, SampleSetFactory
 
@@ -43,7 +43,12 @@ def service(team):
 def target(service):
     """r1 served first, then r2 (same shape, so going back breaks nothing); r1 has
     current evidence and a fresh passed verification."""
-    r1 = RevisionFactory(service=service)
+    # The parts the sample load-test file measured, so its evidence is current.
+    r1 = RevisionFactory(
+        service=service,
+        model_asset=sample_asset(service.team),
+        runtime=sample_runtime(service.team),
+    )
     r2 = RevisionFactory(
         service=service,
         model_asset=r1.model_asset,

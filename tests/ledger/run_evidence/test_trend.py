@@ -120,7 +120,7 @@ def test_the_service_page_shows_the_trend_beside_a_table_of_the_same_days(
     assert len(figures) == 1
     assert f'<time datetime="{_days_ago(2).isoformat()}">' in page
     assert '<span class="badge bad">breached</span>' in page
-    assert "plotly.min.js" in page
+    assert "vendor/plotly-basic-" in page
 
 
 def test_without_run_evidence_the_page_says_how_it_arrives(client, sre, service):
