@@ -70,6 +70,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: the request id for every later line, then the time of all that follows.
+    "lib.logs.RequestContextMiddleware",
+    "lib.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -360,14 +363,56 @@ CONTENT_SECURITY_POLICY = {
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 
+# Logs: JSON lines on stdout (python-json-logger), each with the request id and user
+# id (lib/logs.py); LOG_FORMAT=console for plain lines (the default with DEBUG).
+LOG_FORMAT = env_str("LOG_FORMAT", "console" if DEBUG else "json")
+if LOG_FORMAT not in ("json", "console"):
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} must be json or console.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"context": {"()": "lib.logs.ContextFilter"}},
+    "formatters": {
+        "console": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        "json": {
+            "()": "lib.logs.JsonFormatter",
+            "fmt": "%(levelname)s %(name)s %(message)s %(request_id)s %(user_id)s",
+        },
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "stream": "ext://sys.stdout",
+            "formatter": LOG_FORMAT,
+            "filters": ["context"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # DEBUG here would log SQL with its parameters: token keys and password hashes.
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }
+
+# Metrics (lib/metrics.py): GET /metrics answers loopback clients, and others that
+# send `Authorization: Bearer <METRICS_TOKEN>` (empty: loopback only). A Celery
+# worker serves its own on WORKER_METRICS_HOST:WORKER_METRICS_PORT (0: not at all).
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+WORKER_METRICS_HOST = env_str("WORKER_METRICS_HOST", "127.0.0.1")
+WORKER_METRICS_PORT = env_int("WORKER_METRICS_PORT", 0)
+
+# Mail (password reset): SMTP when EMAIL_HOST is set; otherwise the console backend
+# prints messages on stdout, for one machine in development.
+EMAIL_HOST = env_str("EMAIL_HOST")
+EMAIL_BACKEND = (
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend"
+)
+EMAIL_PORT = env_int("EMAIL_PORT", 587)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", default=True)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "ledger@localhost")
+PASSWORD_RESET_TIMEOUT = env_int("PASSWORD_RESET_TIMEOUT_MINUTES", 60) * 60
 
 # Load-test evidence. An upload over the limit is refused before it is stored.
 LOADTEST_MAX_UPLOAD_BYTES = env_int("LOADTEST_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)
