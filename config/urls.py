@@ -20,6 +20,7 @@ urlpatterns = [
         name="login",
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/", include("config.accounts")),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     # The split view serves its start-up script from a URL: the CSP refuses inline ones.

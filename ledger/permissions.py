@@ -83,3 +83,14 @@ def ensure_can_create(actor: Actor) -> QuerySet[Team]:
 def ensure_can_approve_licenses(actor: Actor) -> None:
     if actor is not None and not can_approve_licenses(actor):
         raise PermissionDenied("Only security & compliance can approve or reject a license.")
+
+
+def can_manage_accounts(user: Requester) -> bool:
+    """Create people, give them roles and teams, issue and revoke their API tokens:
+    administrators only (a role or a token is the power to sign off or to write)."""
+    return _signed_in(user) and user.is_superuser
+
+
+def ensure_can_manage_accounts(actor: Actor) -> None:
+    if actor is not None and not can_manage_accounts(actor):
+        raise PermissionDenied("Only an administrator can manage accounts, roles and API tokens.")

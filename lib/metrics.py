@@ -274,7 +274,7 @@ def may_scrape(
 
 
 class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+    def log_message(self, format: str, *args: Any) -> None:
         """Scrapes are not logged: one line every few seconds says nothing."""
 
 

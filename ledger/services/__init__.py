@@ -3,9 +3,11 @@
 Split by feature; import the verbs from this package (`from ledger import services`).
 """
 
+from ledger.services.accounts import *  # noqa: F403
+from ledger.services.accounts import __all__ as _accounts_all
 from ledger.services.evidence import *  # noqa: F403
 from ledger.services.evidence import __all__ as _evidence_all
 from ledger.services.registry import *  # noqa: F403
 from ledger.services.registry import __all__ as _registry_all
 
-__all__ = [*_registry_all, *_evidence_all]
+__all__ = [*_registry_all, *_evidence_all, *_accounts_all]
