@@ -7,6 +7,7 @@ DATA_DIR. Every variable is listed in .env.example.
 
 from __future__ import annotations
 
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -365,7 +366,10 @@ SECURE_REFERRER_POLICY = "same-origin"
 
 # Logs: JSON lines on stdout (python-json-logger), each with the request id and user
 # id (lib/logs.py); LOG_FORMAT=console for plain lines (the default with DEBUG).
+# manage.py commands log to stderr instead: their stdout is their output (a JSON
+# report, an export), which a log line must not break.
 LOG_FORMAT = env_str("LOG_FORMAT", "console" if DEBUG else "json")
+_LOG_STREAM = "ext://sys.stderr" if Path(sys.argv[0]).name == "manage.py" else "ext://sys.stdout"
 if LOG_FORMAT not in ("json", "console"):
     raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} must be json or console.")
 LOGGING = {
@@ -382,7 +386,7 @@ LOGGING = {
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "stream": "ext://sys.stdout",
+            "stream": _LOG_STREAM,
             "formatter": LOG_FORMAT,
             "filters": ["context"],
         }
