@@ -346,6 +346,7 @@ class EventAdmin(ReadOnlyAdmin):
 # pages and in the admin's "Recent actions". A key is now shown whole once, in
 # the message after it is created, and as its first characters everywhere after.
 
+
 # TokenProxy is the model DRF made for its admin alone; its str() is what every
 # admin page and log entry shows of a token.
 def _token_str(token: TokenProxy) -> str:

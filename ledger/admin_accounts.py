@@ -13,7 +13,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin
-from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
+from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm, UsernameField
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
@@ -68,9 +68,10 @@ class AccountFieldsMixin(forms.Form):
 
 
 class AccountCreationForm(AccountFieldsMixin, AdminUserCreationForm):
-    class Meta(AdminUserCreationForm.Meta):
+    class Meta:
         model = User
         fields = ("username", "email")
+        field_classes = {"username": UsernameField}
 
 
 class AccountChangeForm(AccountFieldsMixin, UserChangeForm):

@@ -19,7 +19,13 @@ from ledger.permissions import ensure_can_manage_accounts
 from ledger.roles import Role
 from lib.actors import Actor
 
-__all__ = ["TOKEN_PREFIX_LENGTH", "issue_api_token", "revoke_api_token", "set_roles", "token_prefix"]
+__all__ = [
+    "TOKEN_PREFIX_LENGTH",
+    "issue_api_token",
+    "revoke_api_token",
+    "set_roles",
+    "token_prefix",
+]
 
 TOKEN_PREFIX_LENGTH = 6
 
@@ -29,7 +35,9 @@ def token_prefix(key: str) -> str:
 
 
 @transaction.atomic
-def set_roles(user: User, roles: Iterable[Role | str], *, actor: Actor) -> tuple[list[str], list[str]]:
+def set_roles(
+    user: User, roles: Iterable[Role | str], *, actor: Actor
+) -> tuple[list[str], list[str]]:
     """Give the user exactly these roles; other groups are left as they are.
 
     Returns (added, removed) role names; nothing is recorded when neither has any.

@@ -138,7 +138,9 @@ def _security_flows(client, settings, monkeypatch) -> list[str]:
     client.post("/accounts/login/", {"username": "vera", "password": WRONG_PASSWORD})
     client.post("/admin/login/?next=/admin/", {"username": "vera", "password": WRONG_PASSWORD})
     # A right one: its session key is a credential too.
-    client.post("/accounts/login/", {"username": "vera", "password": "correct horse battery staple"})
+    client.post(
+        "/accounts/login/", {"username": "vera", "password": "correct horse battery staple"}
+    )
     secrets.append(client.cookies["sessionid"].value)
     client.get("/services/")
     client.logout()

@@ -53,7 +53,11 @@ def test_metrics_answer_a_loopback_client_in_the_exposition_format(client, db):
         ("::1", {}, 200),
         # Through a proxy on this machine: loopback says nothing of the client.
         ("127.0.0.1", {"HTTP_X_FORWARDED_FOR": "203.0.113.7"}, 403),
-        ("127.0.0.1", {"HTTP_X_FORWARDED_FOR": "203.0.113.7", "HTTP_AUTHORIZATION": f"Bearer {TOKEN}"}, 200),
+        (
+            "127.0.0.1",
+            {"HTTP_X_FORWARDED_FOR": "203.0.113.7", "HTTP_AUTHORIZATION": f"Bearer {TOKEN}"},
+            200,
+        ),
     ],
 )
 def test_others_than_loopback_need_the_metrics_token(
@@ -99,7 +103,9 @@ def test_requests_are_counted_per_view_name_and_status(client, owner):
     )
     assert moved("ledger_http_requests_total", view=metrics.UNRESOLVED_VIEW, status="404") == 1
     assert (
-        moved("ledger_http_request_duration_seconds_count", view="ledger:service_list", status="200")
+        moved(
+            "ledger_http_request_duration_seconds_count", view="ledger:service_list", status="200"
+        )
         == 2
     )
     # The path a client asked for never becomes a label.
@@ -111,9 +117,11 @@ def test_an_odd_method_is_one_label_value(client, db):
     client.generic("BREW", "/healthz")
     after = scrape(client)
 
-    assert sample_value(after, "ledger_http_requests_total", method="other") - sample_value(
-        before, "ledger_http_requests_total", method="other"
-    ) == 1
+    assert (
+        sample_value(after, "ledger_http_requests_total", method="other")
+        - sample_value(before, "ledger_http_requests_total", method="other")
+        == 1
+    )
     assert "BREW" not in after
 
 
@@ -123,9 +131,11 @@ def test_chain_appends_are_counted_when_committed(client, db, django_capture_on_
         services.create_team(actor=None, slug="metrics-team", name="Metrics team")
     after = scrape(client)
 
-    assert sample_value(after, "ledger_chain_appends_total", action="team.created") - sample_value(
-        before, "ledger_chain_appends_total", action="team.created"
-    ) == 1
+    assert (
+        sample_value(after, "ledger_chain_appends_total", action="team.created")
+        - sample_value(before, "ledger_chain_appends_total", action="team.created")
+        == 1
+    )
 
 
 def test_an_append_rolled_back_is_not_counted(client, db, django_capture_on_commit_callbacks):
@@ -146,9 +156,11 @@ def test_verify_ledger_results_are_counted(client, db):
     after = scrape(client)
 
     assert report.ok
-    assert sample_value(after, "ledger_verifications_total", result="ok") - sample_value(
-        before, "ledger_verifications_total", result="ok"
-    ) == 1
+    assert (
+        sample_value(after, "ledger_verifications_total", result="ok")
+        - sample_value(before, "ledger_verifications_total", result="ok")
+        == 1
+    )
     assert sample_value(after, "ledger_last_verification_timestamp_seconds", result="ok") >= (
         timezone.now().timestamp() - 60
     )
@@ -192,4 +204,7 @@ def test_live_revisions_without_current_evidence_are_breached(client, db):
 
     text = scrape(client)
 
-    assert sample_value(text, "ledger_work_items", kind="live_revision_evidence", state="breached") == 1
+    assert (
+        sample_value(text, "ledger_work_items", kind="live_revision_evidence", state="breached")
+        == 1
+    )

@@ -119,7 +119,9 @@ def test_a_worker_counts_its_tasks_and_logs_the_enqueuing_request_id(
 
     assert status == 200, text
     assert sample_value(text, "ledger_celery_tasks_total", task="run_replay", state="SUCCESS") == 1
-    assert sample_value(text, "ledger_celery_tasks_total", task="probe_worker", state="SUCCESS") == 1
+    assert (
+        sample_value(text, "ledger_celery_tasks_total", task="probe_worker", state="SUCCESS") == 1
+    )
     assert sample_value(text, "ledger_celery_task_failures_total", task="probe_worker") == 1
     assert sample_value(text, "ledger_celery_task_duration_seconds_count", task="run_replay") == 1
     assert sample_value(text, "ledger_replay_runs_total", outcome=Run.Verdict.PASSED) == 1
@@ -133,7 +135,9 @@ def test_a_worker_counts_its_tasks_and_logs_the_enqueuing_request_id(
     task_lines = [line for line in json_lines(output) if line.get("request_id") == request_id]
     assert any("finished, passed" in line["message"] for line in task_lines), output[-3000:]
     # Beat's and the test's own tasks had no request: each got an id of its own.
-    probe_lines = [line for line in json_lines(output) if "probe_worker answered" in line["message"]]
+    probe_lines = [
+        line for line in json_lines(output) if "probe_worker answered" in line["message"]
+    ]
     assert probe_lines and probe_lines[0]["request_id"] not in (None, request_id)
     assert SECRET not in output
     assert SENSITIVE_REPLY not in output

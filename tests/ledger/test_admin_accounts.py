@@ -146,7 +146,9 @@ def test_replacing_a_token_refuses_the_old_one(client, admin_user, owner):
 
     new = Token.objects.get(user=owner).key
     assert new != old
-    assert Event.objects.get(action="account.token_issued").payload_data["replaced"] == f"{old[:6]}…"
+    assert (
+        Event.objects.get(action="account.token_issued").payload_data["replaced"] == f"{old[:6]}…"
+    )
     assert api_status(client, old) == 401
     assert api_status(client, new) == 200
 
@@ -159,7 +161,9 @@ def test_revoking_a_token_refuses_it_at_once(client, admin_user, owner):
 
     assert "is revoked" in response.content.decode()
     assert not Token.objects.filter(user=owner).exists()
-    assert Event.objects.get(action="account.token_revoked").payload_data == {"prefix": f"{key[:6]}…"}
+    assert Event.objects.get(action="account.token_revoked").payload_data == {
+        "prefix": f"{key[:6]}…"
+    }
     assert api_status(client, key) == 401
 
 
