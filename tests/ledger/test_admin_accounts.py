@@ -204,3 +204,20 @@ def test_people_are_deactivated_not_deleted(client, admin_user, owner):
     client.force_login(admin_user)
 
     assert client.get(f"{USERS}{owner.pk}/delete/").status_code == 403
+
+
+def test_the_account_verbs_refuse_anyone_but_an_administrator(owner, sre):
+    from django.core.exceptions import PermissionDenied
+
+    from ledger import services
+
+    for verb in (
+        lambda: services.set_roles(sre, [Role.AUDITOR], actor=owner),
+        lambda: services.issue_api_token(sre, actor=owner),
+        lambda: services.revoke_api_token(sre, actor=owner),
+    ):
+        with pytest.raises(PermissionDenied):
+            verb()
+    assert roles_of(User.objects.get(pk=sre.pk)) == [Role.PLATFORM_SRE]
+    assert not Token.objects.exists()
+    assert not Event.objects.filter(action__startswith="account.").exists()
