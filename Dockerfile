@@ -38,13 +38,14 @@ RUN DATA_DIR=/tmp/build-data DEBUG=false SECRET_KEY=build-only \
 USER ledger
 
 # gunicorn takes its worker count from WEB_CONCURRENCY; override it per deployment.
+# No gunicorn access log: the app writes one JSON line per request (lib/logs.py)
+# naming the route, where gunicorn's would print the path, a reset link's token included.
 ENV WEB_CONCURRENCY=3
 
 EXPOSE 8000
 
 CMD ["gunicorn", "config.wsgi:application", \
      "--bind", "0.0.0.0:8000", \
-     "--access-logfile", "-", \
      "--error-logfile", "-", \
      "--worker-tmp-dir", "/dev/shm", \
      "--timeout", "60", \

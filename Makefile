@@ -28,7 +28,7 @@ plotly-css: install chromium
 
 # The embedded default: SQLite, a filesystem broker, a local media folder.
 run: install
-	DEBUG=$${DEBUG:-true} HOST=$(HOST) PORT=$(PORT) PY=$(PY) scripts/run-embedded.sh
+	DEBUG=$${DEBUG:-true} LOG_FORMAT=$${LOG_FORMAT:-console} HOST=$(HOST) PORT=$(PORT) PY=$(PY) scripts/run-embedded.sh
 
 services:
 	scripts/ensure-services.sh

@@ -7,6 +7,7 @@ DATA_DIR. Every variable is listed in .env.example.
 
 from __future__ import annotations
 
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -71,6 +72,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: the request id for every later line, then the time of all that follows.
+    "lib.logs.RequestContextMiddleware",
+    "lib.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     # Above WhiteNoise: compresses what it serves uncompressed (the finders of
@@ -376,12 +380,36 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
+# Logs: JSON lines on stdout (python-json-logger), each with the request id and user
+# id (lib/logs.py); LOG_FORMAT=console for plain lines (the default with DEBUG).
+# manage.py commands log to stderr instead: their stdout is their output (a JSON
+# report, an export), which a log line must not break.
+LOG_FORMAT = env_str("LOG_FORMAT", "console" if DEBUG else "json")
+_LOG_STREAM = "ext://sys.stderr" if Path(sys.argv[0]).name == "manage.py" else "ext://sys.stdout"
+if LOG_FORMAT not in ("json", "console"):
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} must be json or console.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "filters": {"one_line_refusals": {"()": "lib.log_filters.OneLineRefusals"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {
+        "context": {"()": "lib.logs.ContextFilter"},
+        "one_line_refusals": {"()": "lib.log_filters.OneLineRefusals"},
+    },
+    "formatters": {
+        "console": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        "json": {
+            "()": "lib.logs.JsonFormatter",
+            "fmt": "%(levelname)s %(name)s %(message)s %(request_id)s %(user_id)s",
+        },
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "stream": _LOG_STREAM,
+            "formatter": LOG_FORMAT,
+            "filters": ["context"],
+        }
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         # Django's own default gives "django" a console handler of its own under
@@ -389,12 +417,35 @@ LOGGING = {
         "django": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
         # A refusal is one line with its reason, not a traceback (lib/log_filters.py).
         "django.request": {"filters": ["one_line_refusals"]},
+        # DEBUG here would log SQL with its parameters: token keys and password hashes.
         "django.db.backends": {"level": "INFO"},
         # httpx logs every request at INFO, synchronously, on the event loop that times
         # replay streams: a line per request in a worker's log, and time in each TTFT.
         "httpx": {"level": "WARNING"},
     },
 }
+
+# Metrics (lib/metrics.py): GET /metrics answers loopback clients, and others that
+# send `Authorization: Bearer <METRICS_TOKEN>` (empty: loopback only). A Celery
+# worker serves its own on WORKER_METRICS_HOST:WORKER_METRICS_PORT (0: not at all).
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+WORKER_METRICS_HOST = env_str("WORKER_METRICS_HOST", "127.0.0.1")
+WORKER_METRICS_PORT = env_int("WORKER_METRICS_PORT", 0)
+
+# Mail (password reset): SMTP when EMAIL_HOST is set; otherwise the console backend
+# prints messages on stdout, for one machine in development.
+EMAIL_HOST = env_str("EMAIL_HOST")
+EMAIL_BACKEND = (
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend"
+)
+EMAIL_PORT = env_int("EMAIL_PORT", 587)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", default=True)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "ledger@localhost")
+PASSWORD_RESET_TIMEOUT = env_int("PASSWORD_RESET_TIMEOUT_MINUTES", 60) * 60
 
 # Load-test evidence. An upload over the limit is refused before it is stored.
 LOADTEST_MAX_UPLOAD_BYTES = env_int("LOADTEST_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)

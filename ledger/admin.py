@@ -33,6 +33,8 @@ from ledger.models import (
     TaskType,
     Team,
 )
+from ledger.permissions import can_manage_accounts
+from ledger.services.accounts import token_prefix
 from lib.actors import admin_actor
 
 if TYPE_CHECKING:
@@ -344,12 +346,6 @@ class EventAdmin(ReadOnlyAdmin):
 # pages and in the admin's "Recent actions". A key is now shown whole once, in
 # the message after it is created, and as its first characters everywhere after.
 
-TOKEN_PREFIX_LENGTH = 6
-
-
-def token_prefix(key: str) -> str:
-    return f"{key[:TOKEN_PREFIX_LENGTH]}…"
-
 
 # TokenProxy is the model DRF made for its admin alone; its str() is what every
 # admin page and log entry shows of a token.
@@ -371,10 +367,37 @@ class TokenAdmin(DRFTokenAdmin):
     def key_prefix(self, token: TokenProxy) -> str:
         return token_prefix(token.key)
 
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return can_manage_accounts(request.user)
+
+    def has_view_permission(self, request: HttpRequest, obj=None) -> bool:
+        return can_manage_accounts(request.user)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return can_manage_accounts(request.user)
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False  # a token is issued or revoked, never edited
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return can_manage_accounts(request.user)
+
     def save_model(self, request: HttpRequest, obj, form, change) -> None:
-        super().save_model(request, obj, form, change)
-        if not change:
-            messages.success(
-                request,
-                f"New API token for {obj.user}: {obj.key}. Copy it now: it is not shown again.",
-            )
+        # Issued by the verb, which records it; DRF's form only chose the user.
+        obj.key = services.issue_api_token(obj.user, actor=admin_actor(request))
+        obj._state.adding = False
+        messages.success(
+            request,
+            f"New API token for {obj.user}: {obj.key}. Copy it now: it is not shown again.",
+        )
+
+    def delete_model(self, request: HttpRequest, obj) -> None:
+        services.revoke_api_token(obj.user, actor=admin_actor(request))
+
+    def delete_queryset(self, request: HttpRequest, queryset) -> None:
+        for token in queryset.select_related("user"):
+            services.revoke_api_token(token.user, actor=admin_actor(request))
+
+
+# People, roles, teams and tokens (registers the User admin).
+from ledger import admin_accounts  # noqa: E402, F401

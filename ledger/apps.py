@@ -18,6 +18,9 @@ class LedgerConfig(AppConfig):
 
     def ready(self) -> None:
         from ledger import checks, locks  # noqa: F401 - checks registers itself
+        from ledger.queries.staleness import live_evidence_counts
+        from lib import metrics
 
         post_migrate.connect(create_role_groups, sender=self)
         locks.register(locks.has_served)
+        metrics.register_gauges("live_revision_evidence", live_evidence_counts)

@@ -11,10 +11,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection, models
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 from ledger.models import Event
+from lib import metrics
 from lib.actors import Actor
 
 GENESIS_HASH = "0" * 64
@@ -183,6 +184,8 @@ def append_event(
         service_id=service_id,
     )
     _insert(event)
+    # Counted once the event is there for good: a rolled-back append was never in the chain.
+    transaction.on_commit(metrics.CHAIN_APPENDS.labels(action=action).inc)
     return event
 
 

@@ -27,6 +27,7 @@ from django.utils import timezone
 from ledger import signing
 from ledger.chain import GENESIS_HASH, ChainReport, canonical_json, verify_chain
 from ledger.models import Event
+from lib import metrics
 
 FOLDER = "checkpoints"
 PAYLOAD_TYPE = "application/vnd.inference-release-ledger.checkpoint+json"
@@ -164,4 +165,13 @@ class LedgerReport:
 
 
 def verify_ledger(storage: Storage | None = None) -> LedgerReport:
-    return LedgerReport(verify_chain(), check_against_checkpoint(storage))
+    report = LedgerReport(verify_chain(), check_against_checkpoint(storage))
+    if not report.chain.ok:
+        result = "chain_broken"
+    elif not report.checkpoint.ok:
+        result = "checkpoint_mismatch"
+    else:
+        result = "ok"
+    metrics.VERIFICATIONS.labels(result=result).inc()
+    metrics.LAST_VERIFICATION.labels(result=result).set_to_current_time()
+    return report

@@ -159,3 +159,14 @@ def ensure_can_record_license_acceptance(actor: Actor, asset: ModelAsset) -> Non
             "Only security & compliance or model owners of team "
             f"{asset.team.slug!r} can record accepting the license terms of {asset}."
         )
+
+
+def can_manage_accounts(user: Requester) -> bool:
+    """Create people, give them roles and teams, issue and revoke their API tokens:
+    administrators only (a role or a token is the power to sign off or to write)."""
+    return _signed_in(user) and user.is_superuser
+
+
+def ensure_can_manage_accounts(actor: Actor) -> None:
+    if actor is not None and not can_manage_accounts(actor):
+        raise PermissionDenied("Only an administrator can manage accounts, roles and API tokens.")

@@ -9,7 +9,7 @@ import datetime as dt
 from typing import Any, Literal, TypedDict
 
 from django.conf import settings
-from django.db.models import OuterRef, Subquery, Sum
+from django.db.models import Count, OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
 from ledger.models import Revision, Service
@@ -456,3 +456,21 @@ def comparison_table(comparison: Any) -> dict[str, Any] | None:
         "same_fingerprint": comparison.get("same_fingerprint"),
         "tolerances": comparison.get("tolerances") or {},
     }
+
+
+def run_work_counts(*, now: dt.datetime | None = None) -> dict[str, int]:
+    """The metrics gauge (lib.metrics.register_gauges), in one query: runs not yet
+    ended (`open`), and of those the ones whose worker stopped beating or that wait to
+    be resumed (`overdue`: the reaper's business)."""
+    now = now or timezone.now()
+    stale = now - dt.timedelta(seconds=settings.REPLAY_STALE_AFTER_SECONDS)
+    not_ended = [Run.State.QUEUED, Run.State.RUNNING, Run.State.INTERRUPTED]
+    counts = Run.objects.aggregate(
+        open=Count("pk", filter=Q(state__in=not_ended)),
+        overdue=Count(
+            "pk",
+            filter=Q(state=Run.State.INTERRUPTED)
+            | Q(state=Run.State.RUNNING, heartbeat_at__lt=stale),
+        ),
+    )
+    return {"open": counts["open"], "overdue": counts["overdue"]}

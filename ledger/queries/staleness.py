@@ -14,7 +14,7 @@ from typing import Literal, NamedTuple, TypeVar
 from django.conf import settings
 from django.utils import timezone
 
-from ledger.models import LoadTestReport, Revision
+from ledger.models import LoadTestReport, Revision, Service
 from ledger.queries.evidence_match import describe, normalise_gpu
 
 # mismatched: attached with a recorded reason although the file measured another
@@ -113,3 +113,17 @@ def newest_by_workload(reports: Iterable[_Report]) -> dict[str, _Report]:
             newest[report.workload] = report
     order = list(LoadTestReport.Workload.values)
     return dict(sorted(newest.items(), key=lambda item: order.index(item[0])))
+
+
+def live_evidence_counts(*, now: dt.datetime | None = None) -> dict[str, int]:
+    """The metrics gauge (lib.metrics.register_gauges): live revisions with no current
+    load-test report, `breached` (release gates would not accept their evidence)."""
+    now = now or timezone.now()
+    live = list(
+        Service.objects.exclude(live_revision=None).values_list("live_revision_id", flat=True)
+    )
+    current: set[int] = set()
+    for report in LoadTestReport.objects.with_context().filter(revision_id__in=live):
+        if evidence_status(report, now=now).status == "current":
+            current.add(report.revision_id)
+    return {"breached": len(set(live) - current)}

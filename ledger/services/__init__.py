@@ -3,6 +3,8 @@
 Split by feature; import the verbs from this package (`from ledger import services`).
 """
 
+from ledger.services.accounts import *  # noqa: F403
+from ledger.services.accounts import __all__ as _accounts_all
 from ledger.services.evidence import *  # noqa: F403
 from ledger.services.evidence import __all__ as _evidence_all
 from ledger.services.licenses import *  # noqa: F403
@@ -12,4 +14,4 @@ from ledger.services.registry import __all__ as _registry_all
 from ledger.services.run_evidence import *  # noqa: F403
 from ledger.services.run_evidence import __all__ as _run_evidence_all
 
-__all__ = [*_registry_all, *_licenses_all, *_evidence_all, *_run_evidence_all]
+__all__ = [*_registry_all, *_licenses_all, *_evidence_all, *_run_evidence_all, *_accounts_all]

@@ -25,6 +25,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ledger.chain import append_event
+from lib import metrics
 from replay.checks import CheckOutcome, judge
 from replay.client import BackendConfig, ChatRequest, ReplayResult, replay_many
 from replay.models import Backend, Result, Run, Sample, SampleSet
@@ -47,6 +48,11 @@ _SAFE_DETAIL_CODES = ("connect_error", "timeout_first_token", "timeout_idle", "t
 
 class RunLost(Exception):
     """The run was reaped and claimed again while this worker still held it."""
+
+
+def _count_outcome(outcome: str) -> None:
+    """Count a run that ended (ledger_replay_runs) once its end is committed."""
+    transaction.on_commit(metrics.REPLAY_RUNS.labels(outcome=outcome).inc)
 
 
 def _label(run: Run) -> str:
@@ -379,6 +385,7 @@ def _finish(run: Run, token: int) -> Run:
             "revision": run.revision_id,
             "fingerprint": run.fingerprint,
         }
+        _count_outcome(verdict)
         append_event(
             actor=None,
             action="replay.run_finished",
@@ -416,6 +423,7 @@ def _fail(run: Run, token: int, reason: str) -> Run:
             summary={"error": reason},
         )
         if updated:
+            _count_outcome("run_failed")
             append_event(
                 actor=None,
                 action="replay.run_failed",
@@ -465,6 +473,7 @@ def reap_stale_runs() -> list[int]:
                     finished_at=now,
                     summary={"error": reason},
                 )
+                _count_outcome("run_failed")
                 append_event(
                     actor=None,
                     action="replay.run_failed",

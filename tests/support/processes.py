@@ -125,8 +125,13 @@ def http_get(url: str) -> tuple[int, str]:
 
 
 @contextlib.contextmanager
-def celery_worker(env: dict[str, str], queue: str) -> Iterator[subprocess.Popen]:
-    """A real Celery worker process consuming one queue; stopped with SIGTERM afterwards."""
+def celery_worker(
+    env: dict[str, str], queue: str, pool: str = "solo"
+) -> Iterator[subprocess.Popen]:
+    """A real Celery worker process consuming one queue; stopped with SIGTERM afterwards.
+
+    What it printed is `process.output` once the block has ended.
+    """
     process = subprocess.Popen(
         [
             sys.executable,
@@ -136,7 +141,7 @@ def celery_worker(env: dict[str, str], queue: str) -> Iterator[subprocess.Popen]
             "config",
             "worker",
             "-P",
-            "solo",
+            pool,
             "-c",
             "1",
             "--without-gossip",
@@ -158,4 +163,4 @@ def celery_worker(env: dict[str, str], queue: str) -> Iterator[subprocess.Popen]
     try:
         yield process
     finally:
-        _stop(process)
+        process.output = _stop(process)  # type: ignore[attr-defined]
