@@ -15,7 +15,7 @@ from django.utils import timezone
 from ledger import services as ledger_services
 from ledger.models import License, LoadTestReport, ModelAsset
 from releases import gates, policy, services
-from releases.models import BlackoutWindow, Release, StandardChangeTemplate
+from releases.models import Release, StandardChangeTemplate
 from replay.models import Run
 from tests.ledger.factories import ModelAssetFactory, RevisionFactory, RuntimeFactory, digest
 from tests.releases.factories import build_world, file_release, replay_run, report
