@@ -199,9 +199,19 @@ class ReleaseDetailSerializer(ReleaseWriteSerializer):
     id = serializers.IntegerField(read_only=True)
     service = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     to_revision = serializers.PrimaryKeyRelatedField(read_only=True)
-    rollback_target = serializers.PrimaryKeyRelatedField(read_only=True)
-    standard_template = serializers.PrimaryKeyRelatedField(read_only=True)
+    rollback_target = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    standard_template = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
     filed_by = serializers.SlugRelatedField(**_USERNAME)
+    # Empty until chosen: read-only fields lose the model's blank choice unless told.
+    risk = serializers.ChoiceField(
+        choices=Release.Risk.choices,
+        allow_blank=True,
+        read_only=True,
+        help_text="Empty: the suggested risk applies.",
+    )
+    rollback_kind = serializers.ChoiceField(
+        choices=Release.RollbackKind.choices, allow_blank=True, read_only=True
+    )
     suggested_risk = serializers.SerializerMethodField()
     gates = serializers.SerializerMethodField()
     snapshot_hash = serializers.SerializerMethodField(
