@@ -162,8 +162,9 @@ def create_release(
         summary=summary,
         from_revision_id=service.live_revision_id,
         filed_by=filer,
-        **fields,
     )
+    for name, value in fields.items():
+        _set(release, name, value)
     _validate(release)
     release.save(force_insert=True)
     append_event(
@@ -187,6 +188,15 @@ def update_release(release: Release, *, actor: Actor, **changes: Any) -> bool:
     release = lock_release(release)
     permissions.ensure_can_edit(actor, release)
     refuse_unless(release, EDITABLE_STATES, "changed")
+    if not release.is_draft and "to_revision" in changes:
+        target = changes["to_revision"]
+        if getattr(target, "pk", target) != release.to_revision_id:
+            raise ValidationError(
+                {
+                    "to_revision": "The candidate is what was submitted: it changes only "
+                    "while a draft. Withdraw this release and file a new one."
+                }
+            )
     before = form_values(release)
     for name, value in changes.items():
         _set(release, name, value)
