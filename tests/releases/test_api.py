@@ -208,7 +208,7 @@ def test_release_detail_answers_in_a_constant_number_of_queries(
 ):
     api = client_for(owner)
     api.post(f"/api/releases/{release.pk}/submit/")
-    # token and user, the release, then the gates' seven (see releases/gates.py)
+    # token and user, the release, then the gates' seven (see releases/gates/__init__.py)
     with django_assert_num_queries(9):
         api.get(f"/api/releases/{release.pk}/")
     for role in ("platform", "security_compliance"):
