@@ -320,6 +320,10 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "RuntimeEngineEnum": "ledger.engines.Engine",
         "BackendEngineEnum": "replay.models.Backend.Engine",
+        "ReleaseStateEnum": "releases.models.Release.State",
+        # The name replay's run state had before releases had a state of their own.
+        "StateEnum": "replay.models.Run.State",
+        "GateKeyEnum": "releases.policy.GATE_KEYS",
     },
 }
 

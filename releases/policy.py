@@ -54,7 +54,8 @@ GATES: Final[dict[str, str]] = {
     "signoffs": "Sign-offs complete",
 }
 
-_EVERY_GATE = tuple(GATES)
+GATE_KEYS: Final = tuple(GATES)
+_EVERY_GATE = GATE_KEYS
 _BASIC = ("license", "provenance", "image_pinned", "risk", "change_path", "blackout", "signoffs")
 
 TIER_GATES: Final[dict[str, tuple[str, ...]]] = {
