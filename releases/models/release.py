@@ -250,14 +250,16 @@ class Release(models.Model):
             ),
         ]
         indexes = [
-            # The list, filtered by service and state, newest first; the service page.
+            # The list, filtered by service and state, newest first (ties by id, the list's
+            # order, so a page is read from the index without a sort); the service page.
             models.Index(
-                fields=["service", "state", "-created_at"], name="releases_release_service_idx"
+                fields=["service", "state", "-created_at", "-id"],
+                name="releases_release_service_idx",
             ),
             # The lock rule: "is this revision referenced by a release past draft?"
             models.Index(fields=["to_revision", "state"], name="releases_release_to_rev_idx"),
             # Lists filtered by state alone (waiting for me, in flight).
-            models.Index(fields=["state", "-created_at"], name="releases_release_state_idx"),
+            models.Index(fields=["state", "-created_at", "-id"], name="releases_release_state_idx"),
         ]
 
     def __str__(self) -> str:
