@@ -9,6 +9,7 @@ from ledger.api import registry as ledger_registry
 from ledger.api import run_evidence as ledger_run_evidence
 from ledger.api import signing as ledger_signing
 from releases.api import incident as releases_incident
+from releases.api import releases as releases_api
 from replay.api import backends as replay_backends
 from replay.api import runs as replay_runs
 from replay.api import sample_sets as replay_sample_sets
@@ -29,6 +30,7 @@ router.register(
     "replay/sample-sets", replay_sample_sets.SampleSetViewSet, basename="replay-sampleset"
 )
 router.register("replay/runs", replay_runs.RunViewSet, basename="replay-run")
+router.register("releases", releases_api.ReleaseViewSet, basename="release")
 
 app_name = "api"
 urlpatterns = [

@@ -29,7 +29,7 @@ from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ledger import permissions, queries, services
+from ledger import locks, permissions, queries, services
 from ledger.cyclonedx import revision_bom
 from ledger.filters import (
     CapabilityFilter,
@@ -229,6 +229,15 @@ class RegistryViewSet(
         if self.action == "retrieve" and self.detail_serializer_class is not None:
             return self.detail_serializer_class
         return self.serializer_class
+
+    def paginate_queryset(self, queryset):
+        """A page's lock reasons in one ask per rule (`locks.reasons_for_many`), not per row."""
+        page = super().paginate_queryset(queryset)
+        rows = page if page is not None else None
+        if rows and hasattr(rows[0], "lock_reasons"):
+            for obj, reasons in zip(rows, locks.reasons_for_many(rows).values(), strict=True):
+                obj._api_lock_reasons = reasons
+        return page
 
 
 # ---------------------------------------------------------------- teams and licenses

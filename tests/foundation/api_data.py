@@ -12,6 +12,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from ledger import services
+from releases import services as release_services
 from replay import services as replay_services
 from replay.models import Probe, Run
 from tests.factories import UserFactory
@@ -76,12 +77,22 @@ def seed_api_data() -> dict[str, object]:
         source="scrape",
         ttft_p95_ms=None,
     )
+    # A draft release of a candidate: no sign-off, no rollback target, no planned start yet.
+    candidate = RevisionFactory(service=service)
+    release = release_services.create_release(
+        actor=owner,
+        service=service,
+        to_revision=candidate,
+        change_kind="model_upgrade",
+        summary="A candidate",
+    )
     return {
         "admin": admin,
         "owner": owner,
         "revision": revision,
         "report": report,
         "run_summary": run_summary,
+        "release": release,
     }
 
 

@@ -259,8 +259,9 @@ def test_asset_list_runs_a_constant_number_of_queries(client, sre, team, django_
     ModelAssetFactory.create_batch(4, team=team)
     client.force_login(sre)
 
-    # session, user, COUNT(*), assets joined with team and license.
-    with django_assert_num_queries(4):
+    # session, user, COUNT(*), assets joined with team and license, then the page's lock
+    # reasons: one query per rule (has served, referenced by a release past draft).
+    with django_assert_num_queries(6):
         assert client.get("/api/assets/").json()["count"] == 4
 
 
@@ -282,8 +283,9 @@ def test_runtime_list_runs_a_constant_number_of_queries(
     RuntimeFactory.create_batch(4, team=team)
     client.force_login(sre)
 
-    # session, user, COUNT(*), runtimes joined with team.
-    with django_assert_num_queries(4):
+    # session, user, COUNT(*), runtimes joined with team, then the page's lock reasons:
+    # one query per rule (has served, referenced by a release past draft).
+    with django_assert_num_queries(6):
         assert client.get("/api/runtimes/?engine=vllm").json()["count"] == 4
 
 
@@ -327,8 +329,8 @@ def test_revision_list_runs_a_constant_number_of_queries(
     client.force_login(sre)
 
     # session, user, COUNT(*), revisions joined with service, team, asset,
-    # runtime and creator.
-    with django_assert_num_queries(4):
+    # runtime and creator, then the page's releases past draft (the lock rule).
+    with django_assert_num_queries(5):
         body = client.get("/api/revisions/").json()
     assert body["count"] == 3
     assert {r["locked"] for r in body["results"]} == {False}

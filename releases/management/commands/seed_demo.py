@@ -2,7 +2,8 @@
 
 Demo users of each role (password "demo"), then the demo registry of
 `ledger.demo` applied through `apply_document` — so through the domain verbs,
-with every event in the chain. `--scale N` adds N fleet services with two
+with every event in the chain, then demo evidence, replay sets and releases in
+every state (`releases.demo`). `--scale N` adds N fleet services with two
 dozen revisions each, for benchmarks.
 
 Idempotent: running it again changes nothing and appends no event.
@@ -14,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
+from django.test.utils import override_settings
 
 from ledger.chain import head_hash
 from ledger.declarative import Document, DocumentError, apply_document
@@ -22,6 +24,7 @@ from ledger.demo.evidence import seed_evidence
 from ledger.demo.run_evidence import seed_fleet_run_evidence, seed_run_evidence
 from ledger.models import Event, Service
 from ledger.roles import Role
+from releases.demo import seed_releases
 from replay.demo import seed_replay
 
 DEMO_PASSWORD = "demo"  # noqa: S105 - printed on purpose: demo logins for a local run
@@ -56,7 +59,12 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         if options["scale"] < 0:
             raise CommandError("--scale must be zero or more")
-        with transaction.atomic():
+        # The demo people have example.com addresses: tell nobody about demo releases
+        # (the emails go out on commit, hence around the transaction).
+        with (
+            override_settings(EMAIL_BACKEND="django.core.mail.backends.dummy.EmailBackend"),
+            transaction.atomic(),
+        ):
             self._users()
             self._registry()
             self._extras()
@@ -125,6 +133,10 @@ class Command(BaseCommand):
         self.stdout.write(
             f"demo evidence and replay: {reports} load-test reports, {sets} sample sets, "
             f"{backends} backends, {days} days of run evidence added"
+        )
+        releases = seed_releases()
+        self.stdout.write(
+            f"demo releases: {releases} added" if releases else "demo releases: kept as they are"
         )
 
     def _fleet(self, count: int) -> None:

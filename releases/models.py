@@ -1,1 +1,0 @@
-"""Models of the releases app arrive with their issue."""

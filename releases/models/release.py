@@ -1,0 +1,270 @@
+"""The release form: one candidate revision of one service on its way to production.
+
+Field groups follow the form's sections. List-like parts a page edits as a
+whole and no query filters on (impact lists, failure classifications, gray
+stages and their guards, rollback triggers, decommission moves, the logging
+policy, metrics declared) are JSON columns validated with jsonschema by
+`releases.schemas` in the verbs; what queries filter or join on (service,
+revisions, state, path, filer, times) are columns. Sign-offs, waivers and
+comments are child rows, because pages list and count them.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class ReleaseQuerySet(models.QuerySet):
+    def past_draft(self) -> ReleaseQuerySet:
+        return self.exclude(state=Release.State.DRAFT)
+
+    def open(self) -> ReleaseQuerySet:
+        """Not yet finished: a draft, or on its way (submitted, approved, rolling out)."""
+        return self.filter(state__in=Release.OPEN_STATES)
+
+    def for_gates(self) -> ReleaseQuerySet:
+        """Everything `releases.gates.compute_gates` reads through foreign keys."""
+        return self.select_related(
+            "service",
+            "service__team",
+            "from_revision__service",
+            "from_revision__model_asset",
+            "from_revision__runtime",
+            "to_revision",
+            "to_revision__model_asset",
+            "to_revision__model_asset__license",
+            "to_revision__model_asset__derived_from",
+            "to_revision__runtime",
+            "rollback_target__service",
+            "standard_template",
+            "filed_by",
+        )
+
+
+class Release(models.Model):
+    class State(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        SUBMITTED = "submitted", "Submitted"
+        APPROVED = "approved", "Approved"
+        ROLLING_OUT = "rolling_out", "Rolling out"
+        RELEASED = "released", "Released"
+        REJECTED = "rejected", "Rejected"
+        WITHDRAWN = "withdrawn", "Withdrawn"
+        ABORTED = "aborted", "Aborted"
+        ROLLED_BACK = "rolled_back", "Rolled back"
+
+    class ChangeKind(models.TextChoices):
+        MODEL_UPGRADE = "model_upgrade", "Model upgrade"
+        ENGINE_UPGRADE = "engine_upgrade", "Engine upgrade"
+        QUANTIZATION_SWITCH = "quantization_switch", "Quantization switch"
+        LAUNCH_PARAMETERS = "launch_parameters", "Launch-parameter change"
+        ROUTING = "routing", "Routing change"
+        CAPACITY = "capacity", "Capacity change"
+        DECOMMISSION = "decommission", "Decommission"
+
+    class Risk(models.TextChoices):
+        LOW = "low", "Low"
+        MEDIUM = "medium", "Medium"
+        HIGH = "high", "High"
+
+    class Path(models.TextChoices):
+        STANDARD = "standard", "Standard (pre-approved change)"
+        NORMAL = "normal", "Normal"
+        EMERGENCY = "emergency", "Emergency"
+
+    class RollbackKind(models.TextChoices):
+        ENGINE = "engine", "Engine"
+        MODEL = "model", "Model"
+        GATEWAY_POLICY = "gateway_policy", "Gateway policy"
+
+    OPEN_STATES = ("draft", "submitted", "approved", "rolling_out")
+
+    # -- what changes
+    service = models.ForeignKey("ledger.Service", on_delete=models.PROTECT, related_name="releases")
+    from_revision = models.ForeignKey(
+        "ledger.Revision",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The live revision when the release was filed (set by the ledger).",
+    )
+    to_revision = models.ForeignKey(
+        "ledger.Revision",
+        on_delete=models.PROTECT,
+        related_name="releases",
+        help_text="The candidate revision.",
+    )
+    change_kind = models.CharField(max_length=20, choices=ChangeKind.choices)
+    risk = models.CharField(
+        max_length=8,
+        choices=Risk.choices,
+        blank=True,
+        help_text="Empty: the risk suggested from the change kind and tier applies.",
+    )
+    risk_override_reason = models.TextField(
+        blank=True, help_text="Why the risk differs from the one suggested."
+    )
+    summary = models.TextField(help_text="What changes and why, for the reviewers.")
+
+    # -- impact
+    impact_tenants = models.JSONField(default=list, blank=True, help_text="Tenant names.")
+    impact_task_types = models.JSONField(default=list, blank=True, help_text="Task type slugs.")
+    impact_downstream = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Downstream systems touched: front_end, agent_runtime, tool_registry, "
+        "dataagent, trace, eval, security, cost_view.",
+    )
+
+    # -- evidence
+    required_sample_sets = models.JSONField(
+        default=list, blank=True, help_text="Names of the replay sample sets that must pass."
+    )
+    known_limitations = models.TextField(blank=True)
+    compatible_request_formats = models.TextField(blank=True)
+    metrics_declared = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Metrics the revision exports: ttft, tpot, tokens_per_s, queue_length, "
+        "gpu_memory, kv_cache_usage, error_rate.",
+    )
+    failure_classifications = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='[{"sample_set", "sample", "classification": "blocks" | "degradation" | '
+        '"risk_accepted", "degradation": "which", "note"}]',
+    )
+
+    # -- gray plan: [{"traffic_pct", "observation_minutes", "guards": {...}}] in order
+    gray_stages = models.JSONField(default=list, blank=True)
+
+    # -- rollback plan
+    rollback_target = models.ForeignKey(
+        "ledger.Revision",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="Empty: the live revision.",
+    )
+    rollback_kind = models.CharField(max_length=16, choices=RollbackKind.choices, blank=True)
+    rollback_triggers = models.JSONField(
+        default=list, blank=True, help_text="Conditions that trigger a rollback, one a line."
+    )
+    rollback_expected_minutes = models.PositiveIntegerField(null=True, blank=True)
+    rollback_impact_scope = models.TextField(blank=True)
+    rollback_verification_set = models.CharField(
+        max_length=100, blank=True, help_text="Sample set that verifies the rollback target."
+    )
+
+    # -- decommission: [{"kind": "tenant" | "task_type" | "sample_set", "name", "moved_to"}]
+    decommission_moves = models.JSONField(default=list, blank=True)
+
+    # -- logging: {"debug_logs", "audit_logs", "sensitive_retention_days"}
+    logging_policy = models.JSONField(default=dict, blank=True)
+
+    # -- path and calendar
+    path = models.CharField(max_length=10, choices=Path.choices, default=Path.NORMAL)
+    standard_template = models.ForeignKey(
+        "releases.StandardChangeTemplate",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="releases",
+    )
+    emergency_reason = models.TextField(blank=True)
+    planned_start = models.DateTimeField(null=True, blank=True)
+    signoffs_due_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="Emergency path: when the sign-offs skipped at rollout are due.",
+    )
+
+    # -- state
+    state = models.CharField(max_length=12, choices=State.choices, default=State.DRAFT)
+    filed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="releases_filed"
+    )
+    reopened_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reopened_as"
+    )
+    submitted_at = models.DateTimeField(null=True, blank=True, editable=False)
+    approved_at = models.DateTimeField(null=True, blank=True, editable=False)
+    rollout_started_at = models.DateTimeField(null=True, blank=True, editable=False)
+    closed_at = models.DateTimeField(
+        null=True, blank=True, editable=False, help_text="Released, rejected, withdrawn, …"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ReleaseQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(
+                    state__in=[
+                        "draft",
+                        "submitted",
+                        "approved",
+                        "rolling_out",
+                        "released",
+                        "rejected",
+                        "withdrawn",
+                        "aborted",
+                        "rolled_back",
+                    ]
+                ),
+                name="releases_release_state_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    change_kind__in=[
+                        "model_upgrade",
+                        "engine_upgrade",
+                        "quantization_switch",
+                        "launch_parameters",
+                        "routing",
+                        "capacity",
+                        "decommission",
+                    ]
+                ),
+                name="releases_release_change_kind_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(path__in=["standard", "normal", "emergency"]),
+                name="releases_release_path_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(risk__in=["", "low", "medium", "high"]),
+                name="releases_release_risk_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(state__in=["draft", "withdrawn"]) | Q(submitted_at__isnull=False),
+                name="releases_release_past_draft_was_submitted",
+            ),
+        ]
+        indexes = [
+            # The list, filtered by service and state, newest first (ties by id, the list's
+            # order, so a page is read from the index without a sort); the service page.
+            models.Index(
+                fields=["service", "state", "-created_at", "-id"],
+                name="releases_release_service_idx",
+            ),
+            # The lock rule: "is this revision referenced by a release past draft?"
+            models.Index(fields=["to_revision", "state"], name="releases_release_to_rev_idx"),
+            # Lists filtered by state alone (waiting for me, in flight).
+            models.Index(fields=["state", "-created_at", "-id"], name="releases_release_state_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"release #{self.pk}"
+
+    @property
+    def is_draft(self) -> bool:
+        return self.state == self.State.DRAFT

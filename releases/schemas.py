@@ -1,0 +1,172 @@
+"""The shapes of the release form's JSON columns, checked with jsonschema by the verbs.
+
+A draft may be incomplete (an empty list, a stage without guards yet): the
+schemas say what is well formed, the gates say what is complete. Each field
+has an example, shown with the error, and `validate_json_fields` names the
+field and the JSON path of the first problem.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+from django.core.exceptions import ValidationError
+
+DOWNSTREAM_SYSTEMS: dict[str, str] = {
+    "front_end": "Front end",
+    "agent_runtime": "Agent runtime",
+    "tool_registry": "Tool registry",
+    "dataagent": "DataAgent",
+    "trace": "Trace",
+    "eval": "Eval",
+    "security": "Security",
+    "cost_view": "Cost view",
+}
+
+METRICS: dict[str, str] = {
+    "ttft": "Time to first token",
+    "tpot": "Time per output token",
+    "tokens_per_s": "Tokens per second",
+    "queue_length": "Queue length",
+    "gpu_memory": "GPU memory",
+    "kv_cache_usage": "KV-cache usage",
+    "error_rate": "Error rate",
+}
+
+CLASSIFICATIONS: dict[str, str] = {
+    "blocks": "Blocks release",
+    "degradation": "Handled by degradation",
+    "risk_accepted": "Risk accepted by the business owner",
+}
+
+# Guards a gray stage may carry: a stage is held or rolled back when one is crossed.
+GUARDS: dict[str, str] = {
+    "ttft_p95_ms": "p95 TTFT (ms)",
+    "error_rate_pct": "error rate (%)",
+    "structured_error_rate_pct": "structured-output error rate (%)",
+}
+
+DECOMMISSION_KINDS = ("tenant", "task_type", "sample_set")
+
+_TEXT = {"type": "string", "maxLength": 2000}
+_NAME = {"type": "string", "minLength": 1, "maxLength": 100}
+
+
+def _list_of(item: dict[str, Any], max_items: int = 200) -> dict[str, Any]:
+    return {"type": "array", "items": item, "maxItems": max_items}
+
+
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "impact_tenants": {**_list_of(_NAME), "uniqueItems": True},
+    "impact_task_types": {**_list_of(_NAME), "uniqueItems": True},
+    "impact_downstream": {
+        **_list_of({"enum": list(DOWNSTREAM_SYSTEMS)}),
+        "uniqueItems": True,
+    },
+    "required_sample_sets": {**_list_of(_NAME, 50), "uniqueItems": True},
+    "metrics_declared": {**_list_of({"enum": list(METRICS)}), "uniqueItems": True},
+    "failure_classifications": _list_of(
+        {
+            "type": "object",
+            "required": ["sample_set", "sample", "classification"],
+            "additionalProperties": False,
+            "properties": {
+                "sample_set": _NAME,
+                "sample": _NAME,
+                "classification": {"enum": list(CLASSIFICATIONS)},
+                "degradation": _TEXT,
+                "note": _TEXT,
+            },
+        },
+        2000,
+    ),
+    "gray_stages": _list_of(
+        {
+            "type": "object",
+            "required": ["traffic_pct", "observation_minutes"],
+            "additionalProperties": False,
+            "properties": {
+                "traffic_pct": {"type": "number", "exclusiveMinimum": 0, "maximum": 100},
+                "observation_minutes": {"type": "integer", "minimum": 1, "maximum": 43200},
+                "guards": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "ttft_p95_ms": {"type": "number", "exclusiveMinimum": 0},
+                        "error_rate_pct": {"type": "number", "minimum": 0, "maximum": 100},
+                        "structured_error_rate_pct": {
+                            "type": "number",
+                            "minimum": 0,
+                            "maximum": 100,
+                        },
+                    },
+                },
+            },
+        },
+        20,
+    ),
+    "rollback_triggers": _list_of({"type": "string", "minLength": 1, "maxLength": 500}, 50),
+    "decommission_moves": _list_of(
+        {
+            "type": "object",
+            "required": ["kind", "name", "moved_to"],
+            "additionalProperties": False,
+            "properties": {
+                "kind": {"enum": list(DECOMMISSION_KINDS)},
+                "name": _NAME,
+                "moved_to": {"type": "string", "maxLength": 200},
+            },
+        }
+    ),
+    "logging_policy": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "debug_logs": {"enum": ["off", "sampled", "full"]},
+            "audit_logs": {"enum": ["off", "on"]},
+            "sensitive_retention_days": {"type": "integer", "minimum": 0, "maximum": 3650},
+        },
+    },
+}
+
+EXAMPLES: dict[str, str] = {
+    "impact_tenants": '["support", "sales"]',
+    "impact_task_types": '["chat", "rag"]',
+    "impact_downstream": '["agent_runtime", "trace"]',
+    "required_sample_sets": '["kb-golden", "json-contracts"]',
+    "metrics_declared": '["ttft", "tpot", "tokens_per_s", "queue_length", "gpu_memory", '
+    '"kv_cache_usage", "error_rate"]',
+    "failure_classifications": '[{"sample_set": "kb-golden", "sample": "refund-policy", '
+    '"classification": "degradation", "degradation": "falls back to search results"}]',
+    "gray_stages": '[{"traffic_pct": 5, "observation_minutes": 60, "guards": '
+    '{"ttft_p95_ms": 900, "error_rate_pct": 1, "structured_error_rate_pct": 2}}]',
+    "rollback_triggers": '["p95 TTFT above 1200 ms for 10 min"]',
+    "decommission_moves": '[{"kind": "tenant", "name": "support", "moved_to": "kb-assistant"}]',
+    "logging_policy": '{"debug_logs": "off", "audit_logs": "on", "sensitive_retention_days": 30}',
+}
+
+
+def _path(error: jsonschema.ValidationError) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+
+
+def validate_json_fields(values: dict[str, Any]) -> None:
+    """Refuse, naming every bad field, the JSON values in `values` that do not fit their schema."""
+    errors: dict[str, str] = {}
+    for name, value in values.items():
+        schema = SCHEMAS.get(name)
+        if schema is None:
+            continue
+        error = jsonschema.exceptions.best_match(
+            jsonschema.Draft202012Validator(schema).iter_errors(value)
+        )
+        if error is not None:
+            where = _path(error)
+            errors[name] = (
+                f"{name}{where}: {error.message}. Example: {EXAMPLES[name]}"
+                if where
+                else f"{error.message}. Example: {EXAMPLES[name]}"
+            )
+    if errors:
+        raise ValidationError(errors)
