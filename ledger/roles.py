@@ -14,12 +14,14 @@ class Role(models.TextChoices):
     AUDITOR = "auditor", "Auditor"
 
 
+# What each role can do in the product as it stands; a duty is added here when the
+# feature that carries it lands, so the home page never promises what is not there.
 ROLE_DUTIES: dict[str, str] = {
-    Role.MODEL_OWNER: "register assets and runtimes, file release forms, drive gray rollouts",
-    Role.PLATFORM_SRE: "check rollback paths, record rollbacks, sign off for the platform",
-    Role.SECURITY_COMPLIANCE: "approve licenses, sign off security and compliance",
-    Role.BUSINESS_OWNER: "sign off releases for the tenants a service serves",
-    Role.AUDITOR: "read everything, filter and export records with proof of integrity",
+    Role.MODEL_OWNER: "register assets, runtimes and revisions of your team's services, attach load-test evidence, run replays",
+    Role.PLATFORM_SRE: "register backends, schedule and run replays, check what is live and how each service behaves",
+    Role.SECURITY_COMPLIANCE: "approve or reject model licenses, record the acceptance of gated terms",
+    Role.BUSINESS_OWNER: "read every service, its evidence and its history (release sign-offs arrive with release forms)",
+    Role.AUDITOR: "read everything and verify the event chain's integrity (exports arrive with the auditor's view)",
 }
 
 

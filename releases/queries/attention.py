@@ -1,0 +1,127 @@
+"""What needs a person now, for the home page: the services of their teams that are not
+healthy or whose evidence has lapsed, the licenses waiting for their review, and what
+changed in the last day. Every item names what is wrong and where to act."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Literal
+
+from django.db.models import QuerySet
+from django.urls import reverse
+from django.utils import timezone
+
+from ledger.models import Event, LoadTestReport, ModelAsset, Service
+from ledger.permissions import can_approve_licenses
+from ledger.queries.staleness import evidence_status, newest_by_workload
+from lib.actors import Requester
+from replay import queries as replay_queries
+
+# More services than this in a person's teams are summarised, not listed one by one:
+# the home page must answer quickly, and the catalog has filters for the rest.
+MAX_SERVICES_CHECKED = 25
+MAX_LICENSES_LISTED = 10
+RECENT_WINDOW = dt.timedelta(hours=24)
+RECENT_LISTED = 10
+
+Urgency = Literal["act", "look"]
+
+
+@dataclass(frozen=True)
+class AttentionItem:
+    urgency: Urgency  # "act": something is wrong; "look": nothing watches it, or it waits
+    subject: str
+    text: str
+    url: str
+
+
+@dataclass(frozen=True)
+class Attention:
+    items: list[AttentionItem]
+    services_checked: int
+    services_total: int
+
+
+def _team_services(user: Requester) -> QuerySet[Service]:
+    if user is None or not user.is_authenticated:
+        return Service.objects.none()
+    return (
+        Service.objects.filter(team__members=user)
+        .select_related("team", "live_revision__runtime", "live_revision__service")
+        .order_by("slug")
+        .distinct()
+    )
+
+
+def _service_items(service: Service, now: dt.datetime) -> list[AttentionItem]:
+    url = reverse("releases:service_detail", args=[service.slug])
+    items: list[AttentionItem] = []
+    health = replay_queries.live_health(service, now=now)
+    if health["word"] == "not monitored":
+        if service.live_revision_id is not None:
+            items.append(AttentionItem("look", service.slug, health["reasons"][0]["text"], url))
+    elif health["word"] != "healthy":
+        first = health["reasons"][0]
+        items.append(AttentionItem("act", service.slug, f"{health['word']}: {first['text']}", url))
+    live = service.live_revision
+    if live is not None:
+        reports = LoadTestReport.objects.with_context().filter(revision=live)
+        for workload, report in newest_by_workload(reports).items():
+            status = evidence_status(report, now=now)
+            if status.status != "current":
+                items.append(
+                    AttentionItem(
+                        "act",
+                        service.slug,
+                        f"{workload} evidence of {live.label} is {status.status}: {status.reason}",
+                        url,
+                    )
+                )
+    return items
+
+
+def attention_for(user: Requester, *, now: dt.datetime | None = None) -> Attention:
+    """The person's to-do list, most urgent first (a bounded number of queries)."""
+    now = now or timezone.now()
+    services = _team_services(user)
+    total = services.count()
+    items: list[AttentionItem] = []
+    for service in services[:MAX_SERVICES_CHECKED]:
+        items.extend(_service_items(service, now))
+    if can_approve_licenses(user):
+        pending = ModelAsset.objects.filter(
+            license_approval=ModelAsset.LicenseApproval.PENDING,
+            lifecycle=ModelAsset.Lifecycle.ACTIVE,
+        ).select_related("license")
+        for asset in pending.order_by("name", "pk")[:MAX_LICENSES_LISTED]:
+            items.append(
+                AttentionItem(
+                    "look",
+                    str(asset),
+                    f"license {asset.license.spdx_id} waits for your review",
+                    reverse("ledger:asset_detail", args=[asset.pk]),
+                )
+            )
+    items.sort(key=lambda item: item.urgency != "act")
+    return Attention(
+        items=items, services_checked=min(total, MAX_SERVICES_CHECKED), services_total=total
+    )
+
+
+@dataclass(frozen=True)
+class RecentChanges:
+    events: list[Event]
+    count: int
+    since: dt.datetime
+
+
+def recent_changes(*, now: dt.datetime | None = None) -> RecentChanges:
+    """Events of the last 24 hours, newest first (two indexed queries)."""
+    since = (now or timezone.now()) - RECENT_WINDOW
+    window = Event.objects.filter(created_at__gte=since)
+    return RecentChanges(
+        events=list(window.order_by("-sequence")[:RECENT_LISTED]),
+        count=window.count(),
+        since=since,
+    )

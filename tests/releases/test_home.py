@@ -1,0 +1,177 @@
+"""Home is where each person starts: what needs them now, what changed in the last day."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+import time_machine
+from django.urls import reverse
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from ledger import services as ledger_services
+from ledger.chain import append_event
+from ledger.models import Event, ModelAsset
+from releases.queries import attention
+from replay.models import Probe
+from tests.factories import PASSWORD
+from tests.ledger.evidence.conftest import import_file
+from tests.ledger.factories import ModelAssetFactory, RevisionFactory, ServiceFactory
+from tests.replay.factories import BackendFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def _live(service):
+    revision = RevisionFactory(service=service)
+    ledger_services.set_live_revision(service, revision, actor=None)
+    service.refresh_from_db()
+    return revision
+
+
+def _home(client, user):
+    client.force_login(user)
+    response = client.get(reverse("home"))
+    assert response.status_code == 200
+    return response
+
+
+def test_an_unreachable_live_backend_of_my_team_asks_me_to_act(client, owner, team):
+    service = ServiceFactory(slug="kb-assistant", team=team)
+    backend = BackendFactory(name="kb-vllm", revision=_live(service))
+    Probe.objects.create(
+        backend=backend,
+        fingerprint=backend.revision.fingerprint,
+        started_at=timezone.now() - dt.timedelta(minutes=3),
+        reachable=False,
+        error="connection refused",
+    )
+
+    items = _home(client, owner).context["attention"].items
+
+    assert [(i.urgency, i.subject) for i in items] == [("act", "kb-assistant")]
+    assert items[0].text.startswith("unreachable: ")
+    assert "connection refused" in items[0].text
+    assert items[0].url == reverse("releases:service_detail", args=["kb-assistant"])
+
+
+def test_a_live_service_nobody_probes_is_worth_a_look_and_one_without_a_live_revision_is_not(
+    client, owner, team
+):
+    _live(ServiceFactory(slug="kb-assistant", team=team))
+    ServiceFactory(slug="kb-draft", team=team)
+
+    response = _home(client, owner)
+
+    items = response.context["attention"].items
+    assert [(i.urgency, i.subject) for i in items] == [("look", "kb-assistant")]
+    assert "no enabled backend serves the live revision" in items[0].text
+    assert (
+        "kb-draft"
+        not in response.content.decode().split("What needs you now")[1].split("</section>")[0]
+    )
+
+
+def test_services_of_other_teams_do_not_reach_my_list(client, owner, team):
+    _live(ServiceFactory(slug="someone-elses"))
+
+    response = _home(client, owner)
+
+    assert response.context["attention"].items == []
+    assert "You are in no team that owns a service" in response.content.decode()
+
+    ServiceFactory(slug="kb-draft", team=team)
+    body = _home(client, owner).content.decode()
+    assert "Nothing needs you: the live revisions of your teams' 1 service are" in body
+
+
+def test_lapsed_evidence_of_the_live_revision_asks_me_to_act(client, owner, team):
+    service = ServiceFactory(slug="kb-assistant", team=team, tier="production")
+    measured = timezone.now() - dt.timedelta(days=120)
+    with time_machine.travel(measured, tick=False):
+        revision = _live(service)
+        import_file(revision, "vllm", "vllm_c2_n20_detailed.json", workload="high_concurrency")
+
+    texts = [i.text for i in _home(client, owner).context["attention"].items if i.urgency == "act"]
+
+    assert len(texts) == 1
+    assert texts[0].startswith(f"high_concurrency evidence of {revision.label} is stale: measured ")
+    assert "production services accept evidence up to 90 days old" in texts[0]
+
+
+def test_pending_licenses_wait_for_security_and_compliance_only(client, security, owner):
+    asset = ModelAssetFactory(name="Qwen2.5-7B-Instruct")
+    assert asset.license_approval == ModelAsset.LicenseApproval.PENDING
+
+    security_items = _home(client, security).context["attention"].items
+    owner_items = _home(client, owner).context["attention"].items
+
+    assert [(i.subject, i.url) for i in security_items] == [
+        (str(asset), reverse("ledger:asset_detail", args=[asset.pk]))
+    ]
+    assert "waits for your review" in security_items[0].text
+    assert owner_items == []
+
+
+def test_only_the_first_services_are_checked_and_the_page_says_so(client, owner, team, settings):
+    for n in range(attention.MAX_SERVICES_CHECKED + 2):
+        ServiceFactory(slug=f"svc-{n:02d}", team=team)
+
+    response = _home(client, owner)
+
+    assert response.context["attention"].services_checked == attention.MAX_SERVICES_CHECKED
+    assert (
+        f"Checked the first {attention.MAX_SERVICES_CHECKED} of your teams' "
+        f"{attention.MAX_SERVICES_CHECKED + 2} services" in response.content.decode()
+    )
+
+
+def test_the_last_day_of_changes_is_listed_and_older_ones_are_not(client, auditor):
+    with time_machine.travel(timezone.now() - dt.timedelta(hours=30), tick=False):
+        append_event(actor=None, action="test.old", subject=("test", "1"), payload={})
+    append_event(actor=None, action="test.new", subject=("test", "2"), payload={})
+
+    response = _home(client, auditor)
+
+    recent = response.context["recent"]
+    assert [e.action for e in recent.events] == ["test.new"]
+    assert recent.count == 1
+    body = response.content.decode()
+    assert "test.new" in body and "test.old" not in body
+    assert "All 1 change of the last 24 hours" in body
+    assert Event.objects.count() == 2
+
+
+def test_nothing_changed_says_so(client, auditor):
+    body = _home(client, auditor).content.decode()
+    assert "Nothing changed in the last 24 hours." in body
+
+
+def test_role_duties_promise_only_what_exists(client, owner, auditor):
+    owner_body = _home(client, owner).content.decode()
+    auditor_body = _home(client, auditor).content.decode()
+    assert "attach load-test evidence" in owner_body
+    assert "verify the event chain" in auditor_body
+    for promise in ("gray rollouts", "record rollbacks", "filter and export"):
+        assert promise not in owner_body + auditor_body
+
+
+@pytest.mark.browser
+def test_search_from_home_on_a_phone_finds_the_service(live_server, page, owner, team):
+    ServiceFactory(slug="kb-assistant", name="Knowledge base assistant", team=team)
+    ServiceFactory(slug="dataagent-sql", team=team)
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.get_by_label("Username").fill(owner.username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("heading", name="What needs you now")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+    page.get_by_label("Find a service or model").fill("kb-")
+    page.keyboard.press("Enter")
+
+    expect(page).to_have_url(f"{live_server.url}/services/?q=kb-")
+    expect(page.get_by_role("link", name="kb-assistant")).to_be_visible()
+    expect(page.get_by_role("link", name="dataagent-sql")).to_have_count(0)
