@@ -387,6 +387,28 @@ for _tier, _days in EVIDENCE_MAX_AGE_DAYS.items():
             f"EVIDENCE_MAX_AGE_DAYS_{_tier.upper()}={_days} must be at least 1 day."
         )
 
+# Releases. Emergency releases may start rolling out before their sign-offs, which
+# are then due within RELEASES_EMERGENCY_SIGNOFF_HOURS. Signers are told by email
+# when a release waits for them; with no EMAIL_HOST, mail goes to the console.
+RELEASES_EMERGENCY_SIGNOFF_HOURS = env_int("RELEASES_EMERGENCY_SIGNOFF_HOURS", 24)
+if RELEASES_EMERGENCY_SIGNOFF_HOURS < 1:
+    raise ImproperlyConfigured(
+        f"RELEASES_EMERGENCY_SIGNOFF_HOURS={RELEASES_EMERGENCY_SIGNOFF_HOURS} must be at least 1."
+    )
+EMAIL_HOST = env_str("EMAIL_HOST", "")
+EMAIL_PORT = env_int("EMAIL_PORT", 587)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", default=True)
+EMAIL_BACKEND = (
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend"
+)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "ledger@localhost")
+# Links in emails: the address people reach the ledger at.
+LEDGER_BASE_URL = env_str("LEDGER_BASE_URL", "http://localhost:8000").rstrip("/")
+
 # Replay. Workers beat every REPLAY_HEARTBEAT_SECONDS while they run a replay; the
 # reaper interrupts and resumes a run silent for REPLAY_STALE_AFTER_SECONDS, and
 # fails it after REPLAY_MAX_ATTEMPTS claims. A run regressed against its baseline

@@ -37,7 +37,7 @@ class ReleaseQuerySet(models.QuerySet):
             "to_revision__model_asset__license",
             "to_revision__model_asset__derived_from",
             "to_revision__runtime",
-            "rollback_target",
+            "rollback_target__service",
             "standard_template",
             "filed_by",
         )

@@ -1,0 +1,168 @@
+"""The admission policy: which gates apply to a release, and their thresholds, per tier.
+
+This is the one place to read (and change) what a release must show before it
+may be submitted. `releases/gates.py` computes each gate; it reads every number
+and list from here. A tier maps to the gates that apply to it; the change kind
+can take some away (a decommission measures nothing new) and add its own.
+
+| gate                | experimental | internal | production |
+|---------------------|:------------:|:--------:|:----------:|
+| license             | yes          | yes      | yes        |
+| provenance          | yes          | yes      | yes        |
+| image_pinned        | yes          | yes      | yes        |
+| load_evidence       |              | short    | short, high_concurrency, long_context, streaming |
+| metrics_coverage    |              | ttft, tpot, error_rate | all seven |
+| replay              |              | ≥ 1 set  | ≥ 1 set    |
+| failures_classified |              | yes      | yes        |
+| rollback_plan       |              | verified ≤ 30 days | verified ≤ 7 days |
+| gray_plan           |              | ≥ 1 stage below 100 % | ≥ 2 stages below 100 % |
+| logging_policy      |              | yes      | yes        |
+| risk                | yes          | yes      | yes        |
+| change_path         | yes          | yes      | yes        |
+| blackout            | yes          | yes      | yes        |
+| decommission_plan   | decommission releases only               |
+| signoffs            | none         | model team, platform | model team, platform, security & compliance, business owner |
+
+A decommission skips load_evidence, metrics_coverage, replay,
+failures_classified and gray_plan: nothing new is served. The standard path
+needs only the model team's sign-off; the emergency path may start its rollout
+before its sign-offs, which are then due within `settings.RELEASES_EMERGENCY_SIGNOFF_HOURS`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from releases.schemas import METRICS
+
+# Every gate, in the order pages and the API list them, with the title pages show.
+GATES: Final[dict[str, str]] = {
+    "license": "License approved for the service's exposure",
+    "provenance": "Provenance complete",
+    "image_pinned": "Image pinned and launch parameters recorded",
+    "load_evidence": "Load-test evidence current and within the SLOs",
+    "metrics_coverage": "Metrics coverage declared",
+    "replay": "Replay passed without regression",
+    "failures_classified": "Every failure sample classified",
+    "rollback_plan": "Rollback plan complete and its target verified",
+    "gray_plan": "Gray plan valid",
+    "logging_policy": "Logging policy recorded",
+    "risk": "Risk assessed",
+    "change_path": "Change path justified",
+    "decommission_plan": "Decommission moves recorded",
+    "blackout": "Planned start outside blackout windows",
+    "signoffs": "Sign-offs complete",
+}
+
+_EVERY_GATE = tuple(GATES)
+_BASIC = ("license", "provenance", "image_pinned", "risk", "change_path", "blackout", "signoffs")
+
+TIER_GATES: Final[dict[str, tuple[str, ...]]] = {
+    "experimental": _BASIC,
+    "internal": _EVERY_GATE,
+    "production": _EVERY_GATE,
+}
+
+# Gates that measure what the candidate serves: moot when it serves nothing new.
+NOT_FOR_DECOMMISSION: Final = frozenset(
+    {"load_evidence", "metrics_coverage", "replay", "failures_classified", "gray_plan"}
+)
+
+# Nobody may set these aside: a waiver of them would be a signature without a signer,
+# or a path chosen without a reason. A blackout is bypassed by the emergency path only.
+NOT_WAIVABLE: Final = frozenset({"signoffs", "change_path", "risk", "blackout"})
+
+# Workload classes whose current load-test evidence each tier needs.
+REQUIRED_WORKLOADS: Final[dict[str, tuple[str, ...]]] = {
+    "experimental": (),
+    "internal": ("short",),
+    "production": ("short", "high_concurrency", "long_context", "streaming"),
+}
+
+REQUIRED_METRICS: Final[dict[str, tuple[str, ...]]] = {
+    "experimental": (),
+    "internal": ("ttft", "tpot", "error_rate"),
+    "production": tuple(METRICS),
+}
+
+# The least number of replay sample sets a release must name.
+MIN_SAMPLE_SETS: Final[dict[str, int]] = {"experimental": 0, "internal": 1, "production": 1}
+
+# How recent the rollback target's last verification replay must be, in days.
+ROLLBACK_VERIFICATION_MAX_AGE_DAYS: Final[dict[str, int]] = {
+    "experimental": 90,
+    "internal": 30,
+    "production": 7,
+}
+
+# Gray stages below 100 % traffic a plan must have; every stage must carry these guards.
+MIN_STAGES_BELOW_FULL: Final[dict[str, int]] = {"experimental": 0, "internal": 1, "production": 2}
+REQUIRED_GUARDS: Final[dict[str, tuple[str, ...]]] = {
+    "experimental": (),
+    "internal": ("ttft_p95_ms", "error_rate_pct"),
+    "production": ("ttft_p95_ms", "error_rate_pct", "structured_error_rate_pct"),
+}
+
+# Sign-off roles per tier, and for the standard path (any tier).
+REQUIRED_SIGNOFFS: Final[dict[str, tuple[str, ...]]] = {
+    "experimental": (),
+    "internal": ("model_team", "platform"),
+    "production": ("model_team", "platform", "security_compliance", "business_owner"),
+}
+STANDARD_PATH_SIGNOFFS: Final[tuple[str, ...]] = ("model_team",)
+
+# The roles each sign-off role's signer must hold (ledger.roles), and the gates the
+# role looks at first on its "waiting for me" page.
+SIGNER_ROLES: Final[dict[str, str]] = {
+    "model_team": "model_owner",
+    "platform": "platform_sre",
+    "security_compliance": "security_compliance",
+    "business_owner": "business_owner",
+}
+GATES_OF_INTEREST: Final[dict[str, tuple[str, ...]]] = {
+    "model_team": ("load_evidence", "replay", "failures_classified", "metrics_coverage"),
+    "platform": ("image_pinned", "rollback_plan", "gray_plan", "blackout", "load_evidence"),
+    "security_compliance": ("license", "provenance", "logging_policy"),
+    "business_owner": ("failures_classified", "risk", "gray_plan", "blackout"),
+}
+
+# Risk suggested by change kind for an internal service; a production service moves one
+# step up, an experimental one a step down. Choosing a lower risk needs a reason.
+RISK_ORDER: Final = ("low", "medium", "high")
+BASE_RISK: Final[dict[str, str]] = {
+    "model_upgrade": "high",
+    "engine_upgrade": "medium",
+    "quantization_switch": "medium",
+    "launch_parameters": "low",
+    "routing": "low",
+    "capacity": "low",
+    "decommission": "medium",
+}
+_TIER_RISK_STEP: Final[dict[str, int]] = {"experimental": -1, "internal": 0, "production": 1}
+
+
+def gates_for(tier: str, change_kind: str) -> tuple[str, ...]:
+    """The gate keys that apply, in `GATES` order."""
+    keys = set(TIER_GATES[tier])
+    if change_kind == "decommission":
+        keys -= NOT_FOR_DECOMMISSION
+        keys.add("decommission_plan")
+    else:
+        keys.discard("decommission_plan")
+    return tuple(key for key in GATES if key in keys)
+
+
+def suggested_risk(tier: str, change_kind: str) -> str:
+    index = RISK_ORDER.index(BASE_RISK[change_kind]) + _TIER_RISK_STEP[tier]
+    return RISK_ORDER[max(0, min(index, len(RISK_ORDER) - 1))]
+
+
+def effective_risk(release_risk: str, tier: str, change_kind: str) -> str:
+    """The release's risk: the filer's choice, else the one suggested."""
+    return release_risk or suggested_risk(tier, change_kind)
+
+
+def required_signoffs(tier: str, path: str) -> tuple[str, ...]:
+    if path == "standard":
+        return STANDARD_PATH_SIGNOFFS
+    return REQUIRED_SIGNOFFS[tier]

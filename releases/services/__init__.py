@@ -1,0 +1,52 @@
+"""The releases app's verbs: every change to a release goes through here.
+
+Each verb locks what it changes, checks who may (`releases.permissions`),
+writes, and appends its Event in one transaction; emails go out on commit.
+Refusals: ValidationError (bad input, 400), PermissionDenied (403),
+TransitionRefused (the state does not allow it, 409), GatesNotPassed (422).
+"""
+
+from releases.services.errors import GatesNotPassed, TransitionRefused
+from releases.services.lifecycle import (
+    EDITABLE_FIELDS,
+    create_release,
+    reopen_release,
+    start_rollout,
+    submit_release,
+    update_release,
+    withdraw_release,
+)
+from releases.services.reviews import (
+    add_comment,
+    create_blackout_window,
+    create_standard_template,
+    retire_standard_template,
+)
+from releases.services.signoffs import (
+    grant_waiver,
+    revalidate_release,
+    revoke_waiver,
+    sign_off,
+    sync_signoffs,
+)
+
+__all__ = [
+    "EDITABLE_FIELDS",
+    "GatesNotPassed",
+    "TransitionRefused",
+    "add_comment",
+    "create_blackout_window",
+    "create_release",
+    "create_standard_template",
+    "grant_waiver",
+    "reopen_release",
+    "retire_standard_template",
+    "revalidate_release",
+    "revoke_waiver",
+    "sign_off",
+    "start_rollout",
+    "submit_release",
+    "sync_signoffs",
+    "update_release",
+    "withdraw_release",
+]

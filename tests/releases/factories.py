@@ -1,0 +1,198 @@
+"""Release test setup: a production service with a live revision and a candidate that
+passes every gate, built through the ledger's and the releases' verbs; evidence and
+replay runs are rows as their importers and workers leave them."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.utils import timezone
+
+from ledger import services as ledger_services
+from ledger.models import LoadTestReport, Revision, Service
+from releases import services
+from releases.models import Release
+from replay.models import Backend, Run, SampleSet
+from tests.ledger.factories import RevisionFactory, RuntimeFactory, ServiceFactory, digest
+from tests.replay.factories import BackendFactory, SampleSetFactory
+
+GOOD_STAGES = [
+    {
+        "traffic_pct": 5,
+        "observation_minutes": 60,
+        "guards": {"ttft_p95_ms": 900, "error_rate_pct": 1, "structured_error_rate_pct": 2},
+    },
+    {
+        "traffic_pct": 25,
+        "observation_minutes": 120,
+        "guards": {"ttft_p95_ms": 900, "error_rate_pct": 1, "structured_error_rate_pct": 2},
+    },
+    {"traffic_pct": 100, "observation_minutes": 60, "guards": {}},
+]
+ALL_METRICS = [
+    "ttft",
+    "tpot",
+    "tokens_per_s",
+    "queue_length",
+    "gpu_memory",
+    "kv_cache_usage",
+    "error_rate",
+]
+LOGGING = {"debug_logs": "off", "audit_logs": "on", "sensitive_retention_days": 30}
+
+
+def report(revision: Revision, workload: str, **columns: Any) -> LoadTestReport:
+    """A parsed load-test report of `revision` as the importer leaves it (columns only)."""
+    values = {
+        "ttft_p95_ms": 500.0,
+        "ttft_p99_ms": 900.0,
+        "tpot_p95_ms": 20.0,
+        "error_rate": 0.001,
+        "requests": 1000,
+        "measured_at": timezone.now(),
+        **columns,
+    }
+    runtime = revision.runtime
+    seed = f"{revision.pk}:{workload}:{LoadTestReport.objects.count()}"
+    return LoadTestReport.objects.create(
+        revision=revision,
+        workload=workload,
+        tool="guidellm",
+        format="guidellm",
+        variant="benchmarks",
+        source=LoadTestReport.Source.TOOL,
+        raw_file=f"loadtest/{revision.pk}/{seed}/report.json",
+        raw_sha256=digest(seed).removeprefix("sha256:"),
+        raw_size=100,
+        filename="report.json",
+        fingerprint=revision.fingerprint,
+        hardware={"gpu_model": runtime.gpu_model, "gpu_count": runtime.gpu_count},
+        results={"levels": []},
+        **values,
+    )
+
+
+def replay_run(
+    sample_set: SampleSet,
+    backend: Backend,
+    *,
+    verdict: str = Run.Verdict.PASSED,
+    baseline: Run | None = None,
+    trigger: str = Run.Trigger.MANUAL,
+    below_budget: list[str] | None = None,
+    finished_at: dt.datetime | None = None,
+    reasons: list[str] | None = None,
+) -> Run:
+    """A finished replay run as the worker leaves it."""
+    finished = finished_at or timezone.now()
+    return Run.objects.create(
+        sample_set=sample_set,
+        backend=backend,
+        revision=backend.revision,
+        fingerprint=backend.revision.fingerprint,
+        trigger=trigger,
+        state=Run.State.FINISHED,
+        verdict=verdict,
+        started_at=finished - dt.timedelta(minutes=5),
+        finished_at=finished,
+        baseline=baseline,
+        summary={
+            "pass_rate": 1.0 if not below_budget else 0.9,
+            "samples_below_budget": below_budget or [],
+            "verdict_reasons": reasons or [],
+        },
+    )
+
+
+@dataclass
+class World:
+    service: Service
+    live: Revision
+    candidate: Revision
+    sample_set: SampleSet
+    verification_set: SampleSet
+    live_backend: Backend
+    candidate_backend: Backend
+    live_run: Run
+    candidate_run: Run
+    verification: Run
+    reports: dict[str, LoadTestReport]
+
+
+def build_world(team, *, tier: str = "production", slug: str = "kb-assistant") -> World:
+    service = ServiceFactory(
+        slug=slug,
+        team=team,
+        tier=tier,
+        tenants=["support", "sales"],
+        slo_ttft_p95_ms=800,
+        slo_ttft_p99_ms=1500,
+        slo_tpot_ms=30,
+        slo_error_rate_pct=Decimal("1.00"),
+    )
+    runtime = RuntimeFactory(team=team, gpu_model="H100-80GB", gpu_count=1)
+    live = RevisionFactory(service=service, runtime=runtime)
+    ledger_services.set_live_revision(service, live, actor=None)
+    ledger_services.set_license_approval(live.model_asset, actor=None, approval="approved")
+    candidate = RevisionFactory(service=service, runtime=runtime)
+    ledger_services.set_license_approval(candidate.model_asset, actor=None, approval="approved")
+    service.refresh_from_db()
+    candidate.refresh_from_db()
+    live.refresh_from_db()
+    sample_set = SampleSetFactory(name=f"{slug}-golden")
+    verification_set = SampleSetFactory(name=f"{slug}-rollback")
+    live_backend = BackendFactory(name=f"{slug}-live", revision=live)
+    candidate_backend = BackendFactory(name=f"{slug}-canary", revision=candidate)
+    live_run = replay_run(sample_set, live_backend)
+    candidate_run = replay_run(sample_set, candidate_backend, baseline=live_run)
+    verification = replay_run(verification_set, live_backend, trigger=Run.Trigger.VERIFICATION)
+    reports = {
+        w: report(candidate, w) for w in ("short", "high_concurrency", "long_context", "streaming")
+    }
+    return World(
+        service=service,
+        live=live,
+        candidate=candidate,
+        sample_set=sample_set,
+        verification_set=verification_set,
+        live_backend=live_backend,
+        candidate_backend=candidate_backend,
+        live_run=live_run,
+        candidate_run=candidate_run,
+        verification=verification,
+        reports=reports,
+    )
+
+
+def complete_form(world: World) -> dict[str, Any]:
+    """Every field a production release needs to pass its gates."""
+    return {
+        "risk": "",
+        "impact_tenants": ["support"],
+        "impact_task_types": [],
+        "impact_downstream": ["agent_runtime"],
+        "required_sample_sets": [world.sample_set.name],
+        "metrics_declared": list(ALL_METRICS),
+        "gray_stages": [dict(s) for s in GOOD_STAGES],
+        "rollback_kind": Release.RollbackKind.MODEL,
+        "rollback_triggers": ["p95 TTFT above 1200 ms for 10 min"],
+        "rollback_expected_minutes": 10,
+        "rollback_impact_scope": "all tenants of the service for about ten minutes",
+        "rollback_verification_set": world.verification_set.name,
+        "logging_policy": dict(LOGGING),
+    }
+
+
+def file_release(world: World, owner, **fields: Any) -> Release:
+    values = {**complete_form(world), **fields}
+    return services.create_release(
+        actor=owner,
+        service=world.service,
+        to_revision=world.candidate,
+        change_kind=values.pop("change_kind", Release.ChangeKind.MODEL_UPGRADE),
+        summary=values.pop("summary", "Qwen2.5 7B to the new fine-tune"),
+        **values,
+    )
