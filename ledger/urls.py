@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from ledger.views import assets, catalog, diff, events, loadtests, revisions, runtimes
+from ledger.views import assets, catalog, diff, events, loadtests, revisions, runtimes, serving
 
 app_name = "ledger"
 
@@ -28,6 +28,7 @@ urlpatterns = [
         name="revision_detail",
     ),
     path("services/<slug:slug>/diff/", diff.revision_diff_pick, name="revision_diff_pick"),
+    path("services/<slug:slug>/serving/", serving.serving_history, name="serving_history"),
     path(
         "services/<slug:slug>/diff/<int:a>/<int:b>/",
         diff.revision_diff,

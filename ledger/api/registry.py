@@ -65,6 +65,7 @@ from ledger.serializers import (
     TeamSerializer,
     WhoAmISerializer,
 )
+from ledger.serializers.serving import ServingQuerySerializer, ServingSerializer
 from lib.api import DomainVerbMixin
 
 
@@ -283,6 +284,33 @@ class ServiceViewSet(RegistryViewSet):
 
     def perform_update(self, serializer):
         self.call_verb(services.update_service, serializer.instance, **serializer.validated_data)
+
+    @extend_schema(
+        summary="What was serving at a moment: the live revision, since, until and what set it",
+        description="Read from the event chain (the `service.live_revision_changed` events), "
+        "so it agrees with verify_ledger. Without `at`, what serves now.",
+        parameters=[ServingQuerySerializer],
+        responses={
+            200: ServingSerializer,
+            400: OpenApiResponse(description="`at` is not ISO 8601 or its offset is out of range."),
+            404: OpenApiResponse(
+                description="No such service, or nothing was live yet at that moment."
+            ),
+        },
+    )
+    @action(detail=True, methods=["get"], url_path="serving")
+    def serving(self, request: Request, slug: str = "") -> Response:
+        service = self.get_object()
+        query = ServingQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        at = query.moment()
+        interval = queries.serving_at(service, at)
+        if interval is None:
+            raise exceptions.NotFound(
+                f"Nothing was live on {service.slug} at {at.isoformat()}: its first live "
+                "revision was set later, or never."
+            )
+        return Response(ServingSerializer(ServingSerializer.shape(interval, at)).data)
 
 
 # ---------------------------------------------------------------- model assets

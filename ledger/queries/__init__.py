@@ -44,6 +44,7 @@ from ledger.queries.reports import (
     revision_reports,
     shaped_levels,
 )
+from ledger.queries.serving import ServingInterval, serving_at, serving_history
 from ledger.queries.slo_matrix import (
     MATRIX_COLUMNS,
     Attainment,
@@ -83,6 +84,7 @@ __all__ = [
     "MatrixRevision",
     "MatrixRow",
     "RevisionReports",
+    "ServingInterval",
     "SloMatrix",
     "StatusWord",
     "attach_goodputs",
@@ -118,6 +120,8 @@ __all__ = [
     "same_fingerprint",
     "service_revisions",
     "service_slo",
+    "serving_at",
+    "serving_history",
     "shaped_levels",
     "slo_matrix",
     "ttft_cdf_series",

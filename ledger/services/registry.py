@@ -358,9 +358,19 @@ def update_service(
 
 @transaction.atomic
 def set_live_revision(
-    service: Service, revision: Revision, *, actor: Actor, reason: str = ""
+    service: Service,
+    revision: Revision,
+    *,
+    actor: Actor,
+    reason: str = "",
+    cause: dict[str, Any] | None = None,
 ) -> None:
-    """Point the service at a revision; the first time a revision serves, it is frozen."""
+    """Point the service at a revision; the first time a revision serves, it is frozen.
+
+    `cause` names what set it, e.g. ``{"release": 12}`` or ``{"rollback": 3}``; with the
+    revision's fingerprint it goes into the Event, from which the serving history is read
+    (`ledger.queries.serving`).
+    """
     service = Service.objects.select_for_update().get(pk=service.pk)
     if revision.service_id != service.pk:
         raise ValidationError({"live_revision": f"{revision} belongs to another service."})
@@ -385,6 +395,8 @@ def set_live_revision(
             "before": {"live_revision": before},
             "after": {"live_revision": revision.pk},
             "reason": reason,
+            "cause": cause or {},
+            "fingerprint": revision.fingerprint,
         },
     )
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
 
 RECENT_EVENTS = 20
+SERVING_SHOWN = 3
 
 
 class EventPageAttrs(TypedDict):
@@ -79,6 +80,7 @@ def service_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse
         "capabilities": ledger_queries.capabilities_of(live) if live else [],
         "revisions": revisions,
         "events": events,
+        "serving": ledger_queries.serving_history(service, limit=SERVING_SHOWN),
         "can_edit": can_edit_team_objects(request.user, service.team),
         # Replay composes onto the SRE's one screen: does it still behave?
         "health": replay_queries.live_health(service),

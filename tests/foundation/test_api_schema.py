@@ -106,6 +106,7 @@ def _detail_parameters(data: dict) -> dict[str, list[dict]]:
         "/api/revisions/{id}/diff/{other_id}/": [{"id": revision.pk, "other_id": revision.pk}],
         "/api/runtimes/{name}/": [{"name": revision.runtime.name}],
         "/api/services/{slug}/": [{"slug": "kb-assistant"}, {"slug": "sql-agent"}],
+        "/api/services/{slug}/serving/": [{"slug": "kb-assistant"}],
         "/api/teams/{slug}/": [{"slug": "kb-team"}],
     }
 

@@ -366,9 +366,10 @@ def test_service_page_query_count_does_not_grow_with_revisions_and_events(
     # candidate revisions and 11 their load-test reports, replay's 12 live
     # revision's backends with their latest probes and run (its health), 13
     # backends with their latest probe (no backend here, so no query for the
-    # probes or runs) and 14 regressed runs. The license is not gated, so no
+    # probes or runs), 14 regressed runs, and the serving history's 15 live-revision
+    # events and 16 the revisions they name. The license is not gated, so no
     # acceptance lookup.
-    with django_assert_num_queries(14):
+    with django_assert_num_queries(16):
         response = client.get("/services/kb-assistant/")
 
     assert len(response.context["revisions"]) == 3 + extra_revisions
