@@ -368,8 +368,10 @@ def test_service_page_query_count_does_not_grow_with_revisions_and_events(
     # backends with their latest probe (no backend here, so no query for the
     # probes or runs), 14 regressed runs, and the serving history's 15 live-revision
     # events and 16 the revisions they name. The license is not gated, so no
-    # acceptance lookup.
-    with django_assert_num_queries(16):
+    # acceptance lookup. Then the releases: 17 the open ones and 18 the recently
+    # closed ones, each with its revisions and filer, and 19 the lock rule's
+    # "referenced by a release past draft" over the revisions listed.
+    with django_assert_num_queries(19):
         response = client.get("/services/kb-assistant/")
 
     assert len(response.context["revisions"]) == 3 + extra_revisions
