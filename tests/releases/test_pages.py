@@ -383,3 +383,44 @@ def test_service_page_shows_open_and_recent_releases_in_constant_queries(
         response = client.get(reverse("releases:service_detail", args=[world.service.slug]))
     assert response.context["open_releases"] == [shown]
     assert len(response.context["recent_releases"]) == extra
+
+
+def _busy(release, owner, signers, comments):
+    """A release with sign-offs, comments and events to list."""
+    services.submit_release(release, actor=owner)
+    for role in ("platform", "security_compliance")[: min(comments, 2)]:
+        services.sign_off(release, actor=signers[role], role=role, decision="approve")
+    for n in range(comments):
+        services.add_comment(release, actor=signers["platform"], body=f"comment {n}")
+
+
+@pytest.mark.parametrize("comments", [0, 5])
+def test_release_page_query_count_is_constant(
+    client, owner, release, signers, sre, comments, django_assert_num_queries
+):
+    _busy(release, owner, signers, comments)
+    client.force_login(sre)
+    client.get(reverse("releases:release_detail", args=[release.pk]))  # warm the content types
+    # Whatever the number of sign-offs, comments and events: 1 session, 2 user,
+    # 3 the release with its parts; the gates' 4 release, 5 reports, 6 latest
+    # runs, 7 last verification, 8 blackout windows, 9 waivers, 10 sign-offs
+    # and 11 the rollback target's service; the reader's 12 roles and 13 other
+    # sign-offs (one role per person); 14 the diff pair and 15 its
+    # capabilities; 16 comments, 17 the timeline and 18 reopened copies.
+    with django_assert_num_queries(18):
+        response = client.get(reverse("releases:release_detail", args=[release.pk]))
+    assert len(response.context["comments"]) == comments
+
+
+@pytest.mark.parametrize("count", [3, 30])
+def test_release_list_query_count_is_constant(
+    client, owner, world, count, django_assert_num_queries
+):
+    for _ in range(count):
+        file_release(world, owner)
+    client.force_login(owner)
+    # 1 session, 2 user, 3 the count, 4 the page of releases with service,
+    # revisions and filer, 5 the user's groups and 6 the services they may file for.
+    with django_assert_num_queries(6):
+        response = client.get(reverse("releases:release_list"), {"service": world.service.slug})
+    assert len(response.context["page"].object_list) == min(count, 25)
