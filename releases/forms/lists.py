@@ -50,5 +50,3 @@ class ReleaseListFilter(LiveFilterSet):
         if start and end and start > end:
             self.form.add_error("date_to", "The period ends before it starts.")
         return super().filter_queryset(queryset)
-
-

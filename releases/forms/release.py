@@ -21,7 +21,13 @@ from ledger.models import Revision, Service
 from lib.forms import CommaListField
 from releases import policy
 from releases.models import Release, StandardChangeTemplate
-from releases.schemas import CLASSIFICATIONS, DECOMMISSION_KINDS, DOWNSTREAM_SYSTEMS, GUARDS, METRICS
+from releases.schemas import (
+    CLASSIFICATIONS,
+    DECOMMISSION_KINDS,
+    DOWNSTREAM_SYSTEMS,
+    GUARDS,
+    METRICS,
+)
 
 # Rows of the gray plan shown at once: enough for a five-stage plan without JavaScript.
 GRAY_ROWS = 5
@@ -153,7 +159,7 @@ class ReleaseForm(forms.Form):
         help_text="What kind of change this is; it sets the suggested risk and the gates that apply.",
     )
     risk = forms.ChoiceField(
-        choices=[("", "Suggested")] + list(Release.Risk.choices),
+        choices=[("", "Suggested"), *list(Release.Risk.choices)],
         required=False,
         label="Risk",
         help_text="Leave on Suggested to take the risk suggested from the change kind and tier.",
@@ -222,7 +228,7 @@ class ReleaseForm(forms.Form):
         help_text="The revision to come back to if the rollout goes wrong; by default the live one.",
     )
     rollback_kind = forms.ChoiceField(
-        choices=[("", "—")] + list(Release.RollbackKind.choices),
+        choices=[("", "—"), *list(Release.RollbackKind.choices)],
         required=False,
         label="Rollback kind",
         help_text="What a rollback switches back: the engine, the model, or a gateway policy.",
@@ -358,7 +364,7 @@ class ReleaseForm(forms.Form):
             entry = given.get((sample_set, sample), {})
             name = classification_field_name(sample_set, sample)
             self.fields[name] = forms.ChoiceField(
-                choices=[("", "Not classified yet")] + list(CLASSIFICATIONS.items()),
+                choices=[("", "Not classified yet"), *list(CLASSIFICATIONS.items())],
                 required=False,
                 label=f"{sample_set} / {sample}",
                 initial=entry.get("classification", ""),
@@ -375,16 +381,15 @@ class ReleaseForm(forms.Form):
 
     @staticmethod
     def stage_rows(release: Release | None) -> int:
-        existing = len(release.gray_stages) if release and isinstance(release.gray_stages, list) else 0
+        existing = (
+            len(release.gray_stages) if release and isinstance(release.gray_stages, list) else 0
+        )
         return max(GRAY_ROWS, existing + 1)
 
     # -- the page's layout
 
     def sections(self) -> list[tuple[str, str, list[forms.BoundField]]]:
-        return [
-            (key, title, [self[name] for name in names])
-            for key, title, names in SECTIONS
-        ]
+        return [(key, title, [self[name] for name in names]) for key, title, names in SECTIONS]
 
     def stage_table(self) -> list[list[forms.BoundField]]:
         rows = sum(1 for name in self.fields if name.endswith("_traffic_pct"))
@@ -418,7 +423,10 @@ class ReleaseForm(forms.Form):
                 continue
             if values["traffic_pct"] is None or values["observation_minutes"] is None:
                 self.add_error(
-                    stage_field_name(row, "traffic_pct" if values["traffic_pct"] is None else "observation_minutes"),
+                    stage_field_name(
+                        row,
+                        "traffic_pct" if values["traffic_pct"] is None else "observation_minutes",
+                    ),
                     f"Stage {row + 1} needs both a traffic share (1-100 %) and an observation "
                     "window in minutes, or leave the whole row empty.",
                 )
@@ -546,7 +554,9 @@ def initial_from(release: Release) -> dict[str, Any]:
             else None
         ),
     }
-    for row, stage in enumerate(release.gray_stages if isinstance(release.gray_stages, list) else []):
+    for row, stage in enumerate(
+        release.gray_stages if isinstance(release.gray_stages, list) else []
+    ):
         if not isinstance(stage, dict):
             continue
         initial[stage_field_name(row, "traffic_pct")] = stage.get("traffic_pct")

@@ -71,9 +71,9 @@ class WaiverForm(forms.Form):
         field = self.fields["gate"]
         assert isinstance(field, forms.ChoiceField)
         field.choices = gates
-        self.fields["expires_at"].initial = (
-            timezone.localtime() + dt.timedelta(days=7)
-        ).replace(second=0, microsecond=0, tzinfo=None)
+        self.fields["expires_at"].initial = (timezone.localtime() + dt.timedelta(days=7)).replace(
+            second=0, microsecond=0, tzinfo=None
+        )
 
     def clean_expires_at(self) -> dt.datetime:
         value: dt.datetime = self.cleaned_data["expires_at"]

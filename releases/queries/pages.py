@@ -31,9 +31,11 @@ def release_list_queryset() -> QuerySet[Release]:
 
 
 def release_for_page(pk: int) -> QuerySet[Release]:
-    return Release.objects.for_gates().select_related(
-        "reopened_from", "to_revision__model_asset__license"
-    ).filter(pk=pk)
+    return (
+        Release.objects.for_gates()
+        .select_related("reopened_from", "to_revision__model_asset__license")
+        .filter(pk=pk)
+    )
 
 
 def timeline(release: Release, limit: int = 200) -> list[Event]:
@@ -44,7 +46,9 @@ def timeline(release: Release, limit: int = 200) -> list[Event]:
 
 def comments(release: Release) -> list[Comment]:
     return list(
-        Comment.objects.filter(release=release).select_related("author").order_by("created_at", "id")
+        Comment.objects.filter(release=release)
+        .select_related("author")
+        .order_by("created_at", "id")
     )
 
 
@@ -52,9 +56,7 @@ def reopened_as(release: Release) -> list[Release]:
     return list(Release.objects.filter(reopened_from=release).only("pk", "state").order_by("pk"))
 
 
-def blackout_warning(
-    service: Service, moment: dt.datetime | None, path: str
-) -> str | None:
+def blackout_warning(service: Service, moment: dt.datetime | None, path: str) -> str | None:
     """A warning while the form is filled: the planned start falls inside a blackout window."""
     if moment is None:
         return None
@@ -83,7 +85,9 @@ def signer_roles(user: Requester) -> list[str]:
         return []
     if user.is_superuser:
         return list(policy.SIGNER_ROLES)
-    return [SIGNOFF_ROLES_OF[role.value] for role in roles_of(user) if role.value in SIGNOFF_ROLES_OF]
+    return [
+        SIGNOFF_ROLES_OF[role.value] for role in roles_of(user) if role.value in SIGNOFF_ROLES_OF
+    ]
 
 
 @dataclass
@@ -93,7 +97,9 @@ class Waiting:
     overdue: bool
 
 
-def waiting_for(user: Requester, *, now: dt.datetime | None = None, limit: int = 100) -> list[Waiting]:
+def waiting_for(
+    user: Requester, *, now: dt.datetime | None = None, limit: int = 100
+) -> list[Waiting]:
     """Submitted releases (and emergency rollouts) that await a sign-off this person may give.
 
     Not their own (the filer cannot sign); not a role someone already holds a
@@ -113,7 +119,11 @@ def waiting_for(user: Requester, *, now: dt.datetime | None = None, limit: int =
         .exclude(filed_by=user)
         .select_related("service", "from_revision", "to_revision", "filed_by")
         .prefetch_related(Prefetch("signoffs", queryset=standing, to_attr="standing_signoffs"))
-        .annotate(mine=Count("signoffs", filter=Q(signoffs__signer=user, signoffs__voided_at__isnull=True)))
+        .annotate(
+            mine=Count(
+                "signoffs", filter=Q(signoffs__signer=user, signoffs__voided_at__isnull=True)
+            )
+        )
         .filter(mine=0)
         .order_by("submitted_at", "pk")
     )
@@ -121,7 +131,7 @@ def waiting_for(user: Requester, *, now: dt.datetime | None = None, limit: int =
     found: list[Waiting] = []
     for release in releases[: limit * 2]:
         required = policy.required_signoffs(release.service.tier, release.path)
-        given = {s.role for s in release.standing_signoffs}  # type: ignore[attr-defined]
+        given = {s.role for s in release.standing_signoffs}
         awaited = [
             role
             for role in required
@@ -151,7 +161,9 @@ def service_releases(service: Service, *, recent: int = 10) -> tuple[list[Releas
         "to_revision", "from_revision", "filed_by"
     )
     open_ = list(base.filter(state__in=Release.OPEN_STATES).order_by("-created_at", "-id")[:50])
-    closed = list(base.exclude(state__in=Release.OPEN_STATES).order_by("-updated_at", "-id")[:recent])
+    closed = list(
+        base.exclude(state__in=Release.OPEN_STATES).order_by("-updated_at", "-id")[:recent]
+    )
     return open_, closed
 
 

@@ -62,11 +62,17 @@ def _diff(release: Release) -> dict[str, Any]:
     }
 
 
-def _signable_roles(request: AuthenticatedHttpRequest, release: Release, required: tuple[str, ...]) -> list[str]:
+def _signable_roles(
+    request: AuthenticatedHttpRequest, release: Release, required: tuple[str, ...]
+) -> list[str]:
     if release.state not in SIGNABLE_STATES:
         return []
     held = page_queries.signer_roles(request.user)
-    return [role for role in required if role in held and permissions.can_sign(request.user, release, role)]
+    return [
+        role
+        for role in required
+        if role in held and permissions.can_sign(request.user, release, role)
+    ]
 
 
 def _waivable_gates(
@@ -119,7 +125,10 @@ def _read_only_form(release: Release) -> list[tuple[str, str, list[tuple[str, An
             continue
         rows = []
         for name in names:
-            label = labels.get(name) or str(getattr(fields.get(name), "verbose_name", name)).capitalize()
+            label = (
+                labels.get(name)
+                or str(getattr(fields.get(name), "verbose_name", name)).capitalize()
+            )
             value = values[name] if name in values else getattr(release, name)
             if isinstance(value, list):
                 value = ", ".join(str(item) for item in value) or None
@@ -139,7 +148,9 @@ def release_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     return render(request, "releases/release_detail.html", _page_context(request, release))
 
 
-def _page_context(request: AuthenticatedHttpRequest, release: Release, **forms: Any) -> dict[str, Any]:
+def _page_context(
+    request: AuthenticatedHttpRequest, release: Release, **forms: Any
+) -> dict[str, Any]:
     assessment = release_gates.assess(release)
     signable = _signable_roles(request, release, assessment.required_roles)
     waivable = _waivable_gates(request, release, assessment)
@@ -153,9 +164,13 @@ def _page_context(request: AuthenticatedHttpRequest, release: Release, **forms: 
         "stage_parts": STAGE_PARTS,
         "classifications": CLASSIFICATIONS,
         "signable_roles": signable,
-        "required_labels": [dict(SignOff.Role.choices)[r].lower() for r in assessment.required_roles],
-        "signoff_form": forms.get("signoff_form") or (SignOffForm(roles=signable) if signable else None),
-        "waiver_form": forms.get("waiver_form") or (WaiverForm(gates=waivable) if waivable else None),
+        "required_labels": [
+            dict(SignOff.Role.choices)[r].lower() for r in assessment.required_roles
+        ],
+        "signoff_form": forms.get("signoff_form")
+        or (SignOffForm(roles=signable) if signable else None),
+        "waiver_form": forms.get("waiver_form")
+        or (WaiverForm(gates=waivable) if waivable else None),
         "comment_form": (
             forms.get("comment_form") or CommentForm()
             if permissions.can_comment(request.user, release)
@@ -215,7 +230,10 @@ def release_waiver(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         except services.TransitionRefused as refused:
             form.add_error(None, refused.message)
         else:
-            messages.success(request, f"Waived the {waiver.gate} gate until {waiver.expires_at:%Y-%m-%d %H:%M %Z}.")
+            messages.success(
+                request,
+                f"Waived the {waiver.gate} gate until {waiver.expires_at:%Y-%m-%d %H:%M %Z}.",
+            )
             return redirect("releases:release_detail", pk=pk)
     context = _page_context(request, release, waiver_form=form)
     return render(request, "releases/release_detail.html", context, status=400)

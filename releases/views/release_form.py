@@ -33,7 +33,9 @@ from releases.services.lifecycle import EDITABLE_STATES
 
 def _service_for_filing(request: AuthenticatedHttpRequest, slug: str) -> Service:
     service = get_object_or_404(
-        Service.objects.select_related("team", "live_revision__model_asset", "live_revision__runtime"),
+        Service.objects.select_related(
+            "team", "live_revision__model_asset", "live_revision__runtime"
+        ),
         slug=slug,
     )
     permissions.ensure_can_file(request.user, service)
@@ -67,10 +69,16 @@ def _context(
     release: Release | None,
     **extra: Any,
 ) -> dict[str, Any]:
-    planned = form.cleaned_data.get("planned_start") if form.is_bound and hasattr(form, "cleaned_data") else None
+    planned = (
+        form.cleaned_data.get("planned_start")
+        if form.is_bound and hasattr(form, "cleaned_data")
+        else None
+    )
     if planned is None and release is not None and not form.is_bound:
         planned = release.planned_start
-    path = (form.data.get("path") if form.is_bound else None) or (release.path if release else "normal")
+    path = (form.data.get("path") if form.is_bound else None) or (
+        release.path if release else "normal"
+    )
     assessment = release_gates.assess(release) if release is not None else None
     return {
         "form": form,
@@ -145,7 +153,9 @@ def release_edit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
             if not wants_fragment(request):
                 messages.success(
                     request,
-                    f"Saved release #{release.pk}." if saved else "Nothing changed: nothing to save.",
+                    f"Saved release #{release.pk}."
+                    if saved
+                    else "Nothing changed: nothing to save.",
                 )
                 return redirect("releases:release_edit", pk=release.pk)
     fresh_failures = None
@@ -153,9 +163,7 @@ def release_edit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         now_failed = _failed_samples(release)
         if now_failed != failed:
             fresh_failures = ReleaseForm(service=service, failed=now_failed, release=release)
-    context = _context(
-        request, form, service, release, saved=saved, fresh_failures=fresh_failures
-    )
+    context = _context(request, form, service, release, saved=saved, fresh_failures=fresh_failures)
     if wants_fragment(request):
         return render(request, "releases/release_form.html#live", context)
     status = 400 if form.is_bound and form.errors else 200

@@ -49,11 +49,16 @@ def release_new_pick(request: AuthenticatedHttpRequest) -> HttpResponse:
     return redirect("releases:release_new", slug=slug)
 
 
+WAITING_LISTED = 20
+
+
 @require_GET
 @login_required
 def waiting_for_me(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Releases awaiting a sign-off this person may give, with the gates their role reads."""
-    waiting = page_queries.waiting_for(request.user)
+    # The gates of each are computed (a constant number of queries each): list the
+    # oldest few, which are the ones to sign first.
+    waiting = page_queries.waiting_for(request.user, limit=WAITING_LISTED)
     rows = []
     for item in waiting:
         assessment = release_gates.assess(item.release)
@@ -64,5 +69,6 @@ def waiting_for_me(request: AuthenticatedHttpRequest) -> HttpResponse:
     context = {
         "rows": rows,
         "roles": page_queries.signer_roles(request.user),
+        "more": len(waiting) == WAITING_LISTED,
     }
     return render(request, "releases/waiting_for_me.html", context)

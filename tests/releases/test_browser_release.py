@@ -66,7 +66,9 @@ def test_owner_files_watches_a_gate_turn_green_submits_and_each_role_signs(
     log_in(page, live_server, owner)
     page.goto(f"{live_server.url}/services/{world.service.slug}/")
     page.get_by_role("link", name="File a release").first.click()
-    expect(page.get_by_role("heading", level=1)).to_have_text(f"New release of {world.service.slug}")
+    expect(page.get_by_role("heading", level=1)).to_have_text(
+        f"New release of {world.service.slug}"
+    )
     expect(page.locator("#from-revision")).to_contain_text(world.live.label)
 
     page.get_by_label("To revision").select_option(str(world.candidate.pk))
@@ -109,15 +111,15 @@ def test_owner_files_watches_a_gate_turn_green_submits_and_each_role_signs(
     page.get_by_label("Rollback kind").select_option("")
     expect(page.locator("#save-status")).to_contain_text("Draft saved")
     expect(gate(page, "rollback_plan")).to_have_attribute("data-status", "fail")
-    expect(gate(page, "rollback_plan")).to_contain_text("the kind (engine, model or gateway policy)")
+    expect(gate(page, "rollback_plan")).to_contain_text(
+        "the kind (engine, model or gateway policy)"
+    )
     page.get_by_label("Rollback kind").select_option("model")
     expect(gate(page, "rollback_plan")).to_have_attribute("data-status", "pass")
 
     # Attach the missing report on the candidate's page, in another tab.
     evidence = page.context.new_page()
-    evidence.goto(
-        f"{live_server.url}/services/{world.service.slug}/{world.candidate.label}/"
-    )
+    evidence.goto(f"{live_server.url}/services/{world.service.slug}/{world.candidate.label}/")
     evidence.get_by_label("Workload class").select_option("high_concurrency")
     evidence.get_by_label("Report file").set_input_files(
         fixture_path("vllm", "vllm_c2_n20_detailed.json")
@@ -129,7 +131,9 @@ def test_owner_files_watches_a_gate_turn_green_submits_and_each_role_signs(
 
     page.get_by_role("link", name="Recheck").click()
     expect(gate(page, "load_evidence")).to_have_attribute("data-status", "pass")
-    expect(gate(page, "load_evidence").get_by_role("link", name=re.compile(r"report #\d+"))).to_have_count(4)
+    expect(
+        gate(page, "load_evidence").get_by_role("link", name=re.compile(r"report #\d+"))
+    ).to_have_count(4)
     screenshot(page, "form-gate-passing")
 
     page.get_by_role("link", name="Submit…").first.click()

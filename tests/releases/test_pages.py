@@ -12,7 +12,7 @@ from django.utils import timezone
 from ledger.models import Event
 from releases import services
 from releases.models import BlackoutWindow, Release, SignOff
-from tests.releases.factories import file_release, replay_run
+from tests.releases.factories import file_release
 
 pytestmark = pytest.mark.django_db
 
@@ -44,7 +44,9 @@ def _form_post(world, **overrides):
 
 def test_plain_form_post_files_a_draft_and_redirects_to_its_form(client, owner, world):
     client.force_login(owner)
-    response = client.post(reverse("releases:release_new", args=[world.service.slug]), _form_post(world))
+    response = client.post(
+        reverse("releases:release_new", args=[world.service.slug]), _form_post(world)
+    )
     release = Release.objects.get()
     assert response.status_code == 302
     assert response["Location"] == reverse("releases:release_edit", args=[release.pk])
@@ -53,9 +55,16 @@ def test_plain_form_post_files_a_draft_and_redirects_to_its_form(client, owner, 
     assert release.from_revision == world.live
     assert release.impact_tenants == ["support", "sales"]
     assert release.gray_stages == [
-        {"traffic_pct": 5, "observation_minutes": 60, "guards": {"ttft_p95_ms": 900, "error_rate_pct": 1}}
+        {
+            "traffic_pct": 5,
+            "observation_minutes": 60,
+            "guards": {"ttft_p95_ms": 900, "error_rate_pct": 1},
+        }
     ]
-    assert release.rollback_triggers == ["p95 TTFT above 1200 ms for 10 min", "error rate above 2 %"]
+    assert release.rollback_triggers == [
+        "p95 TTFT above 1200 ms for 10 min",
+        "error rate above 2 %",
+    ]
     assert Event.objects.filter(action="release.filed", subject_id=str(release.pk)).count() == 1
 
 
@@ -80,7 +89,9 @@ def test_plain_form_post_saves_an_edit_of_the_draft(client, owner, release):
     for key in [k for k, v in data.items() if v in (None, [])]:
         data.pop(key)
     response = client.post(reverse("releases:release_edit", args=[release.pk]), data)
-    assert response.status_code == 302, response.context["form"].errors if response.context else response
+    assert response.status_code == 302, (
+        response.context["form"].errors if response.context else response
+    )
     release.refresh_from_db()
     assert release.summary == "A new summary the reviewers read"
     assert release.gray_stages == [
@@ -113,7 +124,10 @@ def test_bad_input_names_the_field_and_what_was_expected_and_saves_nothing(clien
     errors = response.context["form"].errors
     assert "Enter a whole number." in errors["rollback_expected_minutes"]
     assert "Stage 2 needs both a traffic share" in errors["stage_1_observation_minutes"][0]
-    assert "Line 1 ('support to elsewhere'): expected 'KIND NAME -> WHERE'" in errors["decommission_moves"][0]
+    assert (
+        "Line 1 ('support to elsewhere'): expected 'KIND NAME -> WHERE'"
+        in errors["decommission_moves"][0]
+    )
     html = response.content.decode()
     assert "Nothing was saved" in html
     assert 'href="#id_rollback_expected_minutes">Expected minutes</a>' in html
@@ -127,7 +141,9 @@ def test_a_refusal_of_the_verb_lands_beside_its_field(client, owner, world):
         _form_post(world, required_sample_sets="no-such-set"),
     )
     assert response.status_code == 400
-    assert response.context["form"].errors["required_sample_sets"] == ["No sample set named no-such-set."]
+    assert response.context["form"].errors["required_sample_sets"] == [
+        "No sample set named no-such-set."
+    ]
     assert not Release.objects.exists()
 
 
@@ -154,15 +170,22 @@ def test_htmx_change_saves_the_draft_and_answers_with_the_gates(client, owner, r
 def test_planned_start_inside_a_blackout_window_warns_while_filling(client, owner, world):
     start = timezone.now() + dt.timedelta(days=2)
     BlackoutWindow.objects.create(
-        name="Month-end close", starts_at=start - dt.timedelta(hours=1), ends_at=start + dt.timedelta(hours=5)
+        name="Month-end close",
+        starts_at=start - dt.timedelta(hours=1),
+        ends_at=start + dt.timedelta(hours=5),
     )
     client.force_login(owner)
     local = timezone.localtime(start)
     response = client.post(
         reverse("releases:release_new", args=[world.service.slug]),
-        _form_post(world, planned_start=local.strftime("%Y-%m-%dT%H:%M"), rollback_expected_minutes="x"),
+        _form_post(
+            world, planned_start=local.strftime("%Y-%m-%dT%H:%M"), rollback_expected_minutes="x"
+        ),
     )
-    assert "falls inside the blackout window “Month-end close” for every service" in response.content.decode()
+    assert (
+        "falls inside the blackout window “Month-end close” for every service"
+        in response.content.decode()
+    )
 
 
 def test_risk_is_suggested_from_change_kind_and_tier(client, owner, world):
@@ -180,8 +203,16 @@ def test_risk_is_suggested_from_change_kind_and_tier(client, owner, world):
 def test_only_model_owners_of_the_team_may_file_as_the_api_says(client, world, sre, outsider):
     for user in (sre, outsider):
         client.force_login(user)
-        assert client.get(reverse("releases:release_new", args=[world.service.slug])).status_code == 403
-        assert client.post(reverse("releases:release_new", args=[world.service.slug]), _form_post(world)).status_code == 403
+        assert (
+            client.get(reverse("releases:release_new", args=[world.service.slug])).status_code
+            == 403
+        )
+        assert (
+            client.post(
+                reverse("releases:release_new", args=[world.service.slug]), _form_post(world)
+            ).status_code
+            == 403
+        )
     assert not Release.objects.exists()
 
 
@@ -237,7 +268,8 @@ def test_a_rejection_needs_a_comment_naming_the_field(client, owner, release, sr
     services.submit_release(release, actor=owner)
     client.force_login(sre)
     response = client.post(
-        reverse("releases:release_signoff", args=[release.pk]), {"role": "platform", "decision": "reject"}
+        reverse("releases:release_signoff", args=[release.pk]),
+        {"role": "platform", "decision": "reject"},
     )
     assert response.status_code == 400
     assert response.context["signoff_form"].errors["comment"] == [
@@ -265,7 +297,10 @@ def test_illegal_transition_shows_the_message_with_the_current_state(client, own
     events = Event.objects.count()
     response = client.post(reverse("releases:release_transition", args=[release.pk, "submit"]))
     assert response.status_code == 409
-    assert f"Release #{release.pk} is submitted; only a draft release can be submitted." in response.content.decode()
+    assert (
+        f"Release #{release.pk} is submitted; only a draft release can be submitted."
+        in response.content.decode()
+    )
     assert Event.objects.count() == events
 
 
@@ -279,7 +314,10 @@ def test_submit_with_failing_gates_lists_them(client, owner, world):
 
 def test_withdraw_and_reopen(client, owner, release):
     client.force_login(owner)
-    client.post(reverse("releases:release_transition", args=[release.pk, "withdraw"]), {"reason": "wrong candidate"})
+    client.post(
+        reverse("releases:release_transition", args=[release.pk, "withdraw"]),
+        {"reason": "wrong candidate"},
+    )
     release.refresh_from_db()
     assert release.state == "withdrawn"
     response = client.post(reverse("releases:release_transition", args=[release.pk, "reopen"]))
@@ -290,7 +328,12 @@ def test_withdraw_and_reopen(client, owner, release):
 
 def test_outsider_cannot_transition(client, outsider, release):
     client.force_login(outsider)
-    assert client.post(reverse("releases:release_transition", args=[release.pk, "withdraw"])).status_code == 403
+    assert (
+        client.post(
+            reverse("releases:release_transition", args=[release.pk, "withdraw"])
+        ).status_code
+        == 403
+    )
     release.refresh_from_db()
     assert release.state == "draft"
 
@@ -322,7 +365,10 @@ def test_model_owner_cannot_waive(client, owner, world):
 
 def test_comment_thread(client, owner, release, sre):
     client.force_login(sre)
-    response = client.post(reverse("releases:release_comment", args=[release.pk]), {"body": "Is the rollback verified?"})
+    response = client.post(
+        reverse("releases:release_comment", args=[release.pk]),
+        {"body": "Is the rollback verified?"},
+    )
     assert response.status_code == 302
     html = client.get(reverse("releases:release_detail", args=[release.pk])).content.decode()
     assert "Is the rollback verified?" in html
@@ -332,7 +378,9 @@ def test_emergency_release_with_overdue_signoffs_is_flagged(client, owner, world
     release = file_release(world, owner, path="emergency", emergency_reason="CVE in the engine")
     services.submit_release(release, actor=owner)
     services.start_rollout(release, actor=owner)
-    Release.objects.filter(pk=release.pk).update(signoffs_due_at=timezone.now() - dt.timedelta(hours=1))
+    Release.objects.filter(pk=release.pk).update(
+        signoffs_due_at=timezone.now() - dt.timedelta(hours=1)
+    )
     client.force_login(owner)
     html = client.get(reverse("releases:release_detail", args=[release.pk])).content.decode()
     assert "sign-offs overdue" in html
@@ -346,7 +394,11 @@ def test_release_list_filters_in_the_url_and_paginates(client, owner, world):
     assert list(response.context["page"].object_list) == [second]
     response = client.get(reverse("releases:release_list"), {"state": "released"})
     assert "No release matches these filters" in response.content.decode()
-    response = client.get(reverse("releases:release_list"), {"service": world.service.slug}, headers={"HX-Request": "true"})
+    response = client.get(
+        reverse("releases:release_list"),
+        {"service": world.service.slug},
+        headers={"HX-Request": "true"},
+    )
     assert "<html" not in response.content.decode()
     assert response["HX-Push-Url"] == f"/releases/?service={world.service.slug}"
     assert {r.pk for r in response.context["page"].object_list} == {first.pk, second.pk}
@@ -362,7 +414,10 @@ def test_waiting_for_me_lists_what_awaits_my_role(client, owner, release, sre, b
     html = client.get(reverse("releases:waiting_for_me")).content.decode()
     assert f"Release #{release.pk} of" not in html
     client.force_login(owner)  # the filer waits for nobody on their own release
-    assert f"Release #{release.pk} of" not in client.get(reverse("releases:waiting_for_me")).content.decode()
+    assert (
+        f"Release #{release.pk} of"
+        not in client.get(reverse("releases:waiting_for_me")).content.decode()
+    )
 
 
 # ---------------------------------------------------------------- query counts
