@@ -6,6 +6,7 @@ from rest_framework.routers import DefaultRouter
 from ledger.api import events as ledger_events
 from ledger.api import evidence as ledger_evidence
 from ledger.api import registry as ledger_registry
+from releases.api import releases as releases_api
 from replay.api import backends as replay_backends
 from replay.api import runs as replay_runs
 from replay.api import sample_sets as replay_sample_sets
@@ -25,6 +26,7 @@ router.register(
     "replay/sample-sets", replay_sample_sets.SampleSetViewSet, basename="replay-sampleset"
 )
 router.register("replay/runs", replay_runs.RunViewSet, basename="replay-run")
+router.register("releases", releases_api.ReleaseViewSet, basename="release")
 
 app_name = "api"
 urlpatterns = [

@@ -43,8 +43,8 @@ CLASSIFICATIONS: dict[str, str] = {
 # Guards a gray stage may carry: a stage is held or rolled back when one is crossed.
 GUARDS: dict[str, str] = {
     "ttft_p95_ms": "p95 TTFT (ms)",
-    "error_rate_pct": "Error rate (%)",
-    "structured_error_rate_pct": "Structured-output error rate (%)",
+    "error_rate_pct": "error rate (%)",
+    "structured_error_rate_pct": "structured-output error rate (%)",
 }
 
 DECOMMISSION_KINDS = ("tenant", "task_type", "sample_set")

@@ -29,7 +29,7 @@ class ReleaseQuerySet(models.QuerySet):
         return self.select_related(
             "service",
             "service__team",
-            "from_revision",
+            "from_revision__service",
             "from_revision__model_asset",
             "from_revision__runtime",
             "to_revision",

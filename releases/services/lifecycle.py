@@ -325,18 +325,30 @@ def signoffs_due_at(now: dt.datetime) -> dt.datetime:
 
 
 @transaction.atomic
-def start_rollout(release: Release, *, actor: Actor) -> Release:
+def start_rollout(
+    release: Release, *, actor: Actor, started_at: dt.datetime | None = None
+) -> Release:
     """approved → rolling_out; on the emergency path, submitted → rolling_out too.
 
     Outside blackout windows only, except on the emergency path. An emergency
     release that starts before its sign-offs gets them due within
-    RELEASES_EMERGENCY_SIGNOFF_HOURS, flagged as overdue after.
+    RELEASES_EMERGENCY_SIGNOFF_HOURS of its start, flagged as overdue after.
+    `started_at` records an emergency rollout begun before it could be recorded
+    (during an incident); it cannot lie in the future.
     """
     release = lock_release(release)
     permissions.ensure_can_edit(actor, release)
     emergency = release.path == Release.Path.EMERGENCY
     refuse_unless(release, ("approved", "submitted") if emergency else ("approved",), "rolled out")
     now = timezone.now()
+    if started_at is not None:
+        if not emergency:
+            raise ValidationError(
+                {"started_at": "Only an emergency rollout may be recorded after it began."}
+            )
+        if started_at > now:
+            raise ValidationError({"started_at": "A rollout cannot start in the future."})
+        now = started_at
     skip = frozenset({"signoffs", "blackout"}) if emergency else frozenset({"blackout"})
     assessment = _gates_or_refuse(release, but=skip, doing="rolled out")
     if not emergency:

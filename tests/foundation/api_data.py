@@ -12,6 +12,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from ledger import services
+from releases import services as release_services
 from replay import services as replay_services
 from replay.models import Probe, Run
 from tests.factories import UserFactory
@@ -66,7 +67,22 @@ def seed_api_data() -> dict[str, object]:
         finished_at=timezone.now(),
     )
     ResultFactory(run=finished, sample=sample_set.samples.get(), ttft_ms=None, tpot_ms=None)
-    return {"admin": admin, "owner": owner, "revision": revision, "report": report}
+    # A draft release of a candidate: no sign-off, no rollback target, no planned start yet.
+    candidate = RevisionFactory(service=service)
+    release = release_services.create_release(
+        actor=owner,
+        service=service,
+        to_revision=candidate,
+        change_kind="model_upgrade",
+        summary="A candidate",
+    )
+    return {
+        "admin": admin,
+        "owner": owner,
+        "revision": revision,
+        "report": report,
+        "release": release,
+    }
 
 
 def served_schema() -> dict:

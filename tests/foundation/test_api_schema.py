@@ -13,6 +13,7 @@ from rest_framework import serializers
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
 import ledger.serializers
+import releases.serializers
 import replay.serializers
 from config.wsgi import application
 from tests.foundation.api_data import TOKENS, served_schema
@@ -43,7 +44,7 @@ def test_who_made_it_is_declared_nullable(component, field):
 
 def _api_serializers() -> list[type[serializers.ModelSerializer]]:
     found = []
-    for module in (ledger.serializers, replay.serializers):
+    for module in (ledger.serializers, replay.serializers, releases.serializers):
         for _name, value in inspect.getmembers(module, inspect.isclass):
             if issubclass(value, serializers.ModelSerializer):
                 found.append(value)
@@ -97,6 +98,7 @@ def _detail_parameters(data: dict) -> dict[str, list[dict]]:
         "/api/events/{sequence}/": [{"sequence": event.sequence}],
         "/api/licenses/{spdx_id}/": [{"spdx_id": asset.license.spdx_id}],
         "/api/loadtests/{id}/": [{"id": report.pk}],
+        "/api/releases/{id}/": [{"id": data["release"].pk}],
         "/api/replay/backends/{name}/": [{"name": "kb-backend"}],
         "/api/replay/backends/{name}/probes/": [{"name": "kb-backend"}],
         "/api/replay/runs/{id}/": [{"id": run.pk} for run in runs],

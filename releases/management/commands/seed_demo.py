@@ -2,7 +2,8 @@
 
 Demo users of each role (password "demo"), then the demo registry of
 `ledger.demo` applied through `apply_document` — so through the domain verbs,
-with every event in the chain. `--scale N` adds N fleet services with two
+with every event in the chain, then demo evidence, replay sets and releases in
+every state (`releases.demo`). `--scale N` adds N fleet services with two
 dozen revisions each, for benchmarks.
 
 Idempotent: running it again changes nothing and appends no event.
@@ -14,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
+from django.test.utils import override_settings
 
 from ledger.chain import head_hash
 from ledger.declarative import Document, DocumentError, apply_document
@@ -21,6 +23,7 @@ from ledger.demo import demo_document, history_documents, seed_fleet
 from ledger.demo.evidence import seed_evidence
 from ledger.models import Event, Service
 from ledger.roles import Role
+from releases.demo import seed_releases
 from replay.demo import seed_replay
 
 DEMO_PASSWORD = "demo"  # noqa: S105 - printed on purpose: demo logins for a local run
@@ -122,6 +125,12 @@ class Command(BaseCommand):
         self.stdout.write(
             f"demo evidence and replay: {reports} load-test reports, {sets} sample sets, "
             f"{backends} backends added"
+        )
+        # The demo people have example.com addresses: tell nobody about demo releases.
+        with override_settings(EMAIL_BACKEND="django.core.mail.backends.dummy.EmailBackend"):
+            releases = seed_releases()
+        self.stdout.write(
+            f"demo releases: {releases} added" if releases else "demo releases: kept as they are"
         )
 
     def _fleet(self, count: int) -> None:

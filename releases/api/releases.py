@@ -1,0 +1,225 @@
+"""Releases over REST, for CI automation: file a draft, fill it in, submit, sign, withdraw.
+
+Anyone signed in reads every release; writes call `releases.services` with the
+caller as actor (`lib.api.DomainVerbMixin`). A transition the release's state
+does not allow answers 409 with the reason; a submit with failing gates answers
+422 listing them. Every answer that shows a release shows its waivers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from lib.api import DomainVerbMixin
+from releases import gates, services
+from releases.filters import ReleaseFilter
+from releases.models import Release
+from releases.serializers import (
+    CommentRequestSerializer,
+    CommentSerializer,
+    GatesRefusalSerializer,
+    ReleaseDetailSerializer,
+    ReleaseSerializer,
+    ReleaseWriteSerializer,
+    SignOffRequestSerializer,
+    SignOffSerializer,
+    TransitionRefusalSerializer,
+    WaiverRequestSerializer,
+    WaiverSerializer,
+    WithdrawRequestSerializer,
+)
+from releases.services import GatesNotPassed, TransitionRefused
+
+CONFLICT = OpenApiResponse(
+    TransitionRefusalSerializer,
+    description="The release's state does not allow it; the detail names the state.",
+)
+GATES_FAILING = OpenApiResponse(
+    GatesRefusalSerializer, description="Gates neither passed nor waived, listed."
+)
+DRAFT_EXAMPLE = [
+    OpenApiExample(
+        "A draft from CI",
+        value={
+            "service": "kb-assistant",
+            "to_revision": 42,
+            "change_kind": "model_upgrade",
+            "summary": "Qwen2.5-7B-Instruct to the March fine-tune",
+        },
+        request_only=True,
+    )
+]
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Releases, newest first (filter by service, state, tier, …)"),
+    create=extend_schema(
+        summary="File a draft release",
+        examples=DRAFT_EXAMPLE,
+        responses={201: ReleaseDetailSerializer},
+    ),
+    retrieve=extend_schema(
+        summary="One release: the form, its state, every gate, the snapshot hash, sign-offs "
+        "and waivers"
+    ),
+    partial_update=extend_schema(
+        summary="Change the form (a change after submission voids the sign-offs it touches)",
+        responses={200: ReleaseDetailSerializer, 409: CONFLICT},
+    ),
+)
+class ReleaseViewSet(
+    DomainVerbMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    viewsets.GenericViewSet,
+):
+    http_method_names = ["get", "post", "patch", "head", "options"]
+    permission_classes = [IsAuthenticated]
+    filterset_class = ReleaseFilter
+
+    def get_queryset(self):
+        queryset = Release.objects.select_related("service", "filed_by")
+        return queryset.order_by("-created_at", "-id")
+
+    def get_serializer_class(self):
+        if self.action in ("create", "partial_update"):
+            return ReleaseWriteSerializer
+        if self.action == "retrieve":
+            return ReleaseDetailSerializer
+        return ReleaseSerializer
+
+    def _detail(self, release: Release, code: int = status.HTTP_200_OK) -> Response:
+        assessment = gates.assess(release)
+        context = {**self.get_serializer_context(), "assessment": assessment}
+        return Response(
+            ReleaseDetailSerializer(assessment.release, context=context).data, status=code
+        )
+
+    def _verb(self, verb, *args: Any, **kwargs: Any) -> Any:
+        """Call a verb; its state and gate refusals become 409 and 422."""
+        try:
+            return self.call_verb(verb, *args, **kwargs)
+        except TransitionRefused as exc:
+            raise _Refusal(
+                Response(
+                    {"detail": exc.message, "state": exc.state}, status=status.HTTP_409_CONFLICT
+                )
+            ) from exc
+        except GatesNotPassed as exc:
+            body = GatesRefusalSerializer({"detail": exc.message, "gates": exc.gates}).data
+            raise _Refusal(Response(body, status=422)) from exc
+
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, _Refusal):
+            return exc.response
+        return super().handle_exception(exc)
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return self._detail(self.get_object())
+
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        serializer = ReleaseWriteSerializer(
+            data=request.data, context=self.get_serializer_context()
+        )
+        serializer.is_valid(raise_exception=True)
+        release = self._verb(services.create_release, **serializer.validated_data)
+        return self._detail(release, status.HTTP_201_CREATED)
+
+    def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        release = self.get_object()
+        serializer = ReleaseWriteSerializer(
+            release, data=request.data, partial=True, context=self.get_serializer_context()
+        )
+        serializer.is_valid(raise_exception=True)
+        self._verb(services.update_release, release, **serializer.validated_data)
+        return self._detail(release)
+
+    @extend_schema(
+        summary="Submit: every gate but sign-offs must pass or be waived",
+        request=None,
+        responses={200: ReleaseDetailSerializer, 409: CONFLICT, 422: GATES_FAILING},
+    )
+    @action(detail=True, methods=["post"])
+    def submit(self, request: Request, pk: str | None = None) -> Response:
+        release = self.get_object()
+        self._verb(services.submit_release, release)
+        return self._detail(release)
+
+    @extend_schema(
+        summary="Sign off for a role (approve or reject), with the caller's own token",
+        request=SignOffRequestSerializer,
+        responses={201: SignOffSerializer, 409: CONFLICT},
+    )
+    @action(detail=True, methods=["post"])
+    def signoffs(self, request: Request, pk: str | None = None) -> Response:
+        release = self.get_object()
+        given = SignOffRequestSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        signoff = self._verb(services.sign_off, release, **given.validated_data)
+        return Response(SignOffSerializer(signoff).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Withdraw a draft, submitted or approved release",
+        request=WithdrawRequestSerializer,
+        responses={200: ReleaseDetailSerializer, 409: CONFLICT},
+    )
+    @action(detail=True, methods=["post"])
+    def withdraw(self, request: Request, pk: str | None = None) -> Response:
+        release = self.get_object()
+        given = WithdrawRequestSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        self._verb(services.withdraw_release, release, reason=given.validated_data["reason"])
+        return self._detail(release)
+
+    @extend_schema(
+        summary="Reopen a rejected or withdrawn release as a new draft copy",
+        request=None,
+        responses={201: ReleaseDetailSerializer, 409: CONFLICT},
+    )
+    @action(detail=True, methods=["post"])
+    def reopen(self, request: Request, pk: str | None = None) -> Response:
+        copy = self._verb(services.reopen_release, self.get_object())
+        return self._detail(copy, status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Waive a gate (security & compliance or platform): a reason and an expiry",
+        request=WaiverRequestSerializer,
+        responses={201: WaiverSerializer, 409: CONFLICT},
+    )
+    @action(detail=True, methods=["post"])
+    def waivers(self, request: Request, pk: str | None = None) -> Response:
+        release = self.get_object()
+        given = WaiverRequestSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        waiver = self._verb(services.grant_waiver, release, **given.validated_data)
+        return Response(WaiverSerializer(waiver).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Comment on a release",
+        request=CommentRequestSerializer,
+        responses={201: CommentSerializer},
+    )
+    @action(detail=True, methods=["post"])
+    def comments(self, request: Request, pk: str | None = None) -> Response:
+        release = self.get_object()
+        given = CommentRequestSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        comment = self._verb(services.add_comment, release, body=given.validated_data["body"])
+        return Response(CommentSerializer(comment).data, status=status.HTTP_201_CREATED)
+
+
+class _Refusal(Exception):
+    """Carries a ready 409/422 answer out of a verb call to `handle_exception`."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.data)
+        self.response = response

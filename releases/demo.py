@@ -1,0 +1,331 @@
+"""Demo releases in every state, so `make run` shows the whole flow.
+
+Through the verbs (every step an Event): a draft whose license gate fails, a
+release awaiting sign-offs, an approved one, a rejected one, and an emergency
+release rolling out with its sign-offs overdue. What the gates read is made the
+way it arrives in production: load-test files through the importer, replay runs
+through replay's own run machinery. The replays are recorded as a worker
+records them (claim, one result per sample, finish with summary, baseline and
+verdict), with answers that passed, because nothing listens on the demo
+backends' address; where replay may not reach that address (outside
+development) a platform waiver stands in, saying so.
+
+Idempotent: when the demo services already have releases, nothing is added.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from ledger import services as ledger_services
+from ledger.demo.evidence import LOADTEST_DIR
+from ledger.models import LoadTestReport, Revision, Service
+from releases import services
+from releases.models import Release
+from replay import outbound
+from replay import services as replay_services
+from replay.demo import DEMO_BACKEND_URL
+from replay.models import Backend, Result, Run, SampleSet
+from replay.services import runs as replay_runs
+
+DEMO_SERVICES = ("doc-translate", "kb-assistant", "support-summarizer", "dataagent-sql")
+REPLAY_SET = "starter-short-qa"
+VERIFICATION_SET = "starter-refusal"
+METRICS_ALL = [
+    "ttft",
+    "tpot",
+    "tokens_per_s",
+    "queue_length",
+    "gpu_memory",
+    "kv_cache_usage",
+    "error_rate",
+]
+LOGGING = {"debug_logs": "sampled", "audit_logs": "on", "sensitive_retention_days": 30}
+
+
+def _guards(ttft: int) -> dict[str, float]:
+    return {"ttft_p95_ms": ttft, "error_rate_pct": 1, "structured_error_rate_pct": 2}
+
+
+def _stages(ttft: int) -> list[dict[str, Any]]:
+    return [
+        {"traffic_pct": 5, "observation_minutes": 60, "guards": _guards(ttft)},
+        {"traffic_pct": 25, "observation_minutes": 240, "guards": _guards(ttft)},
+        {"traffic_pct": 100, "observation_minutes": 60, "guards": _guards(ttft)},
+    ]
+
+
+def _people() -> dict[str, Any]:
+    return get_user_model().objects.in_bulk(
+        ["owner", "sre", "security", "business", "admin"], field_name="username"
+    )
+
+
+def _backend(revision: Revision, name: str) -> Backend | None:
+    """A demo backend for `revision`, or None where replay may not reach the demo address."""
+    found = Backend.objects.filter(name=name).first()
+    if found is not None:
+        return found
+    if outbound.base_url_problem(DEMO_BACKEND_URL):
+        return None
+    return replay_services.create_backend(
+        actor=None,
+        name=name,
+        revision=revision,
+        base_url=DEMO_BACKEND_URL,
+        model_name=revision.service.slug,
+        engine=Backend.Engine.OTHER,
+        concurrency_limit=4,
+    )
+
+
+def _recorded_replay(
+    backend: Backend, set_name: str, *, trigger: str = Run.Trigger.MANUAL, ttft_ms: float = 180.0
+) -> Run | None:
+    """A replay of the newest version of `set_name`, recorded as a worker records it."""
+    sample_set = SampleSet.objects.filter(name=set_name).order_by("-version").first()
+    if sample_set is None:
+        return None
+    run = replay_services.start_run(
+        actor=None, backend=backend, sample_set=sample_set, trigger=trigger, enqueue=False
+    )
+    token = replay_runs._claim(run.pk)
+    assert token is not None
+    for sample in sample_set.samples.all():
+        for attempt in range(1, sample.repeat + 1):
+            Result.objects.create(
+                run=run,
+                sample=sample,
+                attempt=attempt,
+                outcome=Result.Outcome.PASSED if sample.rerunnable else Result.Outcome.SKIPPED,
+                ttft_ms=ttft_ms,
+                tpot_ms=22.0,
+                e2e_ms=ttft_ms + 900.0,
+                output_tokens=48,
+                finish_reason="stop",
+                output="(demo answer)",
+                output_length=13,
+            )
+    return replay_runs._finish(run, token)
+
+
+def _evidence(revision: Revision, workloads: dict[str, str]) -> None:
+    from ledger.services import import_loadtest_report
+
+    for workload, filename in workloads.items():
+        if LoadTestReport.objects.filter(revision=revision, workload=workload).exists():
+            continue
+        with (Path(LOADTEST_DIR) / filename).open("rb") as raw:
+            import_loadtest_report(
+                revision, actor=None, workload=workload, file=raw, filename=filename
+            )
+
+
+def _replays(service: Service, candidate: Revision, people: dict[str, Any]) -> bool:
+    """Live then candidate replays of the demo set, and a verification of the live one.
+    False when replay may not reach the demo backends here."""
+    live = service.live_revision
+    assert live is not None
+    live_backend = _backend(live, f"{service.slug}-live")
+    canary = _backend(candidate, f"{service.slug}-r{candidate.number}-canary")
+    if live_backend is None or canary is None:
+        return False
+    _recorded_replay(live_backend, REPLAY_SET)
+    _recorded_replay(canary, REPLAY_SET)
+    _recorded_replay(live_backend, VERIFICATION_SET, trigger=Run.Trigger.VERIFICATION)
+    return True
+
+
+def _form(service: Service, ttft: int, *, tier_metrics: list[str]) -> dict[str, Any]:
+    return {
+        "impact_tenants": list(service.tenants or []),
+        "impact_task_types": list(service.task_types.values_list("slug", flat=True)),
+        "impact_downstream": ["agent_runtime", "trace", "eval"],
+        "required_sample_sets": [REPLAY_SET],
+        "known_limitations": "Answers in English only; long tables are truncated at 8k tokens.",
+        "compatible_request_formats": "OpenAI chat completions; streaming SSE; no tool calls.",
+        "metrics_declared": tier_metrics,
+        "gray_stages": _stages(ttft),
+        "rollback_kind": Release.RollbackKind.MODEL,
+        "rollback_triggers": [
+            f"p95 TTFT above {ttft} ms for 10 minutes",
+            "error rate above 1 % for 5 minutes",
+        ],
+        "rollback_expected_minutes": 8,
+        "rollback_impact_scope": "every tenant of the service, for the minutes it takes",
+        "rollback_verification_set": VERIFICATION_SET,
+        "logging_policy": dict(LOGGING),
+    }
+
+
+def _waive_if_unreachable(release: Release, reached: bool, people: dict[str, Any]) -> None:
+    if reached:
+        return
+    for gate in ("replay", "rollback_plan"):
+        services.grant_waiver(
+            release,
+            actor=people["sre"],
+            gate=gate,
+            reason="Demo data: replay may not reach the demo backends on this machine.",
+            expires_at=timezone.now() + dt.timedelta(days=30),
+        )
+
+
+def seed_releases() -> int:
+    """Add the demo releases; returns how many were made (0 when they exist)."""
+    if Release.objects.filter(service__slug__in=DEMO_SERVICES).exists():
+        return 0
+    services_by_slug = {
+        s.slug: s
+        for s in Service.objects.filter(slug__in=DEMO_SERVICES).select_related(
+            "live_revision", "team"
+        )
+    }
+    if len(services_by_slug) != len(DEMO_SERVICES):
+        return 0
+    people = _people()
+    owner, sre, security, admin = (
+        people["owner"],
+        people["sre"],
+        people["security"],
+        people["admin"],
+    )
+    made = 0
+
+    # 1. A draft with a failing gate: Gemma 2's terms are not accepted, its license pending.
+    doc = services_by_slug["doc-translate"]
+    gemma = Revision.objects.get(service=doc, number=2)
+    services.create_release(
+        actor=owner,
+        service=doc,
+        to_revision=gemma,
+        change_kind=Release.ChangeKind.MODEL_UPGRADE,
+        summary="Gemma 2 9B for documentation translation: better German and Japanese.",
+        **_form(doc, 1500, tier_metrics=["ttft", "tpot", "error_rate"]),
+    )
+    made += 1
+
+    # 2. Awaiting sign-offs: kb-assistant's vLLM 0.7.3 engine upgrade, model team signed.
+    kb = services_by_slug["kb-assistant"]
+    engine = Revision.objects.get(service=kb, number=4)
+    _evidence(
+        engine,
+        {
+            "short": "vllm_c2_n20_detailed.json",
+            "high_concurrency": "guidellm_rate_sweep.json",
+        },
+    )
+    reached = _replays(kb, engine, people)
+    waiting = services.create_release(
+        actor=owner,
+        service=kb,
+        to_revision=engine,
+        change_kind=Release.ChangeKind.ENGINE_UPGRADE,
+        summary="vLLM 0.6.3 to 0.7.3 with chunked prefill: lower p99 TTFT under long prompts.",
+        **_form(kb, 800, tier_metrics=METRICS_ALL),
+    )
+    _waive_if_unreachable(waiting, reached, people)
+    _submit_or_waive(waiting, owner, security)
+    services.sign_off(
+        waiting, actor=admin, role="model_team", decision="approve", comment="Replay is clean."
+    )
+    made += 1
+
+    # 3. Approved: support-summarizer raises max_num_seqs on its live runtime (internal tier).
+    summ = services_by_slug["support-summarizer"]
+    live = summ.live_revision
+    assert live is not None
+    wider = ledger_services.new_revision_from(
+        live,
+        actor=None,
+        gateway_policy_version="gw-2026.02",
+        notes="Gateway policy 2026.02: a larger per-tenant queue for the support shift change.",
+    )
+    _evidence(wider, {"short": "vllm_c2_n20_detailed.json"})
+    reached = _replays(summ, wider, people)
+    approved = services.create_release(
+        actor=owner,
+        service=summ,
+        to_revision=wider,
+        change_kind=Release.ChangeKind.ROUTING,
+        summary="Gateway policy 2026.02: a larger per-tenant queue at shift change.",
+        **_form(summ, 2000, tier_metrics=["ttft", "tpot", "error_rate"]),
+    )
+    _waive_if_unreachable(approved, reached, people)
+    _submit_or_waive(approved, owner, security)
+    services.sign_off(approved, actor=admin, role="model_team", decision="approve")
+    services.sign_off(
+        approved, actor=sre, role="platform", decision="approve", comment="Rollback path checked."
+    )
+    made += 1
+
+    # 4. Rejected: dataagent-sql's INT4 AWQ quantization switch, by security & compliance.
+    data = services_by_slug["dataagent-sql"]
+    awq = Revision.objects.get(service=data, number=2)
+    _evidence(
+        awq,
+        {
+            "short": "vllm_c2_n20_detailed.json",
+            "high_concurrency": "guidellm_rate_sweep.json",
+        },
+    )
+    reached = _replays(data, awq, people)
+    rejected = services.create_release(
+        actor=owner,
+        service=data,
+        to_revision=awq,
+        change_kind=Release.ChangeKind.QUANTIZATION_SWITCH,
+        summary="INT4 AWQ on one H100 instead of two BF16 GPUs.",
+        **_form(data, 1200, tier_metrics=METRICS_ALL),
+    )
+    _waive_if_unreachable(rejected, reached, people)
+    _submit_or_waive(rejected, owner, security)
+    services.sign_off(rejected, actor=admin, role="model_team", decision="approve")
+    services.sign_off(
+        rejected,
+        actor=security,
+        role="security_compliance",
+        decision="reject",
+        comment="Audit logs must keep SQL prompts 90 days for finance; this plan says 30.",
+    )
+    made += 1
+
+    # 5. Emergency, rolling out with its sign-offs overdue: the same AWQ revision, after the
+    #    BF16 pair lost a GPU; begun at night and recorded 30 hours ago.
+    emergency = services.reopen_release(rejected, actor=owner)
+    services.update_release(
+        emergency,
+        actor=owner,
+        path=Release.Path.EMERGENCY,
+        emergency_reason="One of the two H100s of the BF16 pool failed; AWQ fits on the one left.",
+        logging_policy={**LOGGING, "sensitive_retention_days": 90},
+        summary="Emergency: INT4 AWQ on the one healthy H100 while the other is replaced.",
+    )
+    _submit_or_waive(emergency, owner, security)
+    services.start_rollout(
+        emergency, actor=owner, started_at=timezone.now() - dt.timedelta(hours=30)
+    )
+    made += 1
+    return made
+
+
+def _submit_or_waive(release: Release, owner: Any, security: Any) -> None:
+    """Submit; what the two demo load-test files cannot show is waived by security, saying so."""
+    try:
+        services.submit_release(release, actor=owner)
+    except services.GatesNotPassed as refused:
+        for gate in refused.gates:
+            services.grant_waiver(
+                release,
+                actor=security,
+                gate=gate["key"],
+                reason=f"Demo data: only two sample load-test files ship with the demo "
+                f"({gate['reason']})",
+                expires_at=timezone.now() + dt.timedelta(days=30),
+            )
+        services.submit_release(release, actor=owner)

@@ -1,0 +1,34 @@
+"""Shapes of the releases API. Serializers validate and shape; writes go through
+`releases.services`. Services are named by slug, revisions by id, people by username."""
+
+from releases.serializers.releases import (
+    CommentRequestSerializer,
+    CommentSerializer,
+    GateSerializer,
+    GatesRefusalSerializer,
+    ReleaseDetailSerializer,
+    ReleaseSerializer,
+    ReleaseWriteSerializer,
+    SignOffRequestSerializer,
+    SignOffSerializer,
+    TransitionRefusalSerializer,
+    WaiverRequestSerializer,
+    WaiverSerializer,
+    WithdrawRequestSerializer,
+)
+
+__all__ = [
+    "CommentRequestSerializer",
+    "CommentSerializer",
+    "GateSerializer",
+    "GatesRefusalSerializer",
+    "ReleaseDetailSerializer",
+    "ReleaseSerializer",
+    "ReleaseWriteSerializer",
+    "SignOffRequestSerializer",
+    "SignOffSerializer",
+    "TransitionRefusalSerializer",
+    "WaiverRequestSerializer",
+    "WaiverSerializer",
+    "WithdrawRequestSerializer",
+]
