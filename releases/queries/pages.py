@@ -24,8 +24,14 @@ SIGNOFF_ROLES_OF: dict[str, str] = {held: signs for signs, held in policy.SIGNER
 
 
 def release_list_queryset() -> QuerySet[Release]:
-    """The list's rows with what each shows: service, revisions, filer (one query a page)."""
-    return Release.objects.select_related(
+    """The list's rows with what each shows: service, revisions, filer.
+
+    Prefetched rather than joined: with a join PostgreSQL joins every release
+    before it sorts them for the page (40 ms at 10,000 releases); without, it
+    sorts the narrow release rows alone and fetches the few related rows of
+    the page by key (four small queries).
+    """
+    return Release.objects.prefetch_related(
         "service", "from_revision", "to_revision", "filed_by"
     ).order_by("-created_at", "-id")
 

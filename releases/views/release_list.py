@@ -49,7 +49,7 @@ def release_new_pick(request: AuthenticatedHttpRequest) -> HttpResponse:
     return redirect("releases:release_new", slug=slug)
 
 
-WAITING_LISTED = 20
+WAITING_LISTED = 10
 
 
 @require_GET
