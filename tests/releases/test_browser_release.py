@@ -19,6 +19,7 @@ from playwright.sync_api import expect
 from ledger.models import LoadTestReport
 from releases.models import Release
 from tests.factories import PASSWORD
+from tests.foundation.test_browser_csp import CSP_LISTENER
 from tests.ledger.evidence.conftest import fixture_path
 from tests.releases.factories import file_release
 
@@ -63,6 +64,7 @@ def test_owner_files_watches_a_gate_turn_green_submits_and_each_role_signs(
 ):
     # The candidate lacks its high-concurrency evidence: the owner attaches it below.
     world.reports.pop("high_concurrency").delete()
+    page.add_init_script(CSP_LISTENER)  # the form's htmx swaps stay within the policy
     log_in(page, live_server, owner)
     page.goto(f"{live_server.url}/services/{world.service.slug}/")
     page.get_by_role("link", name="File a release").first.click()
@@ -135,6 +137,7 @@ def test_owner_files_watches_a_gate_turn_green_submits_and_each_role_signs(
         gate(page, "load_evidence").get_by_role("link", name=re.compile(r"report #\d+"))
     ).to_have_count(4)
     screenshot(page, "form-gate-passing")
+    assert page.evaluate("window.__csp") == []
 
     page.get_by_role("link", name="Submit…").first.click()
     expect(page.get_by_role("heading", level=1)).to_contain_text("Submit for sign-off")
@@ -165,6 +168,7 @@ def test_owner_files_watches_a_gate_turn_green_submits_and_each_role_signs(
     expect(page.locator("h1 .badge").first).to_have_text("approved")
     expect(gate(page, "signoffs")).to_have_attribute("data-status", "pass")
     expect(page.locator("#signoffs tbody tr")).to_have_count(4)
+    assert page.evaluate("window.__csp") == []
 
 
 def test_release_page_fits_a_phone(live_server, page, owner, world, sre):
