@@ -29,7 +29,7 @@ class SignOffInline(admin.TabularInline):
     model = SignOff
     extra = 0
     can_delete = False
-    fields = [
+    fields = (
         "role",
         "signer",
         "decision",
@@ -37,7 +37,7 @@ class SignOffInline(admin.TabularInline):
         "snapshot_hash",
         "voided_at",
         "void_reason",
-    ]
+    )
     readonly_fields = fields
 
 
@@ -45,7 +45,7 @@ class WaiverInline(admin.TabularInline):
     model = Waiver
     extra = 0
     can_delete = False
-    fields = ["gate", "reason", "expires_at", "granted_by", "revoked_at"]
+    fields = ("gate", "reason", "expires_at", "granted_by", "revoked_at")
     readonly_fields = fields
 
 

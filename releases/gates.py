@@ -335,7 +335,7 @@ def _image_pinned(inputs: Inputs) -> Verdict:
         return "fail", "; ".join(problems) + ".", [ref]
     return (
         "pass",
-        f"image pinned at {runtime.image_digest[:19]}…, "
+        f"image pinned at {(runtime.image_digest or '')[:19]}…, "
         f"{len(runtime.launch_parameters)} launch parameters recorded.",
         [ref],
     )
@@ -368,8 +368,8 @@ def _load_evidence(inputs: Inputs) -> Verdict:
     if required and not slos:
         problems.append(f"{service.slug} has no SLO to judge the evidence against: set its SLOs")
     for workload in required:
-        report = newest.get(workload)
-        if report is None:
+        found = newest.get(workload)
+        if found is None:
             stale = stale_reason.get(workload)
             if stale:
                 problems.append(f"the only {workload} report (#{stale[0].pk}) is stale: {stale[1]}")
@@ -377,6 +377,7 @@ def _load_evidence(inputs: Inputs) -> Verdict:
             else:
                 problems.append(f"no current load-test report for {workload}")
             continue
+        report = found
         refs.append(_report_ref(report))
         for label, column, slo_field, scale, unit in slos:
             value = getattr(report, column)
@@ -485,7 +486,7 @@ def _failures_classified(inputs: Inputs) -> Verdict:
         if entry is None:
             unclassified.append(label)
             continue
-        kind = entry.get("classification")
+        kind = str(entry.get("classification"))
         counts[kind] = counts.get(kind, 0) + 1
         if kind == "blocks":
             blocking.append(label)
@@ -557,7 +558,7 @@ def _verification_problems(inputs: Inputs, target: Revision, refs: list[Evidence
     refs.append(_run_ref(run))
     if run.verdict != Run.Verdict.PASSED:
         return [f"the last verification of {target.label} {run.verdict} — run #{run.pk}"]
-    age = inputs.now - run.finished_at
+    age = inputs.now - (run.finished_at or inputs.now)
     if age > dt.timedelta(days=limit):
         return [
             f"{target.label} was last verified {age.days} days ago — run #{run.pk}; "

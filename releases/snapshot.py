@@ -13,7 +13,9 @@ snapshot with today's and says, part by part, what moved.
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
+
+from django.db import models
 
 from ledger.chain import canonical_json
 from releases.models import Release
@@ -53,11 +55,15 @@ FORM_FIELDS: tuple[str, ...] = (
 )
 
 
+def attname(name: str) -> str:
+    """The column attribute of a form field (`rollback_target` → `rollback_target_id`)."""
+    return cast("models.Field", Release._meta.get_field(name)).attname
+
+
 def form_values(release: Release) -> dict[str, Any]:
     values = {}
     for name in FORM_FIELDS:
-        field = Release._meta.get_field(name)
-        values[name] = getattr(release, field.attname)
+        values[name] = getattr(release, attname(name))
     # Through JSON once, so a datetime reads as the text canonical JSON gives it.
     return _plain(values)
 
@@ -95,7 +101,7 @@ def digest(snapshot: dict[str, Any]) -> str:
 
 
 def _field_label(name: str) -> str:
-    return str(Release._meta.get_field(name).verbose_name)
+    return str(cast("models.Field", Release._meta.get_field(name)).verbose_name)
 
 
 def what_changed(before: dict[str, Any], after: dict[str, Any]) -> str:

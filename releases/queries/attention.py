@@ -18,7 +18,7 @@ from ledger.permissions import can_approve_licenses
 from ledger.queries.staleness import evidence_status, newest_by_workload
 from lib.actors import Requester
 from releases.models import SignOff
-from releases.queries.pages import waiting_for
+from releases.queries.waiting import waiting_for
 from replay import queries as replay_queries
 
 # More services than this in a person's teams are summarised, not listed one by one:
@@ -88,15 +88,16 @@ def _service_items(service: Service, now: dt.datetime) -> list[AttentionItem]:
 def _signoff_items(user: Requester, now: dt.datetime) -> list[AttentionItem]:
     """Releases waiting for this person's sign-off; overdue emergency ones ask to act."""
     items = []
-    for waiting in waiting_for(user, now=now, limit=MAX_SIGNOFFS_LISTED):
+    for waiting in waiting_for(user)[:MAX_SIGNOFFS_LISTED]:
         release = waiting.release
         roles = ", ".join(dict(SignOff.Role.choices)[role].lower() for role in waiting.roles)
         text = f"release #{release.pk} ({release.to_revision.label}) waits for your sign-off as {roles}"
-        if waiting.overdue:
+        overdue = release.signoffs_due_at is not None and release.signoffs_due_at <= now
+        if overdue:
             text += "; the emergency sign-offs are overdue"
         items.append(
             AttentionItem(
-                "act" if waiting.overdue else "look",
+                "act" if overdue else "look",
                 release.service.slug,
                 text,
                 reverse("releases:release_detail", args=[release.pk]) + "#signoffs",

@@ -28,7 +28,7 @@ from releases.models import Release, StandardChangeTemplate
 from releases.schemas import validate_json_fields
 from releases.services.errors import GatesNotPassed, TransitionRefused
 from releases.services.notify import notify_on_commit
-from releases.snapshot import FORM_FIELDS, form_values
+from releases.snapshot import FORM_FIELDS, attname, form_values
 from replay.models import SampleSet
 
 # Fields a filer sets; the ledger sets the rest (state, times, from-revision).
@@ -124,7 +124,7 @@ def _set(release: Release, name: str, value: Any) -> None:
     """A foreign key takes an object or its id (None clears it)."""
     field = Release._meta.get_field(name)
     if field.is_relation and not isinstance(value, models.Model):
-        setattr(release, field.attname, value)
+        setattr(release, attname(name), value)
     else:
         setattr(release, name, value)
 
@@ -162,8 +162,9 @@ def create_release(
         summary=summary,
         from_revision_id=service.live_revision_id,
         filed_by=filer,
-        **fields,
     )
+    for name, value in fields.items():
+        _set(release, name, value)
     _validate(release)
     release.save(force_insert=True)
     append_event(
@@ -187,6 +188,15 @@ def update_release(release: Release, *, actor: Actor, **changes: Any) -> bool:
     release = lock_release(release)
     permissions.ensure_can_edit(actor, release)
     refuse_unless(release, EDITABLE_STATES, "changed")
+    if not release.is_draft and "to_revision" in changes:
+        target = changes["to_revision"]
+        if getattr(target, "pk", target) != release.to_revision_id:
+            raise ValidationError(
+                {
+                    "to_revision": "The candidate is what was submitted: it changes only "
+                    "while a draft. Withdraw this release and file a new one."
+                }
+            )
     before = form_values(release)
     for name, value in changes.items():
         _set(release, name, value)
@@ -299,7 +309,7 @@ def reopen_release(release: Release, *, actor: Actor) -> Release:
     release = lock_release(release)
     permissions.ensure_can_file(actor, release.service)
     refuse_unless(release, ("rejected", "withdrawn"), "reopened")
-    attnames = [Release._meta.get_field(name).attname for name in FORM_FIELDS]
+    attnames = [attname(name) for name in FORM_FIELDS]
     values = {attname: getattr(release, attname) for attname in attnames}
     copy = Release(
         **values,
@@ -307,7 +317,8 @@ def reopen_release(release: Release, *, actor: Actor) -> Release:
         filed_by=actor or release.filed_by,
         reopened_from=release,
     )
-    if copy.standard_template_id and copy.standard_template.retired_at is not None:
+    template = copy.standard_template
+    if template is not None and template.retired_at is not None:
         copy.standard_template = None
         copy.path = Release.Path.NORMAL
     copy.save(force_insert=True)

@@ -239,7 +239,7 @@ def grant_waiver(
         errors["expires_at"] = f"The expiry {expires_at:%Y-%m-%d %H:%M %Z} has already passed."
     if actor is not None and actor.pk == release.filed_by_id:
         errors["gate"] = "You filed this release: waivers are for someone else to grant."
-    if errors:
+    if errors or expires_at is None:
         raise ValidationError(errors)
     held = Waiver.objects.filter(release=release, gate=gate, revoked_at__isnull=True).first()
     if held is not None:

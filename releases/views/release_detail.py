@@ -31,6 +31,7 @@ from releases.forms import CommentForm, SignOffForm, WaiverForm
 from releases.forms.release import SECTIONS, STAGE_PARTS
 from releases.models import Release, SignOff
 from releases.queries import pages as page_queries
+from releases.queries.waiting import signer_roles_of
 from releases.schemas import CLASSIFICATIONS, DOWNSTREAM_SYSTEMS, METRICS
 from releases.services.lifecycle import EDITABLE_STATES
 from releases.services.signoffs import SIGNABLE_STATES, WAIVABLE_STATES
@@ -67,7 +68,7 @@ def _signable_roles(
 ) -> list[str]:
     if release.state not in SIGNABLE_STATES:
         return []
-    held = page_queries.signer_roles(request.user)
+    held = signer_roles_of(request.user)
     return [
         role
         for role in required

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
@@ -16,6 +17,7 @@ from releases import gates as release_gates
 from releases.forms import ReleaseListFilter
 from releases.models import SignOff
 from releases.queries import pages as page_queries
+from releases.queries.waiting import signer_roles_of, waiting_for
 
 
 @require_GET
@@ -56,19 +58,29 @@ WAITING_LISTED = 10
 @login_required
 def waiting_for_me(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Releases awaiting a sign-off this person may give, with the gates their role reads."""
-    # The gates of each are computed (a constant number of queries each): list the
-    # oldest few, which are the ones to sign first.
-    waiting = page_queries.waiting_for(request.user, limit=WAITING_LISTED)
+    waiting = waiting_for(request.user)
+    now = timezone.now()
+    labels = dict(SignOff.Role.choices)
     rows = []
-    for item in waiting:
+    # The gates of each are computed (a constant number of queries each): show the
+    # most urgent few, which are the ones to sign first.
+    for item in waiting[:WAITING_LISTED]:
         assessment = release_gates.assess(item.release)
-        keys = page_queries.gates_of_interest(item.roles)
-        gates = [g for key in keys if (g := assessment.gate(key)) is not None]
-        labels = [dict(SignOff.Role.choices)[role] for role in item.roles]
-        rows.append({"item": item, "gates": gates, "role_labels": labels})
+        keys = [*item.gates_of_interest, "signoffs"]
+        rows.append(
+            {
+                "release": item.release,
+                "gates": [g for key in keys if (g := assessment.gate(key)) is not None],
+                "role_labels": [labels[role] for role in item.roles],
+                "overdue": assessment.overdue
+                or (
+                    item.release.signoffs_due_at is not None and item.release.signoffs_due_at <= now
+                ),
+            }
+        )
     context = {
         "rows": rows,
-        "roles": page_queries.signer_roles(request.user),
-        "more": len(waiting) == WAITING_LISTED,
+        "roles": signer_roles_of(request.user),
+        "more": len(waiting) - len(rows),
     }
     return render(request, "releases/waiting_for_me.html", context)

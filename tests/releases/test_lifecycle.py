@@ -407,3 +407,28 @@ def test_an_internal_release_needs_model_team_and_platform_only(
     services.sign_off(release, actor=sre, role="platform", decision="approve")
     release.refresh_from_db()
     assert release.state == "approved"
+
+
+def test_the_candidate_changes_only_while_a_draft(world, release, owner):
+    from tests.ledger.factories import RevisionFactory
+
+    other = RevisionFactory(service=world.service, runtime=world.candidate.runtime)
+    services.update_release(release, actor=owner, to_revision=other.pk)
+    release.refresh_from_db()
+    assert release.to_revision == other
+    services.update_release(release, actor=owner, to_revision=world.candidate)
+    services.submit_release(release, actor=owner)
+    with pytest.raises(ValidationError, match="changes only while a draft"):
+        services.update_release(release, actor=owner, to_revision=other)
+
+
+def test_a_foreign_key_may_be_given_by_id(world, owner):
+    release = services.create_release(
+        actor=owner,
+        service=world.service,
+        to_revision=world.candidate,
+        change_kind="model_upgrade",
+        summary="x",
+        rollback_target=world.live.pk,
+    )
+    assert release.rollback_target == world.live
