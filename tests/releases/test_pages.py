@@ -480,3 +480,52 @@ def test_release_list_query_count_is_constant(
     with django_assert_num_queries(10):
         response = client.get(reverse("releases:release_list"), {"service": world.service.slug})
     assert len(response.context["page"].object_list) == min(count, 25)
+
+
+def test_htmx_change_with_a_bad_field_saves_nothing_and_names_it(client, owner, release):
+    client.force_login(owner)
+    url = reverse("releases:release_edit", args=[release.pk])
+    events = Event.objects.count()
+    response = client.post(
+        url,
+        {
+            "to_revision": str(release.to_revision_id),
+            "change_kind": "model_upgrade",
+            "summary": "changed while a field is wrong",
+            "path": "normal",
+            "rollback_expected_minutes": "ten",
+        },
+        headers={"HX-Request": "true"},
+    )
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'id="form-errors" hx-swap-oob="true"' in html
+    assert (
+        'href="#id_rollback_expected_minutes">Expected minutes</a>: Enter a whole number.' in html
+    )
+    assert "not saved" in html
+    release.refresh_from_db()
+    assert release.summary != "changed while a field is wrong"
+    assert Event.objects.count() == events
+
+
+def test_recheck_answers_with_the_gate_panel_and_without_htmx_goes_to_the_page(
+    client, sre, release
+):
+    client.force_login(sre)
+    url = reverse("releases:release_gates_panel", args=[release.pk])
+    panel = client.get(url, headers={"HX-Request": "true"})
+    assert panel.content.decode().lstrip().startswith('<section class="gate-panel"')
+    plain = client.get(url)
+    assert plain.status_code == 302
+    assert plain["Location"] == reverse("releases:release_detail", args=[release.pk]) + "#gates"
+
+
+def test_a_released_or_withdrawn_form_no_longer_opens_for_editing(client, owner, release):
+    services.withdraw_release(release, actor=owner)
+    client.force_login(owner)
+    response = client.get(reverse("releases:release_edit", args=[release.pk]), follow=True)
+    assert response.redirect_chain[-1][0] == reverse("releases:release_detail", args=[release.pk])
+    assert f"Release #{release.pk} is withdrawn: its form can no longer change." in (
+        response.content.decode()
+    )
