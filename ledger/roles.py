@@ -17,10 +17,10 @@ class Role(models.TextChoices):
 # What each role can do in the product as it stands; a duty is added here when the
 # feature that carries it lands, so the home page never promises what is not there.
 ROLE_DUTIES: dict[str, str] = {
-    Role.MODEL_OWNER: "register assets, runtimes and revisions of your team's services, attach load-test evidence, run replays",
-    Role.PLATFORM_SRE: "register backends, schedule and run replays, check what is live and how each service behaves",
-    Role.SECURITY_COMPLIANCE: "approve or reject model licenses, record the acceptance of gated terms",
-    Role.BUSINESS_OWNER: "read every service, its evidence and its history (release sign-offs arrive with release forms)",
+    Role.MODEL_OWNER: "register assets, runtimes and revisions of your team's services, attach load-test evidence, run replays, file release forms and sign off for the model team on your teammates' releases",
+    Role.PLATFORM_SRE: "register backends, schedule and run replays, check what is live and how each service behaves, sign off releases for platform and waive a gate with a reason and an expiry",
+    Role.SECURITY_COMPLIANCE: "approve or reject model licenses, record the acceptance of gated terms, sign off releases for security & compliance and waive a gate with a reason and an expiry",
+    Role.BUSINESS_OWNER: "read every service, its evidence and its history, and sign off releases for the business owner",
     Role.AUDITOR: "read everything and verify the event chain's integrity (exports arrive with the auditor's view)",
 }
 

@@ -1,6 +1,7 @@
 """What needs a person now, for the home page: the services of their teams that are not
-healthy or whose evidence has lapsed, the licenses waiting for their review, and what
-changed in the last day. Every item names what is wrong and where to act."""
+healthy or whose evidence has lapsed, the licenses waiting for their review, the
+releases waiting for their sign-off, and what changed in the last day. Every item
+names what is wrong and where to act."""
 
 from __future__ import annotations
 
@@ -16,12 +17,15 @@ from ledger.models import Event, LoadTestReport, ModelAsset, Service
 from ledger.permissions import can_approve_licenses
 from ledger.queries.staleness import evidence_status, newest_by_workload
 from lib.actors import Requester
+from releases.models import SignOff
+from releases.queries.waiting import waiting_for
 from replay import queries as replay_queries
 
 # More services than this in a person's teams are summarised, not listed one by one:
 # the home page must answer quickly, and the catalog has filters for the rest.
 MAX_SERVICES_CHECKED = 25
 MAX_LICENSES_LISTED = 10
+MAX_SIGNOFFS_LISTED = 10
 RECENT_WINDOW = dt.timedelta(hours=24)
 RECENT_LISTED = 10
 
@@ -81,6 +85,27 @@ def _service_items(service: Service, now: dt.datetime) -> list[AttentionItem]:
     return items
 
 
+def _signoff_items(user: Requester, now: dt.datetime) -> list[AttentionItem]:
+    """Releases waiting for this person's sign-off; overdue emergency ones ask to act."""
+    items = []
+    for waiting in waiting_for(user)[:MAX_SIGNOFFS_LISTED]:
+        release = waiting.release
+        roles = ", ".join(dict(SignOff.Role.choices)[role].lower() for role in waiting.roles)
+        text = f"release #{release.pk} ({release.to_revision.label}) waits for your sign-off as {roles}"
+        overdue = release.signoffs_due_at is not None and release.signoffs_due_at <= now
+        if overdue:
+            text += "; the emergency sign-offs are overdue"
+        items.append(
+            AttentionItem(
+                "act" if overdue else "look",
+                release.service.slug,
+                text,
+                reverse("releases:release_detail", args=[release.pk]) + "#signoffs",
+            )
+        )
+    return items
+
+
 def attention_for(user: Requester, *, now: dt.datetime | None = None) -> Attention:
     """The person's to-do list, most urgent first (a bounded number of queries)."""
     now = now or timezone.now()
@@ -103,6 +128,7 @@ def attention_for(user: Requester, *, now: dt.datetime | None = None) -> Attenti
                     reverse("ledger:asset_detail", args=[asset.pk]),
                 )
             )
+    items.extend(_signoff_items(user, now))
     items.sort(key=lambda item: item.urgency != "act")
     return Attention(
         items=items, services_checked=min(total, MAX_SERVICES_CHECKED), services_total=total

@@ -16,6 +16,7 @@ from ledger.models import Event, Service
 from ledger.permissions import can_edit_team_objects
 from lib.actors import AuthenticatedHttpRequest
 from lib.charts import FigureSpec, figure_spec
+from releases.queries import pages as page_queries
 from replay import queries as replay_queries
 
 if TYPE_CHECKING:
@@ -86,9 +87,12 @@ def service_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse
     matrix = ledger_queries.slo_matrix(service)
     comparison = ledger_queries.live_vs_candidate(matrix)
     findings = ledger_queries.license_findings(service, live) if live else []
+    open_releases, recent_releases = page_queries.service_releases(service)
     context: dict[str, object] = {
         "service": service,
         "live": live,
+        "open_releases": open_releases,
+        "recent_releases": recent_releases,
         "findings": findings,
         "license_warnings": ledger_queries.license_warnings(findings),
         "capabilities": ledger_queries.capabilities_of(live) if live else [],

@@ -18,6 +18,8 @@ import pytest
 from ledger import permissions as ledger_rules
 from ledger import services
 from ledger.models import Event
+from releases import permissions as release_rules
+from releases import services as release_services
 from replay import permissions as replay_rules
 from tests.factories import UserFactory
 from tests.ledger.factories import RevisionFactory, ServiceFactory, TeamFactory
@@ -79,6 +81,11 @@ RULES: dict[str, Rule] = {
         page=lambda w: "/replay/sample-sets/import",
         api=lambda w: ("post", "/api/replay/sample-sets/import/"),
     ),
+    "change a release form": Rule(
+        allows=lambda user, w: release_rules.can_edit_release(user, w.release),
+        page=lambda w: f"/releases/{w.release.pk}/edit/",
+        api=lambda w: ("patch", f"/api/releases/{w.release.pk}/"),
+    ),
 }
 
 
@@ -87,6 +94,7 @@ class World:
     service: Any
     backend: Any
     people: dict[str, Any]
+    release: Any = None
 
     @property
     def asset(self) -> Any:
@@ -111,7 +119,15 @@ def world(db, owner, sre, security, business, auditor, outsider, team):
         "auditor": auditor,
         "outsider": outsider,
     }
-    return World(service, BackendFactory(name="kb-vllm", revision=revision), people)
+    release = release_services.create_release(
+        actor=None,
+        filed_by=owner,
+        service=service,
+        to_revision=RevisionFactory(service=service),
+        change_kind="model_upgrade",
+        summary="a candidate",
+    )
+    return World(service, BackendFactory(name="kb-vllm", revision=revision), people, release)
 
 
 @pytest.mark.parametrize("who", PEOPLE)

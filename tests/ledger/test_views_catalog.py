@@ -369,8 +369,11 @@ def test_service_page_query_count_does_not_grow_with_revisions_and_events(
     # probes or runs), 14 regressed runs, the serving history's 15 live-revision
     # events and 16 the revisions they name, then the run-evidence trend's 17
     # days, 18 live-revision changes and 19 the numbers of the revisions they
-    # made live. The license is not gated, so no acceptance lookup.
-    with django_assert_num_queries(19):
+    # made live; the releases: 20 the open ones and 21 the recently closed ones,
+    # each with its revisions and filer, and 22 the lock rule's "referenced by a
+    # release past draft" over the revisions listed. The license is not gated, so
+    # no acceptance lookup.
+    with django_assert_num_queries(22):
         response = client.get("/services/kb-assistant/")
 
     assert len(response.context["revisions"]) == 3 + extra_revisions

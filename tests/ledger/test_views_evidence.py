@@ -626,8 +626,9 @@ def test_revision_page_query_count_does_not_grow_with_reports(
     # runtime, based-on and creator, 4 the user's groups and 5 team membership
     # (may they edit?), 6 revisions with the same fingerprint, 7 capabilities;
     # then the evidence: 8 the reports with their uploaders (without their
-    # levels), 9 the levels of the newest current report of each class.
-    with django_assert_num_queries(9):
+    # levels), 9 the levels of the newest current report of each class; and 10
+    # the releases' lock rule (is it referenced by a release past draft?).
+    with django_assert_num_queries(10):
         response = client.get("/services/kb-assistant/r1/")
 
     assert len(response.context["evidence_reports"]) == count
@@ -644,10 +645,11 @@ def test_service_page_query_count_does_not_grow_with_reports(
 
     # As in test_views_catalog (9), plus the SLO matrix's 10 live and candidate
     # revisions and 11 their reports, replay's 12 live backends (health) and 13
-    # backends (none, so no probes or runs queries) and 14 regressed runs, and the
+    # backends (none, so no probes or runs queries) and 14 regressed runs, the
     # run-evidence trend's 15 days, 16 live-revision changes and 17 their revisions,
-    # and the serving history's 18 live-revision events and 19 their revisions.
-    with django_assert_num_queries(19):
+    # the serving history's 18 events and 19 revisions, 20 open and 21 recently
+    # closed releases, and 22 the lock rule over the revisions listed.
+    with django_assert_num_queries(22):
         response = client.get("/services/kb-assistant/")
 
     assert len(response.context["matrix_blocks"]) == 2

@@ -122,7 +122,11 @@ class World:
     reports: dict[str, LoadTestReport]
 
 
-def build_world(team, *, tier: str = "production", slug: str = "kb-assistant") -> World:
+def build_world(
+    team, *, tier: str = "production", slug: str = "kb-assistant", sample_candidate: bool = False
+) -> World:
+    """`sample_candidate`: the candidate serves what the shared sample load-test files
+    measured (gemma-3-270m on llama.cpp), so a browser upload of one is its evidence."""
     service = ServiceFactory(
         slug=slug,
         team=team,
@@ -137,7 +141,16 @@ def build_world(team, *, tier: str = "production", slug: str = "kb-assistant") -
     live = RevisionFactory(service=service, runtime=runtime)
     ledger_services.set_live_revision(service, live, actor=None)
     ledger_services.set_license_approval(live.model_asset, actor=None, approval="approved")
-    candidate = RevisionFactory(service=service, runtime=runtime)
+    if sample_candidate:
+        from tests.ledger.evidence.conftest import sample_asset, sample_runtime
+
+        candidate = RevisionFactory(
+            service=service,
+            runtime=sample_runtime(team, gpu_count=1, launch_parameters={"n_ctx": 32768}),
+            model_asset=sample_asset(team),
+        )
+    else:
+        candidate = RevisionFactory(service=service, runtime=runtime)
     ledger_services.set_license_approval(candidate.model_asset, actor=None, approval="approved")
     service.refresh_from_db()
     candidate.refresh_from_db()

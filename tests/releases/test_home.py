@@ -152,13 +152,38 @@ def test_nothing_changed_says_so(client, auditor):
     assert "Nothing changed in the last 24 hours." in body
 
 
-def test_role_duties_promise_only_what_exists(client, owner, auditor):
+def test_role_duties_promise_only_what_exists(client, owner, auditor, sre, security, business):
     owner_body = _home(client, owner).content.decode()
     auditor_body = _home(client, auditor).content.decode()
     assert "attach load-test evidence" in owner_body
+    assert "file release forms" in owner_body
     assert "verify the event chain" in auditor_body
+    assert "sign off releases for platform" in _home(client, sre).content.decode()
+    assert "sign off releases for security" in _home(client, security).content.decode()
+    business_body = _home(client, business).content.decode()
+    assert "sign off releases for the business owner" in business_body
+    assert "arrive with release forms" not in business_body
     for promise in ("gray rollouts", "record rollbacks", "filter and export"):
         assert promise not in owner_body + auditor_body
+
+
+def test_a_release_waiting_for_my_signoff_is_on_my_list(client, owner, team, sre):
+    from releases import services
+    from tests.releases.factories import build_world, file_release
+
+    release = file_release(build_world(team), owner)
+    services.submit_release(release, actor=owner)
+
+    items = _home(client, sre).context["attention"].items
+
+    waiting = [i for i in items if "sign-off" in i.text]
+    assert [(i.urgency, i.subject) for i in waiting] == [("look", "kb-assistant")]
+    assert waiting[0].text == (
+        f"release #{release.pk} ({release.to_revision.label}) waits for your sign-off as platform"
+    )
+    assert waiting[0].url == reverse("releases:release_detail", args=[release.pk]) + "#signoffs"
+    # The filer's own list does not ask them to sign it.
+    assert not [i for i in _home(client, owner).context["attention"].items if "sign-off" in i.text]
 
 
 @pytest.mark.browser

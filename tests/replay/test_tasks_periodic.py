@@ -28,6 +28,8 @@ def test_the_tasks_are_registered_under_their_public_names():
         "probe_backend",
         "scrape_metrics",
         "scrape_backend_metrics",
+        "purge_expired_outputs",
+        "purge_expired_request_data",
     } <= set(app.tasks)
     assert tasks.run_replay.acks_late is True
 
@@ -43,6 +45,9 @@ def test_beat_runs_the_reaper_and_the_probe_sweep():
         "checkpoint_ledger": 3600.0,
         # Daily, just after midnight: the first scrape of a day closes the day before.
         "scrape_metrics": crontab(minute=5, hour=0),
+        # Retention sweeps, daily.
+        "purge_expired_outputs": 86400.0,
+        "purge_expired_request_data": 86400.0,
     }
 
 

@@ -1,0 +1,5 @@
+from releases.forms.lists import ReleaseListFilter
+from releases.forms.release import ReleaseForm
+from releases.forms.review import CommentForm, SignOffForm, WaiverForm
+
+__all__ = ["CommentForm", "ReleaseForm", "ReleaseListFilter", "SignOffForm", "WaiverForm"]

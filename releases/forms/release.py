@@ -1,0 +1,567 @@
+"""The release form as a page form: sections of plain fields, no JavaScript needed.
+
+The JSON columns of `Release` are edited here as plain fields a person can
+fill without writing JSON: lists as comma-separated words or one item a line,
+gray stages as a fixed number of rows, each failed replay sample as its own
+classification field. `to_release_fields()` turns the cleaned form into the
+keyword arguments of the domain verbs (`create_release`, `update_release`),
+which validate the whole (`releases.schemas`) and refuse naming the field.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from ledger.models import Revision, Service
+from lib.forms import CommaListField
+from releases import policy
+from releases.models import Release, StandardChangeTemplate
+from releases.schemas import (
+    CLASSIFICATIONS,
+    DECOMMISSION_KINDS,
+    DOWNSTREAM_SYSTEMS,
+    GUARDS,
+    METRICS,
+)
+
+# Rows of the gray plan shown at once: enough for a five-stage plan without JavaScript.
+GRAY_ROWS = 5
+STAGE_PARTS: dict[str, str] = {
+    "traffic_pct": "Traffic (%)",
+    "observation_minutes": "Observe (min)",
+    **GUARDS,
+}
+
+# Which form fields belong to which section of the page, in order.
+SECTIONS: list[tuple[str, str, tuple[str, ...]]] = [
+    (
+        "what",
+        "What changes",
+        ("to_revision", "change_kind", "risk", "risk_override_reason", "summary"),
+    ),
+    ("impact", "Impact", ("impact_tenants", "impact_task_types", "impact_downstream")),
+    (
+        "evidence",
+        "Evidence",
+        (
+            "required_sample_sets",
+            "metrics_declared",
+            "known_limitations",
+            "compatible_request_formats",
+        ),
+    ),
+    (
+        "rollback",
+        "Rollback plan",
+        (
+            "rollback_target",
+            "rollback_kind",
+            "rollback_triggers",
+            "rollback_expected_minutes",
+            "rollback_impact_scope",
+            "rollback_verification_set",
+        ),
+    ),
+    ("decommission", "Decommission moves", ("decommission_moves",)),
+    (
+        "logging",
+        "Logging policy",
+        ("logging_debug", "logging_audit", "logging_retention_days"),
+    ),
+    (
+        "path",
+        "Path and calendar",
+        ("path", "standard_template", "emergency_reason", "planned_start"),
+    ),
+]
+
+
+def classification_field_name(sample_set: str, sample: str) -> str:
+    return f"failure::{sample_set}::{sample}"
+
+
+def degradation_field_name(sample_set: str, sample: str) -> str:
+    return f"degradation::{sample_set}::{sample}"
+
+
+def stage_field_name(row: int, part: str) -> str:
+    return f"stage_{row}_{part}"
+
+
+class LinesField(forms.CharField):
+    """One item a line; blank lines dropped."""
+
+    widget = forms.Textarea
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return "\n".join(str(item) for item in value)
+        return value
+
+    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
+        text = super().to_python(value) or ""
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+class MovesField(LinesField):
+    """Decommission moves, one a line: `tenant support -> kb-assistant`."""
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return "\n".join(
+                f"{m.get('kind', '')} {m.get('name', '')} -> {m.get('moved_to', '')}"
+                for m in value
+                if isinstance(m, dict)
+            )
+        return value
+
+    def to_python(self, value: Any) -> list[dict[str, str]]:  # type: ignore[override]
+        moves = []
+        for number, line in enumerate(super().to_python(value), start=1):
+            head, arrow, moved_to = line.partition("->")
+            kind, _, name = head.strip().partition(" ")
+            if not arrow or kind not in DECOMMISSION_KINDS or not name.strip():
+                raise ValidationError(
+                    f"Line {number} ({line!r}): expected 'KIND NAME -> WHERE', KIND one of "
+                    f"{', '.join(DECOMMISSION_KINDS)}, e.g. 'tenant support -> kb-assistant'."
+                )
+            moves.append({"kind": kind, "name": name.strip(), "moved_to": moved_to.strip()})
+        return moves
+
+
+class RevisionChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Any) -> str:
+        revision: Revision = obj
+        asset = revision.model_asset
+        return f"{revision.label}: {asset.name}@{asset.revision} on {revision.runtime.name}"
+
+
+class ReleaseForm(forms.Form):
+    """Every section of the release form; a draft may leave any of it empty."""
+
+    to_revision = RevisionChoiceField(
+        queryset=Revision.objects.none(),
+        label="To revision",
+        help_text="The candidate: the revision of this service that would serve after the release.",
+    )
+    change_kind = forms.ChoiceField(
+        choices=Release.ChangeKind.choices,
+        label="Change kind",
+        help_text="What kind of change this is; it sets the suggested risk and the gates that apply.",
+    )
+    risk = forms.ChoiceField(
+        choices=[("", "Suggested"), *list(Release.Risk.choices)],
+        required=False,
+        label="Risk",
+        help_text="Leave on Suggested to take the risk suggested from the change kind and tier.",
+    )
+    risk_override_reason = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}),
+        required=False,
+        label="Why a different risk",
+        help_text="Needed when the risk you choose is lower than the one suggested.",
+    )
+    summary = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        max_length=5000,
+        label="Summary",
+        help_text="What changes and why, in a few sentences the reviewers read first.",
+    )
+    impact_tenants = CommaListField(
+        label="Tenants",
+        max_length=2000,
+        help_text="Tenants that call this service and feel the change, separated by commas.",
+    )
+    impact_task_types = CommaListField(
+        label="Task types",
+        max_length=2000,
+        help_text="Task types affected, separated by commas, e.g. chat, rag, sql.",
+    )
+    impact_downstream = forms.MultipleChoiceField(
+        choices=list(DOWNSTREAM_SYSTEMS.items()),
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        label="Downstream systems touched",
+        help_text="The systems that read this service's output or depend on its behaviour.",
+    )
+    required_sample_sets = CommaListField(
+        label="Replay sample sets required",
+        max_length=2000,
+        help_text="Names of the replay sample sets that must pass on the candidate, "
+        "separated by commas, e.g. kb-golden, json-contracts.",
+    )
+    metrics_declared = forms.MultipleChoiceField(
+        choices=list(METRICS.items()),
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        label="Metrics the candidate exports",
+        help_text="What the candidate's engine exposes for the gray stages' guards to watch.",
+    )
+    known_limitations = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        max_length=5000,
+        label="Known limitations",
+        help_text="Free text shown to reviewers: what the candidate does worse or not at all.",
+    )
+    compatible_request_formats = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}),
+        required=False,
+        max_length=5000,
+        label="Compatible request formats",
+        help_text="Free text shown to reviewers: the request formats callers may keep sending.",
+    )
+    rollback_target = RevisionChoiceField(
+        queryset=Revision.objects.none(),
+        required=False,
+        label="Rollback target",
+        empty_label="The live revision",
+        help_text="The revision to come back to if the rollout goes wrong; by default the live one.",
+    )
+    rollback_kind = forms.ChoiceField(
+        choices=[("", "—"), *list(Release.RollbackKind.choices)],
+        required=False,
+        label="Rollback kind",
+        help_text="What a rollback switches back: the engine, the model, or a gateway policy.",
+    )
+    rollback_triggers = LinesField(
+        label="Trigger conditions",
+        max_length=10000,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="When to roll back, one condition a line, e.g. p95 TTFT above 1200 ms for 10 min.",
+    )
+    rollback_expected_minutes = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=1440,
+        label="Expected minutes",
+        help_text="How long the rollback takes, from decision to the target serving, in minutes.",
+    )
+    rollback_impact_scope = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}),
+        required=False,
+        max_length=5000,
+        label="Impact scope",
+        help_text="Who notices a rollback while it runs (tenants, dropped streams, cold caches).",
+    )
+    rollback_verification_set = forms.CharField(
+        required=False,
+        max_length=100,
+        label="Verification sample set",
+        help_text="The replay sample set that verifies the rollback target serves as expected.",
+    )
+    decommission_moves = MovesField(
+        label="Moves",
+        max_length=10000,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Decommission only: which tenants, task types and sample sets moved where, "
+        "one a line, e.g. tenant support -> kb-assistant.",
+    )
+    logging_debug = forms.ChoiceField(
+        choices=[("", "—"), ("off", "Off"), ("sampled", "Sampled"), ("full", "Full")],
+        required=False,
+        label="Debug logs",
+        help_text="Whether the candidate writes debug logs of requests, and how many.",
+    )
+    logging_audit = forms.ChoiceField(
+        choices=[("", "—"), ("on", "On"), ("off", "Off")],
+        required=False,
+        label="Audit logs",
+        help_text="Whether the candidate writes audit logs of who asked what.",
+    )
+    logging_retention_days = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=3650,
+        label="Sensitive content kept (days)",
+        help_text="How many days logs with sensitive content are kept; 0 keeps none.",
+    )
+    path = forms.ChoiceField(
+        choices=Release.Path.choices,
+        initial=Release.Path.NORMAL,
+        label="Change path",
+        help_text="Standard: a pre-approved change (only the model team signs). Emergency: may "
+        "roll out before sign-offs, which are then due within hours.",
+    )
+    standard_template = forms.ModelChoiceField(
+        queryset=StandardChangeTemplate.objects.none(),
+        required=False,
+        label="Standard change",
+        empty_label="—",
+        help_text="Standard path only: the pre-approved change this release follows.",
+    )
+    emergency_reason = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}),
+        required=False,
+        max_length=5000,
+        label="Emergency reason",
+        help_text="Emergency path only: why the normal path cannot be followed.",
+    )
+    planned_start = forms.DateTimeField(
+        required=False,
+        label="Planned start",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S"],
+        help_text="When the rollout would start, in the server's time zone; the form warns "
+        "when it falls inside a blackout window.",
+    )
+
+    def __init__(
+        self,
+        *args: Any,
+        service: Service,
+        failed: list[tuple[str, str]] | None = None,
+        release: Release | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if release is not None and "initial" not in kwargs:
+            kwargs["initial"] = initial_from(release)
+        super().__init__(*args, **kwargs)
+        self.service = service
+        self.failed = failed or []
+        revisions = Revision.objects.filter(service=service).select_related(
+            "model_asset", "runtime"
+        )
+        candidates = revisions.exclude(pk=service.live_revision_id).order_by("-number")
+        to_revision = self.fields["to_revision"]
+        rollback = self.fields["rollback_target"]
+        assert isinstance(to_revision, forms.ModelChoiceField)
+        assert isinstance(rollback, forms.ModelChoiceField)
+        to_revision.queryset = candidates
+        rollback.queryset = revisions.order_by("-number")
+        template = self.fields["standard_template"]
+        assert isinstance(template, forms.ModelChoiceField)
+        template.queryset = StandardChangeTemplate.objects.usable().filter(tier=service.tier)
+        self.fields["risk"].help_text = (
+            "Leave on Suggested to take the risk suggested from the change kind and tier "
+            f"({service.tier})."
+        )
+        for row in range(self.stage_rows(release)):
+            for part, label in STAGE_PARTS.items():
+                self.fields[stage_field_name(row, part)] = forms.DecimalField(
+                    required=False,
+                    min_value=0,
+                    max_value=100 if part.endswith("_pct") else 100000,
+                    decimal_places=2 if part != "observation_minutes" else 0,
+                    label=f"Stage {row + 1}: {label}",
+                    help_text=_STAGE_HELP[part],
+                )
+        given = {
+            (c.get("sample_set"), c.get("sample")): c
+            for c in (release.failure_classifications if release else [])
+            if isinstance(c, dict)
+        }
+        for sample_set, sample in self.failed:
+            entry = given.get((sample_set, sample), {})
+            name = classification_field_name(sample_set, sample)
+            self.fields[name] = forms.ChoiceField(
+                choices=[("", "Not classified yet"), *list(CLASSIFICATIONS.items())],
+                required=False,
+                label=f"{sample_set} / {sample}",
+                initial=entry.get("classification", ""),
+                help_text="Failed on the candidate: does it block the release, is it handled "
+                "by a degradation, or does the business owner accept the risk?",
+            )
+            self.fields[degradation_field_name(sample_set, sample)] = forms.CharField(
+                required=False,
+                max_length=2000,
+                label=f"{sample_set} / {sample}: which degradation",
+                initial=entry.get("degradation", ""),
+                help_text="If handled by degradation: which one, e.g. falls back to search results.",
+            )
+
+    @staticmethod
+    def stage_rows(release: Release | None) -> int:
+        existing = (
+            len(release.gray_stages) if release and isinstance(release.gray_stages, list) else 0
+        )
+        return max(GRAY_ROWS, existing + 1)
+
+    # -- the page's layout
+
+    def sections(self) -> list[tuple[str, str, list[forms.BoundField]]]:
+        return [(key, title, [self[name] for name in names]) for key, title, names in SECTIONS]
+
+    def stage_table(self) -> list[list[forms.BoundField]]:
+        rows = sum(1 for name in self.fields if name.endswith("_traffic_pct"))
+        return [[self[stage_field_name(row, part)] for part in STAGE_PARTS] for row in range(rows)]
+
+    def failure_rows(self) -> list[tuple[str, str, forms.BoundField, forms.BoundField]]:
+        return [
+            (
+                sample_set,
+                sample,
+                self[classification_field_name(sample_set, sample)],
+                self[degradation_field_name(sample_set, sample)],
+            )
+            for sample_set, sample in self.failed
+        ]
+
+    def suggested_risk(self) -> str | None:
+        kind = self.data.get("change_kind") if self.is_bound else self.initial.get("change_kind")
+        if kind not in Release.ChangeKind.values:
+            return None
+        return policy.suggested_risk(self.service.tier, str(kind))
+
+    # -- validation
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        stages = []
+        for row in range(sum(1 for name in self.fields if name.endswith("_traffic_pct"))):
+            values = {part: cleaned.get(stage_field_name(row, part)) for part in STAGE_PARTS}
+            if all(value is None for value in values.values()):
+                continue
+            if values["traffic_pct"] is None or values["observation_minutes"] is None:
+                self.add_error(
+                    stage_field_name(
+                        row,
+                        "traffic_pct" if values["traffic_pct"] is None else "observation_minutes",
+                    ),
+                    f"Stage {row + 1} needs both a traffic share (1-100 %) and an observation "
+                    "window in minutes, or leave the whole row empty.",
+                )
+                continue
+            if values["traffic_pct"] <= 0:
+                self.add_error(
+                    stage_field_name(row, "traffic_pct"),
+                    f"Stage {row + 1}: the traffic share must be above 0 %, up to 100 %.",
+                )
+                continue
+            if values["observation_minutes"] < 1:
+                self.add_error(
+                    stage_field_name(row, "observation_minutes"),
+                    f"Stage {row + 1}: observe for at least 1 minute.",
+                )
+                continue
+            stage: dict[str, Any] = {
+                "traffic_pct": _number(values["traffic_pct"]),
+                "observation_minutes": int(values["observation_minutes"]),
+            }
+            guards = {part: _number(values[part]) for part in GUARDS if values[part] is not None}
+            if guards:
+                stage["guards"] = guards
+            stages.append(stage)
+        cleaned["gray_stages"] = stages
+        return cleaned
+
+    def to_release_fields(self) -> dict[str, Any]:
+        """The cleaned form as the keyword arguments of `create_release` / `update_release`."""
+        data = self.cleaned_data
+        classifications = []
+        for sample_set, sample in self.failed:
+            kind = data.get(classification_field_name(sample_set, sample))
+            if not kind:
+                continue
+            entry = {"sample_set": sample_set, "sample": sample, "classification": kind}
+            which = data.get(degradation_field_name(sample_set, sample))
+            if which:
+                entry["degradation"] = which
+            classifications.append(entry)
+        logging: dict[str, Any] = {}
+        if data.get("logging_debug"):
+            logging["debug_logs"] = data["logging_debug"]
+        if data.get("logging_audit"):
+            logging["audit_logs"] = data["logging_audit"]
+        if data.get("logging_retention_days") is not None:
+            logging["sensitive_retention_days"] = data["logging_retention_days"]
+        planned: dt.datetime | None = data.get("planned_start")
+        return {
+            "to_revision": data["to_revision"],
+            "change_kind": data["change_kind"],
+            "risk": data.get("risk") or "",
+            "risk_override_reason": data.get("risk_override_reason") or "",
+            "summary": data["summary"],
+            "impact_tenants": data.get("impact_tenants") or [],
+            "impact_task_types": data.get("impact_task_types") or [],
+            "impact_downstream": list(data.get("impact_downstream") or []),
+            "required_sample_sets": data.get("required_sample_sets") or [],
+            "metrics_declared": list(data.get("metrics_declared") or []),
+            "known_limitations": data.get("known_limitations") or "",
+            "compatible_request_formats": data.get("compatible_request_formats") or "",
+            "failure_classifications": classifications,
+            "gray_stages": data.get("gray_stages") or [],
+            "rollback_target": data.get("rollback_target"),
+            "rollback_kind": data.get("rollback_kind") or "",
+            "rollback_triggers": data.get("rollback_triggers") or [],
+            "rollback_expected_minutes": data.get("rollback_expected_minutes"),
+            "rollback_impact_scope": data.get("rollback_impact_scope") or "",
+            "rollback_verification_set": data.get("rollback_verification_set") or "",
+            "decommission_moves": data.get("decommission_moves") or [],
+            "logging_policy": logging,
+            "path": data["path"],
+            "standard_template": data.get("standard_template"),
+            "emergency_reason": data.get("emergency_reason") or "",
+            "planned_start": planned,
+        }
+
+
+_STAGE_HELP = {
+    "traffic_pct": "Share of the traffic this stage sends to the candidate, above 0 up to 100.",
+    "observation_minutes": "How long the stage is watched before it is promoted, in minutes.",
+    "ttft_p95_ms": "Hold or roll back when p95 time to first token goes above this (ms).",
+    "error_rate_pct": "Hold or roll back when the error rate goes above this (%).",
+    "structured_error_rate_pct": "Hold or roll back when structured-output errors go above this (%).",
+}
+
+
+def _number(value: Any) -> int | float:
+    number = float(value)
+    return int(number) if number.is_integer() else number
+
+
+def initial_from(release: Release) -> dict[str, Any]:
+    """The form's values from a saved release."""
+    logging = release.logging_policy if isinstance(release.logging_policy, dict) else {}
+    initial: dict[str, Any] = {
+        "to_revision": release.to_revision_id,
+        "change_kind": release.change_kind,
+        "risk": release.risk,
+        "risk_override_reason": release.risk_override_reason,
+        "summary": release.summary,
+        "impact_tenants": release.impact_tenants,
+        "impact_task_types": release.impact_task_types,
+        "impact_downstream": release.impact_downstream,
+        "required_sample_sets": release.required_sample_sets,
+        "metrics_declared": release.metrics_declared,
+        "known_limitations": release.known_limitations,
+        "compatible_request_formats": release.compatible_request_formats,
+        "rollback_target": release.rollback_target_id,
+        "rollback_kind": release.rollback_kind,
+        "rollback_triggers": release.rollback_triggers,
+        "rollback_expected_minutes": release.rollback_expected_minutes,
+        "rollback_impact_scope": release.rollback_impact_scope,
+        "rollback_verification_set": release.rollback_verification_set,
+        "decommission_moves": release.decommission_moves,
+        "logging_debug": logging.get("debug_logs", ""),
+        "logging_audit": logging.get("audit_logs", ""),
+        "logging_retention_days": logging.get("sensitive_retention_days"),
+        "path": release.path,
+        "standard_template": release.standard_template_id,
+        "emergency_reason": release.emergency_reason,
+        "planned_start": (
+            timezone.localtime(release.planned_start).replace(tzinfo=None)
+            if release.planned_start
+            else None
+        ),
+    }
+    for row, stage in enumerate(
+        release.gray_stages if isinstance(release.gray_stages, list) else []
+    ):
+        if not isinstance(stage, dict):
+            continue
+        initial[stage_field_name(row, "traffic_pct")] = stage.get("traffic_pct")
+        initial[stage_field_name(row, "observation_minutes")] = stage.get("observation_minutes")
+        for part, value in (stage.get("guards") or {}).items():
+            if part in GUARDS:
+                initial[stage_field_name(row, part)] = value
+    return initial

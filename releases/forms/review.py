@@ -1,0 +1,91 @@
+"""The small forms of the release page: a sign-off, a waiver, a comment."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from releases.models import SignOff
+
+
+class SignOffForm(forms.Form):
+    role = forms.ChoiceField(
+        choices=SignOff.Role.choices,
+        label="Role",
+        help_text="The role you sign for; one person signs one role on a release.",
+    )
+    decision = forms.ChoiceField(
+        choices=SignOff.Decision.choices,
+        widget=forms.RadioSelect,
+        label="Decision",
+        help_text="Approve what the page shows now, or reject the release.",
+    )
+    comment = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        max_length=5000,
+        label="Comment",
+        help_text="What you checked, or what must change; a rejection needs one.",
+    )
+
+    def __init__(self, *args: Any, roles: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        labels = dict(SignOff.Role.choices)
+        field = self.fields["role"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [(role, labels[role]) for role in roles]
+        if len(roles) == 1:
+            field.initial = roles[0]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if cleaned.get("decision") == SignOff.Decision.REJECT and not cleaned.get("comment"):
+            self.add_error("comment", "Say why you reject the release: the filer reads it.")
+        return cleaned
+
+
+class WaiverForm(forms.Form):
+    gate = forms.ChoiceField(
+        label="Gate",
+        help_text="The gate to set aside for this release only.",
+    )
+    reason = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}),
+        max_length=5000,
+        label="Reason",
+        help_text="Why the release may go ahead without this gate; shown wherever the release is.",
+    )
+    expires_at = forms.DateTimeField(
+        label="Expires",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S"],
+        help_text="When the waiver lapses and the gate counts again (server time zone).",
+    )
+
+    def __init__(self, *args: Any, gates: list[tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["gate"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = gates
+        self.fields["expires_at"].initial = (timezone.localtime() + dt.timedelta(days=7)).replace(
+            second=0, microsecond=0, tzinfo=None
+        )
+
+    def clean_expires_at(self) -> dt.datetime:
+        value: dt.datetime = self.cleaned_data["expires_at"]
+        if value <= timezone.now():
+            raise ValidationError("The expiry must be in the future.")
+        return value
+
+
+class CommentForm(forms.Form):
+    body = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        max_length=10000,
+        label="Comment",
+        help_text="Seen by everyone who reads the release.",
+    )

@@ -1,0 +1,328 @@
+"""The release page: the diff first, then the form read-only, the gates, the sign-offs
+with the snapshot each signer approved, the waivers, the comments and the timeline;
+and the actions the reader may take (sign off, waive, comment, submit, withdraw, reopen).
+
+Every action is a POST with CSRF calling one verb; submit, withdraw and reopen
+first show a confirmation page saying what they will do. A refusal shows the
+verb's message (naming the current state) on that page.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from ledger import queries as ledger_queries
+from ledger.models import Revision
+from lib.actors import AuthenticatedHttpRequest
+from lib.pages import apply_errors
+from releases import gates as release_gates
+from releases import permissions, policy, services
+from releases.forms import CommentForm, SignOffForm, WaiverForm
+from releases.forms.release import SECTIONS, STAGE_PARTS
+from releases.models import Release, SignOff
+from releases.queries import pages as page_queries
+from releases.queries.waiting import signer_roles_of
+from releases.schemas import CLASSIFICATIONS, DOWNSTREAM_SYSTEMS, METRICS
+from releases.services.lifecycle import EDITABLE_STATES
+from releases.services.signoffs import SIGNABLE_STATES, WAIVABLE_STATES
+
+
+def _release(pk: int) -> Release:
+    release = page_queries.release_for_page(pk).first()
+    if release is None:
+        raise Http404(f"No release #{pk}.")
+    return release
+
+
+def _diff(release: Release) -> dict[str, Any]:
+    if release.from_revision_id is None:
+        return {"from_revision": None, "to_revision": release.to_revision, "changes": []}
+    pair = {
+        r.pk: r
+        for r in Revision.objects.with_parts().filter(
+            pk__in=[release.from_revision_id, release.to_revision_id]
+        )
+    }
+    a, b = pair[release.from_revision_id], pair[release.to_revision_id]
+    changes = ledger_queries.revision_diff(a, b)
+    return {
+        "from_revision": a,
+        "to_revision": b,
+        "changes": changes,
+        "breaking": ledger_queries.breaking_changes(changes),
+    }
+
+
+def _signable_roles(
+    request: AuthenticatedHttpRequest, release: Release, required: tuple[str, ...]
+) -> list[str]:
+    if release.state not in SIGNABLE_STATES:
+        return []
+    held = signer_roles_of(request.user)
+    return [
+        role
+        for role in required
+        if role in held and permissions.can_sign(request.user, release, role)
+    ]
+
+
+def _waivable_gates(
+    request: AuthenticatedHttpRequest, release: Release, assessment: release_gates.Assessment
+) -> list[tuple[str, str]]:
+    if release.state not in WAIVABLE_STATES or not permissions.can_waive(request.user):
+        return []
+    return [
+        (gate["key"], gate["title"])
+        for gate in assessment.gates
+        if gate["status"] in ("fail", "pending") and gate["key"] not in policy.NOT_WAIVABLE
+    ]
+
+
+def _read_only_form(release: Release) -> list[tuple[str, str, list[tuple[str, Any]]]]:
+    """The form's sections as (label, value) rows for the page."""
+    fields = {f.name: f for f in Release._meta.get_fields() if hasattr(f, "verbose_name")}
+    labels = {
+        "to_revision": "To revision",
+        "logging_debug": "Debug logs",
+        "logging_audit": "Audit logs",
+        "logging_retention_days": "Sensitive content kept (days)",
+    }
+    logging = release.logging_policy if isinstance(release.logging_policy, dict) else {}
+    values: dict[str, Any] = {
+        "logging_debug": logging.get("debug_logs"),
+        "logging_audit": logging.get("audit_logs"),
+        "logging_retention_days": logging.get("sensitive_retention_days"),
+        "impact_downstream": [DOWNSTREAM_SYSTEMS.get(v, v) for v in release.impact_downstream],
+        "metrics_declared": [METRICS.get(v, v) for v in release.metrics_declared],
+        "rollback_target": (
+            release.rollback_target.label if release.rollback_target else "the live revision"
+        ),
+        "to_revision": f"{release.to_revision.label}: {release.to_revision.model_asset.name}"
+        f"@{release.to_revision.model_asset.revision} on {release.to_revision.runtime.name}",
+        "standard_template": str(release.standard_template) if release.standard_template else None,
+        "risk": release.get_risk_display() if release.risk else None,
+        "change_kind": release.get_change_kind_display(),
+        "rollback_kind": release.get_rollback_kind_display() if release.rollback_kind else None,
+        "path": release.get_path_display(),
+        "decommission_moves": [
+            f"{m.get('kind')} {m.get('name')} → {m.get('moved_to')}"
+            for m in release.decommission_moves
+            if isinstance(m, dict)
+        ],
+    }
+    sections = []
+    for key, title, names in SECTIONS:
+        if key == "decommission" and release.change_kind != Release.ChangeKind.DECOMMISSION:
+            continue
+        rows = []
+        for name in names:
+            label = (
+                labels.get(name)
+                or str(getattr(fields.get(name), "verbose_name", name)).capitalize()
+            )
+            value = values[name] if name in values else getattr(release, name)
+            if isinstance(value, list):
+                value = ", ".join(str(item) for item in value) or None
+            elif isinstance(value, dt.datetime):
+                value = f"{timezone.localtime(value):%Y-%m-%d %H:%M %Z}"
+            rows.append((label, value))
+        sections.append((key, title, rows))
+    return sections
+
+
+@require_GET
+@login_required
+def release_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    release = _release(pk)
+    if not permissions.can_view_release(request.user, release):
+        raise PermissionDenied("Sign in to read releases.")
+    return render(request, "releases/release_detail.html", _page_context(request, release))
+
+
+def _page_context(
+    request: AuthenticatedHttpRequest, release: Release, **forms: Any
+) -> dict[str, Any]:
+    assessment = release_gates.assess(release)
+    signable = _signable_roles(request, release, assessment.required_roles)
+    waivable = _waivable_gates(request, release, assessment)
+    can_edit = permissions.can_edit_release(request.user, release)
+    return {
+        "release": release,
+        "service": release.service,
+        "assessment": assessment,
+        **_diff(release),
+        "sections": _read_only_form(release),
+        "stage_parts": STAGE_PARTS,
+        "classifications": CLASSIFICATIONS,
+        "signable_roles": signable,
+        "required_labels": [
+            dict(SignOff.Role.choices)[r].lower() for r in assessment.required_roles
+        ],
+        "signoff_form": forms.get("signoff_form")
+        or (SignOffForm(roles=signable) if signable else None),
+        "waiver_form": forms.get("waiver_form")
+        or (WaiverForm(gates=waivable) if waivable else None),
+        "comment_form": (
+            forms.get("comment_form") or CommentForm()
+            if permissions.can_comment(request.user, release)
+            else None
+        ),
+        "comments": page_queries.comments(release),
+        "timeline": page_queries.timeline(release),
+        "can_edit": can_edit and release.state in EDITABLE_STATES,
+        "can_submit": can_edit and release.is_draft,
+        "can_withdraw": can_edit and release.state in ("draft", "submitted", "approved"),
+        "can_reopen": permissions.can_file_release(request.user, release.service)
+        and release.state in ("rejected", "withdrawn"),
+        "reopened_as": page_queries.reopened_as(release),
+    }
+
+
+@require_POST
+@login_required
+def release_signoff(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    release = _release(pk)
+    form = SignOffForm(request.POST, roles=list(policy.SIGNER_ROLES))
+    if form.is_valid():
+        try:
+            signoff = services.sign_off(
+                release,
+                actor=request.user,
+                role=form.cleaned_data["role"],
+                decision=form.cleaned_data["decision"],
+                comment=form.cleaned_data["comment"],
+            )
+        except ValidationError as error:
+            apply_errors(form, error)
+        except services.TransitionRefused as refused:
+            form.add_error(None, refused.message)
+        else:
+            messages.success(
+                request,
+                f"Signed {signoff.get_decision_display().lower()} for "
+                f"{signoff.get_role_display().lower()} on snapshot {signoff.snapshot_hash[:12]}.",
+            )
+            return redirect("releases:release_detail", pk=pk)
+    context = _page_context(request, release, signoff_form=form)
+    return render(request, "releases/release_detail.html", context, status=400)
+
+
+@require_POST
+@login_required
+def release_waiver(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    release = _release(pk)
+    permissions.ensure_can_waive(request.user)
+    form = WaiverForm(request.POST, gates=[(key, title) for key, title in policy.GATES.items()])
+    if form.is_valid():
+        try:
+            waiver = services.grant_waiver(release, actor=request.user, **form.cleaned_data)
+        except ValidationError as error:
+            apply_errors(form, error)
+        except services.TransitionRefused as refused:
+            form.add_error(None, refused.message)
+        else:
+            messages.success(
+                request,
+                f"Waived the {waiver.gate} gate until {waiver.expires_at:%Y-%m-%d %H:%M %Z}.",
+            )
+            return redirect("releases:release_detail", pk=pk)
+    context = _page_context(request, release, waiver_form=form)
+    return render(request, "releases/release_detail.html", context, status=400)
+
+
+@require_POST
+@login_required
+def release_comment(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    release = _release(pk)
+    permissions.ensure_can_comment(request.user, release)
+    form = CommentForm(request.POST)
+    if form.is_valid():
+        try:
+            services.add_comment(release, actor=request.user, body=form.cleaned_data["body"])
+        except ValidationError as error:
+            apply_errors(form, error)
+        else:
+            return redirect(reverse("releases:release_detail", args=[pk]) + "#comments")
+    context = _page_context(request, release, comment_form=form)
+    return render(request, "releases/release_detail.html", context, status=400)
+
+
+# What each transition does, for its confirmation page.
+TRANSITIONS: dict[str, tuple[str, str]] = {
+    "submit": (
+        "Submit for sign-off",
+        "The form, the gates and the evidence are frozen into a snapshot, the revision becomes "
+        "immutable, and the signers of the roles this release needs are emailed. Submitting "
+        "needs every gate but sign-offs to pass or be waived.",
+    ),
+    "withdraw": (
+        "Withdraw",
+        "The release stops here: no one can sign it or roll it out. You can reopen it later "
+        "as a new draft copy of its form.",
+    ),
+    "reopen": (
+        "Reopen as a new draft",
+        "A new draft is filed with a copy of this release's form, from the revision live now. "
+        "This release stays as it is, for the record.",
+    ),
+}
+
+
+def _ensure_may(request: AuthenticatedHttpRequest, release: Release, action: str) -> None:
+    if action == "reopen":
+        permissions.ensure_can_file(request.user, release.service)
+    else:
+        permissions.ensure_can_edit(request.user, release)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def release_transition(request: AuthenticatedHttpRequest, pk: int, action: str) -> HttpResponse:
+    """Confirm (GET), then apply (POST) one state change through its verb."""
+    if action not in TRANSITIONS:
+        raise Http404(f"No action {action!r}: expected submit, withdraw or reopen.")
+    release = get_object_or_404(Release.objects.select_related("service__team"), pk=pk)
+    _ensure_may(request, release, action)
+    title, explanation = TRANSITIONS[action]
+    context: dict[str, Any] = {
+        "release": release,
+        "action": action,
+        "title": title,
+        "explanation": explanation,
+    }
+    if request.method == "GET":
+        if action == "submit":
+            context["failing"] = release_gates.assess(release).failing(but=frozenset({"signoffs"}))
+        return render(request, "releases/release_confirm.html", context)
+    try:
+        if action == "submit":
+            result = services.submit_release(release, actor=request.user)
+            note = f"Submitted release #{result.pk}: it is {result.get_state_display().lower()}."
+        elif action == "withdraw":
+            result = services.withdraw_release(
+                release, actor=request.user, reason=request.POST.get("reason", "")[:2000]
+            )
+            note = f"Withdrew release #{result.pk}."
+        else:
+            result = services.reopen_release(release, actor=request.user)
+            note = f"Reopened release #{release.pk} as draft #{result.pk}."
+    except services.TransitionRefused as refused:
+        release.refresh_from_db()
+        context.update(refusal=refused.message, release=release)
+        return render(request, "releases/release_confirm.html", context, status=409)
+    except services.GatesNotPassed as failed:
+        context.update(refusal=failed.message, failing=failed.gates)
+        return render(request, "releases/release_confirm.html", context, status=422)
+    messages.success(request, note)
+    target = "releases:release_edit" if action == "reopen" else "releases:release_detail"
+    return redirect(target, pk=result.pk)
