@@ -95,8 +95,10 @@ def _run_and_close(n: int, label: str) -> None:
         connections.close_all()
 
 
-def test_concurrent_writer_processes_leave_one_linear_chain(transactional_db):
-    env = child_env(DATABASE_URL=database_url(connection.settings_dict))
+def test_concurrent_writer_processes_leave_one_linear_chain(transactional_db, tmp_path):
+    # Its own data folder: verify_ledger reads checkpoints from DATA_DIR/media, and the
+    # checkout's var/ may hold some of another database (a benchmark's, make run's).
+    env = child_env(DATABASE_URL=database_url(connection.settings_dict), DATA_DIR=str(tmp_path))
     script = (
         "from django.db import transaction\n"
         "from ledger.chain import append_event\n"
