@@ -589,6 +589,26 @@ CELERY_BEAT_SCHEDULE["purge-expired-request-data"] = {
     "schedule": 24 * 3600.0,
 }
 
+# Rollouts and rollbacks: how often the catalog's readiness verdicts are refreshed (and
+# due rollback targets re-verified), and how often probes' drift becomes unauthorized-
+# change records.
+RELEASES_READINESS_EVERY_MINUTES = env_int("RELEASES_READINESS_EVERY_MINUTES", 15)
+RELEASES_DRIFT_EVERY_MINUTES = env_int("RELEASES_DRIFT_EVERY_MINUTES", 5)
+for _name, _value in (
+    ("RELEASES_READINESS_EVERY_MINUTES", RELEASES_READINESS_EVERY_MINUTES),
+    ("RELEASES_DRIFT_EVERY_MINUTES", RELEASES_DRIFT_EVERY_MINUTES),
+):
+    if _value < 1:
+        raise ImproperlyConfigured(f"{_name}={_value} must be at least 1.")
+CELERY_BEAT_SCHEDULE["sweep-rollback-readiness"] = {
+    "task": "sweep_rollback_readiness",
+    "schedule": float(RELEASES_READINESS_EVERY_MINUTES * 60),
+}
+CELERY_BEAT_SCHEDULE["record-unauthorized-changes"] = {
+    "task": "record_unauthorized_changes",
+    "schedule": float(RELEASES_DRIFT_EVERY_MINUTES * 60),
+}
+
 # Health: how long /readyz waits for each dependency before calling it down.
 READYZ_TIMEOUT_SECONDS = env_int("READYZ_TIMEOUT_SECONDS", 3)
 

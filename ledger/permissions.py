@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TypeGuard
 
 from django.core.exceptions import PermissionDenied
 
-from ledger.roles import Role, has_role
+from ledger.roles import Role, has_permission, has_role
 from lib.actors import Actor, Requester
 
 if TYPE_CHECKING:
@@ -100,6 +100,25 @@ def asset_refusal(service: Service, asset: ModelAsset) -> str | None:
             "under that team, or ask its owners to."
         )
     return None
+
+
+def can_set_live(user: Requester, service: Service) -> bool:
+    """Point a service at a revision outside a release: the `ledger.set_live_revision`
+    permission (platform by default); the service's team may name the first live
+    revision of a service that has none, registering what already runs."""
+    if not _signed_in(user):
+        return False
+    if has_permission(user, "ledger.set_live_revision"):
+        return True
+    return service.live_revision_id is None and can_edit_team_objects(user, service.team)
+
+
+def ensure_can_set_live(actor: Actor, service: Service) -> None:
+    if actor is not None and not can_set_live(actor, service):
+        raise PermissionDenied(
+            f"Only people with the set-live permission (platform by default) can change what "
+            f"serves on {service.slug} outside a release; file a release instead."
+        )
 
 
 def ensure_can_edit(actor: Actor, team: Team) -> None:

@@ -40,3 +40,30 @@ def roles_of(user: User | AnonymousUser) -> list[Role]:
 
 def has_role(user: User | AnonymousUser, role: Role) -> bool:
     return role in roles_of(user)
+
+
+def permissions_of(user: User | AnonymousUser) -> frozenset[str]:
+    """The Django permissions a user holds directly or through a role, as
+    "app_label.codename", in one query (cached on the user object); Django's own
+    `has_perm` takes two. Superusers are answered by `has_permission` without it."""
+    if not user.is_authenticated or not user.is_active:
+        return frozenset()
+    cached = getattr(user, "_ledger_permissions", None)
+    if cached is None:
+        from django.contrib.auth.models import Permission
+        from django.db.models import Q
+
+        rows = (
+            Permission.objects.filter(Q(user=user) | Q(group__user=user))
+            .values_list("content_type__app_label", "codename")
+            .distinct()
+        )
+        cached = frozenset(f"{app}.{codename}" for app, codename in rows)
+        user._ledger_permissions = cached  # type: ignore[attr-defined]  # as _ledger_roles
+    return cached
+
+
+def has_permission(user: User | AnonymousUser, permission: str) -> bool:
+    if user.is_authenticated and user.is_active and user.is_superuser:
+        return True
+    return permission in permissions_of(user)

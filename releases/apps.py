@@ -1,4 +1,26 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+def grant_default_permissions(sender, using="default", **kwargs) -> None:
+    """The operational permissions go to their default roles after every migrate (and
+    test flush); an administrator may grant them to anyone else."""
+    from django.contrib.auth.models import Group, Permission
+
+    from releases.permissions import DEFAULT_GRANTS
+
+    for name, roles in DEFAULT_GRANTS.items():
+        app_label, codename = name.split(".")
+        permission = (
+            Permission.objects.using(using)
+            .filter(content_type__app_label=app_label, codename=codename)
+            .first()
+        )
+        if permission is None:  # its model's table is not migrated yet
+            continue
+        for role in roles:
+            group, _ = Group.objects.using(using).get_or_create(name=role.value)
+            group.permissions.add(permission)
 
 
 class ReleasesConfig(AppConfig):
@@ -10,3 +32,4 @@ class ReleasesConfig(AppConfig):
         from releases.locks import referenced_by_release_past_draft
 
         locks.register(referenced_by_release_past_draft)
+        post_migrate.connect(grant_default_permissions, sender=self)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TypeGuard
 from django.core.exceptions import PermissionDenied
 
 from ledger.permissions import can_edit_team_objects
-from ledger.roles import Role, has_role
+from ledger.roles import Role, has_permission, has_role
 from lib.actors import Actor, Requester
 from releases import policy
 
@@ -23,8 +23,15 @@ if TYPE_CHECKING:
     from ledger.models import Service
     from releases.models import Release
 
-# The roles that may set a gate aside (a permission of its own, not a sign-off role).
-WAIVER_ROLES = (Role.SECURITY_COMPLIANCE, Role.PLATFORM_SRE)
+# Django permissions of the releases app, and the roles granted each by default (an
+# administrator grants them to anyone else in the admin). `ledger.set_live_revision`
+# (pointing a service at a revision outside a release) is granted alongside.
+DEFAULT_GRANTS: dict[str, tuple[Role, ...]] = {
+    "releases.waive_gate": (Role.SECURITY_COMPLIANCE, Role.PLATFORM_SRE),
+    "releases.promote_release": (Role.PLATFORM_SRE,),
+    "releases.record_rollback": (Role.PLATFORM_SRE,),
+    "ledger.set_live_revision": (Role.PLATFORM_SRE,),
+}
 
 
 def _signed_in(user: Requester) -> TypeGuard[User]:
@@ -89,10 +96,55 @@ def can_sign(user: Requester, release: Release, role: str) -> bool:
 
 
 def can_waive(user: Requester) -> bool:
-    """Set a gate aside: security & compliance or platform, never the filer's own choice."""
-    return _signed_in(user) and (
-        user.is_superuser or any(has_role(user, role) for role in WAIVER_ROLES)
-    )
+    """Set a gate aside: the `releases.waive_gate` permission (security & compliance and
+    platform by default), never the filer's own choice."""
+    return _signed_in(user) and has_permission(user, "releases.waive_gate")
+
+
+# The rollout's operational permissions: each its own Django permission, granted to the
+# platform role by default (`releases.apps.grant_default_permissions`) and grantable to
+# anyone else in the admin; distinct from editing a release. Auditors only read.
+
+
+def can_promote(user: Requester, release: Release | None = None) -> bool:
+    """Start, promote, hold or abort a rollout: `releases.promote_release`."""
+    return _signed_in(user) and has_permission(user, "releases.promote_release")
+
+
+def can_record_rollback(user: Requester, service: Service | None = None) -> bool:
+    """Record a rollback (and confirm how it ended): `releases.record_rollback`."""
+    return _signed_in(user) and has_permission(user, "releases.record_rollback")
+
+
+def can_post_observation(user: Requester, release: Release) -> bool:
+    """Post what a stage measured: whoever may promote (the gateway's token holds that
+    permission), and the model owners of the service's team."""
+    return can_promote(user, release) or can_edit_release(user, release)
+
+
+def can_start_rollout(user: Requester, release: Release) -> bool:
+    """Start an approved release's rollout at stage 1: its team, or whoever may promote."""
+    return can_edit_release(user, release) or can_promote(user, release)
+
+
+def can_hold(user: Requester, release: Release) -> bool:
+    """Stop the line: anyone who may post observations may hold a stage."""
+    return can_post_observation(user, release)
+
+
+def can_edit_playbooks(user: Requester, service: Service) -> bool:
+    """A service's playbooks and degradation policies: platform, and the service's team."""
+    return can_record_rollback(user, service) or can_edit_team_objects(user, service.team)
+
+
+def can_reconcile(user: Requester, service: Service) -> bool:
+    """Close an unauthorized-change finding with a note: whoever may record a rollback."""
+    return can_record_rollback(user, service)
+
+
+def can_close_release(user: Requester, release: Release) -> bool:
+    """Correct a finished release's close code and link incidents: platform, or the team."""
+    return can_promote(user, release) or can_edit_release(user, release)
 
 
 def can_comment(user: Requester, release: Release) -> bool:
@@ -151,6 +203,70 @@ def ensure_can_waive(actor: Actor) -> None:
 def ensure_can_comment(actor: Actor, release: Release) -> None:
     if actor is not None and not can_comment(actor, release):
         raise PermissionDenied("Only model owners and signers can comment on a release.")
+
+
+def ensure_can_promote(actor: Actor, release: Release) -> None:
+    if actor is not None and not can_promote(actor, release):
+        raise PermissionDenied(
+            "Only people with the promote permission (platform by default) can start, "
+            "promote, hold or abort a rollout."
+        )
+
+
+def ensure_can_record_rollback(actor: Actor, service: Service) -> None:
+    if actor is not None and not can_record_rollback(actor, service):
+        raise PermissionDenied(
+            f"Only people with the rollback permission (platform by default) can record a "
+            f"rollback of {service.slug}."
+        )
+
+
+def ensure_can_post_observation(actor: Actor, release: Release) -> None:
+    if actor is not None and not can_post_observation(actor, release):
+        raise PermissionDenied(
+            f"Only platform, the gateway, or model owners of team "
+            f"{release.service.team.slug!r} can post observations of release #{release.pk}."
+        )
+
+
+def ensure_can_start_rollout(actor: Actor, release: Release) -> None:
+    if actor is not None and not can_start_rollout(actor, release):
+        raise PermissionDenied(
+            f"Only model owners of team {release.service.team.slug!r} or people with the "
+            f"promote permission can start the rollout of release #{release.pk}."
+        )
+
+
+def ensure_can_hold(actor: Actor, release: Release) -> None:
+    if actor is not None and not can_hold(actor, release):
+        raise PermissionDenied(
+            f"Only platform or model owners of team {release.service.team.slug!r} can hold "
+            f"the rollout of release #{release.pk}."
+        )
+
+
+def ensure_can_edit_playbooks(actor: Actor, service: Service) -> None:
+    if actor is not None and not can_edit_playbooks(actor, service):
+        raise PermissionDenied(
+            f"Only platform or model owners of team {service.team.slug!r} can change the "
+            f"playbooks of {service.slug}."
+        )
+
+
+def ensure_can_reconcile(actor: Actor, service: Service) -> None:
+    if actor is not None and not can_reconcile(actor, service):
+        raise PermissionDenied(
+            f"Only people with the rollback permission (platform by default) can reconcile "
+            f"an unauthorized change on {service.slug}."
+        )
+
+
+def ensure_can_close(actor: Actor, release: Release) -> None:
+    if actor is not None and not can_close_release(actor, release):
+        raise PermissionDenied(
+            f"Only platform or model owners of team {release.service.team.slug!r} can set "
+            f"how release #{release.pk} ended."
+        )
 
 
 def ensure_can_manage_calendar(actor: Actor) -> None:

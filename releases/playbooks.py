@@ -9,8 +9,9 @@ recovery actions from the least to the most disruptive, rollback last.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 FailureMode = Literal[
     "slow_first_token",
@@ -38,6 +39,7 @@ class Playbook:
     mode: FailureMode
     diagnosis: tuple[str, ...]
     recovery: tuple[str, ...]
+    overridden: bool = False  # the service's own, not the default
 
     @property
     def title(self) -> str:
@@ -154,6 +156,7 @@ TIER_FIRST_MODES: dict[str, tuple[FailureMode, ...]] = {
 class Degradation:
     may_degrade: bool
     how: str
+    overridden: bool = False
 
 
 # What a kind of task may do when the service degrades. Tasks that act on money,
@@ -175,12 +178,26 @@ UNKNOWN_TASK_DEGRADATION = Degradation(
 )
 
 
-def playbooks_for(tier: str) -> list[Playbook]:
-    """Every default playbook, the tier's first modes first."""
+def playbooks_for(tier: str, own: Mapping[str, Any] | None = None) -> list[Playbook]:
+    """Every playbook, the tier's first modes first; a service's own (its runbook's
+    `playbooks`: mode → {"diagnosis", "recovery"}) in place of the default."""
     first = TIER_FIRST_MODES.get(tier, ())
     rest = [mode for mode in DEFAULT_PLAYBOOKS if mode not in first]
-    return [DEFAULT_PLAYBOOKS[mode] for mode in (*first, *rest)]
+    found = []
+    for mode in (*first, *rest):
+        entry = (own or {}).get(mode)
+        if isinstance(entry, dict):
+            diagnosis, recovery = entry.get("diagnosis") or [], entry.get("recovery") or []
+            found.append(Playbook(mode, tuple(diagnosis), tuple(recovery), overridden=True))
+        else:
+            found.append(DEFAULT_PLAYBOOKS[mode])
+    return found
 
 
-def degradation_for(task_type: str) -> Degradation:
+def degradation_for(task_type: str, own: Mapping[str, Any] | None = None) -> Degradation:
+    """What a task type may do when the service degrades: the service's own policy (its
+    runbook's `degradation`: task type → {"may_degrade", "how"}), else the default."""
+    entry = (own or {}).get(task_type)
+    if isinstance(entry, dict):
+        return Degradation(bool(entry.get("may_degrade")), str(entry.get("how", "")), True)
     return DEFAULT_DEGRADATION.get(task_type, UNKNOWN_TASK_DEGRADATION)

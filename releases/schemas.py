@@ -13,6 +13,8 @@ from typing import Any
 import jsonschema
 from django.core.exceptions import ValidationError
 
+from releases.guards import GUARD_METRICS, MEASURES
+
 DOWNSTREAM_SYSTEMS: dict[str, str] = {
     "front_end": "Front end",
     "agent_runtime": "Agent runtime",
@@ -40,7 +42,8 @@ CLASSIFICATIONS: dict[str, str] = {
     "risk_accepted": "Risk accepted by the business owner",
 }
 
-# Guards a gray stage may carry: a stage is held or rolled back when one is crossed.
+# Guards a gray stage may carry: a stage is held or rolled back when one is crossed
+# (`releases.guards` judges them; these are the ones the form offers).
 GUARDS: dict[str, str] = {
     "ttft_p95_ms": "p95 TTFT (ms)",
     "error_rate_pct": "error rate (%)",
@@ -91,17 +94,27 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                 "observation_minutes": {"type": "integer", "minimum": 1, "maximum": 43200},
                 "guards": {
                     "type": "object",
-                    "additionalProperties": False,
-                    "properties": {
-                        "ttft_p95_ms": {"type": "number", "exclusiveMinimum": 0},
-                        "error_rate_pct": {"type": "number", "minimum": 0, "maximum": 100},
-                        "structured_error_rate_pct": {
-                            "type": "number",
-                            "minimum": 0,
-                            "maximum": 100,
-                        },
+                    "propertyNames": {"enum": list(GUARD_METRICS)},
+                    "additionalProperties": {
+                        "oneOf": [
+                            {"type": "number", "minimum": 0},
+                            {
+                                "type": "object",
+                                "additionalProperties": False,
+                                "minProperties": 1,
+                                "properties": {
+                                    "max": {"type": "number", "minimum": 0},
+                                    "max_increase_pct": {"type": "number", "minimum": 0},
+                                    "min_requests": {"type": "integer", "minimum": 0},
+                                    "critical": {"type": "boolean"},
+                                    "dry_run": {"type": "boolean"},
+                                },
+                            },
+                        ]
                     },
                 },
+                "failure_limit": {"type": "integer", "minimum": 0, "maximum": 100},
+                "error_limit": {"type": "integer", "minimum": 0, "maximum": 100},
             },
         },
         20,
@@ -140,11 +153,48 @@ EXAMPLES: dict[str, str] = {
     "failure_classifications": '[{"sample_set": "kb-golden", "sample": "refund-policy", '
     '"classification": "degradation", "degradation": "falls back to search results"}]',
     "gray_stages": '[{"traffic_pct": 5, "observation_minutes": 60, "guards": '
-    '{"ttft_p95_ms": 900, "error_rate_pct": 1, "structured_error_rate_pct": 2}}]',
+    '{"ttft_p95_ms": {"max": 900, "max_increase_pct": 20, "critical": true}, '
+    '"error_rate_pct": 1, "structured_error_rate_pct": 2}, "failure_limit": 1}]',
     "rollback_triggers": '["p95 TTFT above 1200 ms for 10 min"]',
     "decommission_moves": '[{"kind": "tenant", "name": "support", "moved_to": "kb-assistant"}]',
     "logging_policy": '{"debug_logs": "off", "audit_logs": "on", "sensitive_retention_days": 30}',
 }
+
+
+_SIDE: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "requests": {"type": "integer", "minimum": 0},
+        **{
+            key: (
+                {"type": "number", "minimum": 0, "maximum": 100}
+                if key.endswith("_pct")
+                else {"type": "number", "minimum": 0}
+            )
+            for key in [*MEASURES, "structured_error_rate_pct"]
+        },
+    },
+}
+OBSERVATION_SCHEMAS: dict[str, dict[str, Any]] = {"candidate": _SIDE, "baseline": _SIDE}
+OBSERVATION_EXAMPLE = (
+    '{"requests": 1200, "ttft_p95_ms": 640, "ttft_p99_ms": 910, "tpot_ms": 21, '
+    '"error_rate_pct": 0.2, "json_valid_pct": 99.5, "tool_call_success_pct": 98, '
+    '"refusal_rate_pct": 0.4}'
+)
+
+
+def validate_observation(values: dict[str, Any]) -> None:
+    """Refuse, naming the side and the key, an observation's aggregates that do not fit."""
+    errors: dict[str, str] = {}
+    for name, value in values.items():
+        error = jsonschema.exceptions.best_match(
+            jsonschema.Draft202012Validator(OBSERVATION_SCHEMAS[name]).iter_errors(value)
+        )
+        if error is not None:
+            errors[name] = f"{name}{_path(error)}: {error.message}. Example: {OBSERVATION_EXAMPLE}"
+    if errors:
+        raise ValidationError(errors)
 
 
 def _path(error: jsonschema.ValidationError) -> str:

@@ -3,13 +3,48 @@ the root as `home` in config/urls.py). URL names equal the view functions."""
 
 from django.urls import path
 
-from releases.views import incident, release_detail, release_form, release_list, service
+from releases.views import (
+    incident,
+    release_detail,
+    release_form,
+    release_list,
+    rollback,
+    rollout,
+    service,
+)
 
 app_name = "releases"
 
 urlpatterns = [
     path("services/<slug:slug>/", service.service_detail, name="service_detail"),
     path("services/<slug:slug>/incident/", incident.incident_screen, name="incident"),
+    path("services/<slug:slug>/rollbacks/new/", rollback.rollback_new, name="rollback_new"),
+    path(
+        "services/<slug:slug>/rollbacks/<int:pk>/",
+        rollback.rollback_detail,
+        name="rollback_detail",
+    ),
+    path(
+        "services/<slug:slug>/rollbacks/<int:pk>/confirm/",
+        rollback.rollback_confirm,
+        name="rollback_confirm",
+    ),
+    path(
+        "services/<slug:slug>/unauthorized/<int:pk>/reconcile/",
+        rollback.unauthorized_reconcile,
+        name="unauthorized_reconcile",
+    ),
+    path("services/<slug:slug>/runbook/", rollback.runbook, name="runbook"),
+    path(
+        "services/<slug:slug>/runbook/playbooks/<slug:mode>/",
+        rollback.playbook_edit,
+        name="playbook_edit",
+    ),
+    path(
+        "services/<slug:slug>/runbook/degradation/<slug:task_type>/",
+        rollback.degradation_edit,
+        name="degradation_edit",
+    ),
     path("search/", incident.search, name="search"),
     path("services/<slug:slug>/releases/new/", release_form.release_new, name="release_new"),
     path("releases/", release_list.release_list, name="release_list"),
@@ -21,6 +56,17 @@ urlpatterns = [
     path("releases/<int:pk>/signoffs/", release_detail.release_signoff, name="release_signoff"),
     path("releases/<int:pk>/waivers/", release_detail.release_waiver, name="release_waiver"),
     path("releases/<int:pk>/comments/", release_detail.release_comment, name="release_comment"),
+    path(
+        "releases/<int:pk>/observations/",
+        rollout.release_observation,
+        name="release_observation",
+    ),
+    path("releases/<int:pk>/close/", rollout.release_close, name="release_close"),
+    path(
+        "releases/<int:pk>/rollout/<slug:action>/",
+        rollout.rollout_action,
+        name="rollout_action",
+    ),
     path(
         "releases/<int:pk>/<slug:action>/",
         release_detail.release_transition,

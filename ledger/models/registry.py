@@ -104,6 +104,9 @@ class Service(models.Model):
 
     class Meta:
         ordering = ["slug"]
+        permissions = [
+            ("set_live_revision", "Can point a service at a revision outside a release"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(tier__in=["experimental", "internal", "production"]),

@@ -66,11 +66,14 @@ def _revisions(events: list[Event]) -> dict[int, Revision]:
     return {revision.pk: revision for revision in found}
 
 
-def serving_history(service: Service, *, limit: int | None = None) -> list[ServingInterval]:
-    """The intervals of live revision, newest first (two queries)."""
+def serving_history(
+    service: Service, *, limit: int | None = None, with_revisions: bool = True
+) -> list[ServingInterval]:
+    """The intervals of live revision, newest first (two queries; one without the
+    revisions themselves, whose ids and fingerprints the events carry)."""
     changes = _live_changes(service).order_by("-sequence")
     events = list(changes[: limit + 1] if limit is not None else changes)
-    revisions = _revisions(events)
+    revisions = _revisions(events) if with_revisions else {}
     intervals = [
         _interval(event, events[n - 1] if n > 0 else None, revisions)
         for n, event in enumerate(events)

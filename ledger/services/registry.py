@@ -366,9 +366,12 @@ def set_live_revision(
 
     `cause` names what set it, e.g. ``{"release": 12}`` or ``{"rollback": 3}``; with the
     revision's fingerprint it goes into the Event, from which the serving history is read
-    (`ledger.queries.serving`).
+    (`ledger.queries.serving`). A release or rollback verb, which checked its own
+    permission, names itself as the cause; a direct change needs the set-live one.
     """
     service = Service.objects.select_for_update().get(pk=service.pk)
+    if not cause:
+        permissions.ensure_can_set_live(actor, service)
     if revision.service_id != service.pk:
         raise ValidationError({"live_revision": f"{revision} belongs to another service."})
     before = service.live_revision_id

@@ -107,7 +107,11 @@ def gray_plan(inputs: Inputs) -> Verdict:
         )
     for number, stage in enumerate(stages, start=1):
         guards = stage.get("guards") or {}
-        lacking = [GUARDS[g] for g in policy.REQUIRED_GUARDS[tier] if guards.get(g) is None]
+        lacking = [
+            GUARDS[g] if guards.get(g) is None else f"{GUARDS[g]} (only a dry run)"
+            for g in policy.REQUIRED_GUARDS[tier]
+            if guards.get(g) is None or (isinstance(guards[g], dict) and guards[g].get("dry_run"))
+        ]
         if lacking and stage.get("traffic_pct", 0) < 100:
             problems.append(f"stage {number} has no guard on {listing(lacking)}")
     if problems:

@@ -1,5 +1,20 @@
 from releases.models.calendar import BlackoutWindow, StandardChangeTemplate
 from releases.models.release import Release
 from releases.models.review import Comment, SignOff, Waiver
+from releases.models.rollback import ReadinessRecord, RollbackEvent, Runbook, UnauthorizedChange
+from releases.models.rollout import Observation, Stage
 
-__all__ = ["BlackoutWindow", "Comment", "Release", "SignOff", "StandardChangeTemplate", "Waiver"]
+__all__ = [
+    "BlackoutWindow",
+    "Comment",
+    "Observation",
+    "ReadinessRecord",
+    "Release",
+    "RollbackEvent",
+    "Runbook",
+    "SignOff",
+    "Stage",
+    "StandardChangeTemplate",
+    "UnauthorizedChange",
+    "Waiver",
+]

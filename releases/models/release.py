@@ -20,6 +20,10 @@ class ReleaseQuerySet(models.QuerySet):
     def past_draft(self) -> ReleaseQuerySet:
         return self.exclude(state=Release.State.DRAFT)
 
+    def in_flight(self) -> ReleaseQuerySet:
+        """Rolling out: a stage of it carries traffic."""
+        return self.filter(state=Release.State.ROLLING_OUT)
+
     def open(self) -> ReleaseQuerySet:
         """Not yet finished: a draft, or on its way (submitted, approved, rolling out)."""
         return self.filter(state__in=Release.OPEN_STATES)
@@ -79,7 +83,15 @@ class Release(models.Model):
         MODEL = "model", "Model"
         GATEWAY_POLICY = "gateway_policy", "Gateway policy"
 
+    class CloseCode(models.TextChoices):
+        SUCCESSFUL = "successful", "Successful"
+        SUCCESSFUL_WITH_ISSUES = "successful_with_issues", "Successful with issues"
+        FAILED = "failed", "Failed"
+        ROLLED_BACK = "rolled_back", "Rolled back"
+
     OPEN_STATES = ("draft", "submitted", "approved", "rolling_out")
+    # States a release ends in once it went live or tried to.
+    FINISHED_STATES = ("released", "aborted", "rolled_back")
 
     # -- what changes
     service = models.ForeignKey("ledger.Service", on_delete=models.PROTECT, related_name="releases")
@@ -198,6 +210,16 @@ class Release(models.Model):
     closed_at = models.DateTimeField(
         null=True, blank=True, editable=False, help_text="Released, rejected, withdrawn, …"
     )
+    close_code = models.CharField(
+        max_length=24,
+        choices=CloseCode.choices,
+        blank=True,
+        help_text="How a finished release ended; set when it finishes, correctable after.",
+    )
+    close_note = models.TextField(blank=True)
+    incidents = models.JSONField(
+        default=list, blank=True, help_text='Linked incidents: [{"ticket", "url"}].'
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -205,6 +227,11 @@ class Release(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        permissions = [
+            ("waive_gate", "Can waive a release's gate"),
+            ("promote_release", "Can start, promote, hold or abort a rollout"),
+            ("record_rollback", "Can record a rollback"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(
@@ -243,6 +270,18 @@ class Release(models.Model):
             models.CheckConstraint(
                 condition=Q(risk__in=["", "low", "medium", "high"]),
                 name="releases_release_risk_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    close_code__in=[
+                        "",
+                        "successful",
+                        "successful_with_issues",
+                        "failed",
+                        "rolled_back",
+                    ]
+                ),
+                name="releases_release_close_code_valid",
             ),
             models.CheckConstraint(
                 condition=Q(state__in=["draft", "withdrawn"]) | Q(submitted_at__isnull=False),

@@ -1,7 +1,15 @@
 """Everything the incident screen and its API answer, in one read with a fixed number of
-queries: what is live and since when, how it behaves, where a rollback would go and
-whether that is safe, what to check for the symptom, what changed lately, and who to
-call."""
+queries: what is live and since when, whether a rollout is in flight, how it behaves,
+where a rollback would go and whether that is safe, what to check for the symptom, what
+changed lately, and who to call.
+
+The queries: the service with its live revision, runbook, task types, open unauthorized
+changes, rollback in progress and the id of the release whose plan is in force (1);
+that release with its rollout stage (1, when there is one); the serving history (1,
+and 1 more for the revision that served before when no release's plan is in force);
+health (3); the target's evidence, diff and last verification (3); the changes of the
+window (1); the people (1). Eleven at most, on PostgreSQL and SQLite alike.
+"""
 
 from __future__ import annotations
 
@@ -9,23 +17,25 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import User
-from django.contrib.postgres.aggregates import ArrayAgg
-from django.db.models import Exists, OuterRef, Q, Value
+from django.db.models import Count, DateTimeField, Exists, JSONField, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from ledger import queries as ledger_queries
 from ledger.models import Event, Service, Team
 from ledger.roles import Role
 from ledger.validators import parse_image
+from lib.aggregates import ListAgg, split
 from releases import playbooks
+from releases.models import RollbackEvent, Stage, UnauthorizedChange
 from releases.playbooks import Degradation, Playbook
-from releases.queries.readiness import (
-    HISTORY_READ,
-    Readiness,
-    previous_live_revision,
-    rollback_readiness,
+from releases.queries.plan import (
+    RollbackPlan,
+    plan_of,
+    plan_readiness,
+    plan_release,
+    plan_release_id,
 )
+from releases.queries.readiness import HISTORY_READ, Readiness, previous_live_revision
 from replay import queries as replay_queries
 
 CHANGES_WINDOW = dt.timedelta(hours=72)
@@ -43,12 +53,57 @@ class Owner:
 
 
 @dataclass(frozen=True)
+class RolloutState:
+    """The rollout in flight, as the incident screen needs it (no observations)."""
+
+    release_id: int
+    to_revision_label: str
+    stage_number: int | None
+    stages: int
+    traffic_pct: float
+    stage_state: str
+    why: str
+
+    @property
+    def breached(self) -> bool:
+        return self.stage_state == Stage.State.BREACHED
+
+    @property
+    def held(self) -> bool:
+        return self.stage_state == Stage.State.HELD
+
+
+@dataclass(frozen=True)
+class Finding:
+    """The newest open unauthorized change, and how many are open."""
+
+    open_count: int
+    detected_at: dt.datetime | None
+    found: list
+
+
+@dataclass(frozen=True)
+class RollbackInProgress:
+    id: int
+    state: str
+    started_at: dt.datetime
+
+    @property
+    def label(self) -> str:
+        return RollbackEvent.State(self.state).label
+
+
+@dataclass(frozen=True)
 class Incident:
     service: Service
     serving: ledger_queries.ServingInterval | None
     image_digest: str | None
     health: replay_queries.Health
+    plan: RollbackPlan
     readiness: Readiness
+    rollout: RolloutState | None
+    unauthorized: Finding | None
+    rollback_in_progress: RollbackInProgress | None
     playbooks: list[Playbook]
     symptom: Playbook | None
     degradation: list[tuple[str, Degradation]]
@@ -58,19 +113,39 @@ class Incident:
 
 
 def incident_service(slug: str) -> Service:
-    """The service with everything the screen reads about it, its task types' slugs as
-    `task_type_slugs` (one query; DoesNotExist)."""
+    """The service with everything the screen reads about it (one query; DoesNotExist).
+
+    Annotated: `task_type_list` (joined slugs), `open_findings` with the newest one's
+    `finding_at` and `finding`, and `rollback_open_*` for a rollback not finished.
+    """
+    findings = UnauthorizedChange.objects.filter(
+        service=OuterRef("pk"), reconciled_at__isnull=True
+    ).order_by("-detected_at", "-pk")
+    unfinished = RollbackEvent.objects.filter(
+        service=OuterRef("pk"),
+        state__in=(RollbackEvent.State.VERIFYING, RollbackEvent.State.AWAITING_CONFIRMATION),
+    ).order_by("-started_at", "-pk")
     return (
         Service.objects.select_related(
             "team",
+            "runbook",
             "live_revision__model_asset__license",
             "live_revision__runtime",
             "live_revision__service",
         )
         .annotate(
-            task_type_slugs=ArrayAgg(
-                "task_types__slug", filter=Q(task_types__isnull=False), default=Value([])
-            )
+            task_type_list=ListAgg("task_types__slug"),
+            open_findings=Subquery(
+                findings.order_by().values("service").annotate(n=Count("pk")).values("n")[:1]
+            ),
+            finding_at=Subquery(findings.values("detected_at")[:1], output_field=DateTimeField()),
+            finding=Subquery(findings.values("found")[:1], output_field=JSONField()),
+            rollback_open_id=Subquery(unfinished.values("pk")[:1]),
+            rollback_open_state=Subquery(unfinished.values("state")[:1]),
+            rollback_open_at=Subquery(
+                unfinished.values("started_at")[:1], output_field=DateTimeField()
+            ),
+            plan_release_id=plan_release_id(),
         )
         .get(slug=slug)
     )
@@ -82,64 +157,111 @@ ON_CALL_ROLES = (Role.PLATFORM_SRE, Role.SECURITY_COMPLIANCE)
 
 def _owners(service: Service) -> list[Owner]:
     """The team's people by role; for an on-call role the team lacks, the first people
-    outside it who hold that role (one query, their role names aggregated)."""
+    outside it who hold that role (one query over people's roles)."""
     user_model = get_user_model()
-    membership = Team.members.through.objects.filter(team=service.team_id, user=OuterRef("pk"))
-    on_call = user_model.groups.through.objects.filter(
-        user=OuterRef("pk"), group__name__in=ON_CALL_ROLES
-    )
-    people = list(
-        user_model.objects.filter(is_active=True)
-        .annotate(
-            in_team=Exists(membership),
-            role_names=ArrayAgg("groups__name", filter=Q(groups__isnull=False), default=Value([])),
+    membership = Team.members.through.objects.filter(team=service.team_id, user=OuterRef("user"))
+    rows = (
+        user_model.groups.through.objects.filter(user__is_active=True, group__name__in=Role.values)
+        .annotate(in_team=Exists(membership))
+        .filter(Exists(membership) | Q(group__name__in=ON_CALL_ROLES))
+        .values_list(  # type: ignore[misc]  # the stubs do not see the annotation
+            "group__name",
+            "in_team",
+            "user__username",
+            "user__first_name",
+            "user__last_name",
+            "user__email",
         )
-        .filter(Q(in_team=True) | Exists(on_call))
-        .order_by("username")
+        .order_by("user__username", "group__name")
     )
     owners: list[Owner] = []
-    for person in people:
-        if person.in_team:
-            owners.extend(_owner(role, person) for role in person.role_names if role in Role.values)
+    outside: dict[str, list[Owner]] = {}
+    for role, in_team, username, first, last, email in rows:
+        owner = Owner(role, f"{first} {last}".strip() or username, username, email)
+        if in_team:
+            owners.append(owner)
+        else:
+            outside.setdefault(role, []).append(owner)
     held = {owner.role for owner in owners}
     for role in ON_CALL_ROLES:
         if role not in held:
-            outside = [p for p in people if not p.in_team and role in p.role_names]
-            owners.extend(_owner(role, person) for person in outside[:ON_CALL_LISTED])
+            owners.extend(outside.get(role, [])[:ON_CALL_LISTED])
     order = list(Role.values)
     return sorted(owners, key=lambda o: (order.index(o.role), o.username))
 
 
-def _owner(role: str, user: User) -> Owner:
-    return Owner(role, user.get_full_name() or user.username, user.username, user.email)
+def _rollout(plan: RollbackPlan) -> RolloutState | None:
+    release = plan.release
+    if release is None or not plan.in_flight:
+        return None
+    number = getattr(release, "stage_number", None)
+    return RolloutState(
+        release_id=release.pk,
+        to_revision_label=release.to_revision.label,
+        stage_number=number,
+        stages=len([s for s in release.gray_stages if isinstance(s, dict)]) or 1,
+        traffic_pct=float(getattr(release, "stage_traffic", 0) or 0),
+        stage_state=getattr(release, "stage_state", "") or "",
+        why=getattr(release, "stage_why", "") or "",
+    )
+
+
+def _plan_with_stage(service: Service) -> RollbackPlan:
+    """The plan in force, its release read only when the service row named one."""
+    pk = getattr(service, "plan_release_id", None)
+    release = plan_release(service, with_stage=True, pk=pk) if pk else None
+    if release is not None:
+        return plan_of(release)
+    return RollbackPlan(release=None, target=None)
 
 
 def incident(service: Service, *, symptom: str = "", now: dt.datetime | None = None) -> Incident:
     now = now or timezone.now()
     live = service.live_revision
-    history = ledger_queries.serving_history(service, limit=HISTORY_READ)
-    # The newest interval is what serves now, unless the column and the chain disagree.
+    plan = _plan_with_stage(service)
+    # With a plan in force the history is read only for "since"; without one, the
+    # revision that served before is the target, and its parts are loaded.
+    history = ledger_queries.serving_history(
+        service, limit=HISTORY_READ, with_revisions=plan.release is None
+    )
+    if plan.release is None:
+        plan = RollbackPlan(release=None, target=previous_live_revision(service, history))
     serving = (
         history[0] if history and live is not None and history[0].revision_id == live.pk else None
     )
-    tier_playbooks = playbooks.playbooks_for(service.tier)
+    runbook = getattr(service, "runbook", None)
+    tier_playbooks = playbooks.playbooks_for(service.tier, runbook.playbooks if runbook else None)
     chosen = next((p for p in tier_playbooks if p.mode == symptom), None)
     changes = list(
         Event.objects.filter(service=service, created_at__gte=now - CHANGES_WINDOW).order_by(
             "-sequence"
         )[:CHANGES_LISTED]
     )
+    open_findings = getattr(service, "open_findings", None) or 0
+    rollback_id = getattr(service, "rollback_open_id", None)
     return Incident(
         service=service,
         serving=serving,
         image_digest=parse_image(live.runtime.image).digest if live is not None else None,
         health=replay_queries.live_health(service, now=now),
-        readiness=rollback_readiness(service, previous_live_revision(service, history), now=now),
+        plan=plan,
+        readiness=plan_readiness(service, plan, now=now),
+        rollout=_rollout(plan),
+        unauthorized=(
+            Finding(open_findings, service.finding_at, service.finding or [])  # type: ignore[attr-defined]
+            if open_findings
+            else None
+        ),
+        rollback_in_progress=(
+            RollbackInProgress(rollback_id, service.rollback_open_state, service.rollback_open_at)  # type: ignore[attr-defined]
+            if rollback_id
+            else None
+        ),
         playbooks=tier_playbooks,
         symptom=chosen,
         degradation=[
-            (slug, playbooks.degradation_for(slug))
-            for slug in service.task_type_slugs  # type: ignore[attr-defined]  # annotated
+            (slug, playbooks.degradation_for(slug, runbook.degradation if runbook else None))
+            for slug in split(getattr(service, "task_type_list", ""))
         ],
         changes=changes,
         owners=_owners(service),

@@ -18,6 +18,7 @@ from django.utils import timezone
 from ledger import queries as ledger_queries
 from ledger.models import ModelAsset, Revision, Service
 from ledger.validators import parse_image
+from releases import policy
 from replay import queries as replay_queries
 from replay.models import Run
 
@@ -25,8 +26,9 @@ Verdict = Literal["ready", "at risk", "not ready"]
 _ORDER: list[Verdict] = ["not ready", "at risk", "ready"]
 VERDICTS: tuple[Verdict, ...] = ("ready", "at risk", "not ready")
 
-# How recent the target's verification replay must be, per service tier.
-VERIFICATION_MAX_AGE_DAYS: dict[str, int] = {"production": 7, "internal": 14, "experimental": 30}
+# How recent the target's verification replay must be, per service tier: the same limit
+# the release gate holds a rollback plan to.
+VERIFICATION_MAX_AGE_DAYS = policy.ROLLBACK_VERIFICATION_MAX_AGE_DAYS
 
 
 @dataclass(frozen=True)
@@ -100,10 +102,14 @@ def rollback_readiness(
     *,
     expected_minutes: int | None = None,
     now: dt.datetime | None = None,
+    in_flight: bool = False,
+    planned: bool = True,
 ) -> Readiness:
     """The verdict and its reasons. `target` defaults to the previous live revision; a
     given target comes with its model asset and runtime loaded, and so does
-    `service.live_revision` when there is one."""
+    `service.live_revision` when there is one. `in_flight`: a rollout is running, and
+    rolling it back keeps the live revision (the target may be the live one). `planned`:
+    a release's rollback plan names the target (else it is only what served before)."""
     now = now or timezone.now()
     target = target if target is not None else previous_live_revision(service)
     if target is None:
@@ -119,7 +125,7 @@ def rollback_readiness(
             ],
         )
     reasons: list[Reason] = []
-    if target.pk == service.live_revision_id:
+    if target.pk == service.live_revision_id and not in_flight:
         reasons.append(Reason("not ready", f"the target {target.label} is the live revision"))
     lifecycle = target.model_asset.lifecycle
     if lifecycle == ModelAsset.Lifecycle.RETIRED:
@@ -145,6 +151,14 @@ def rollback_readiness(
             )
     run = replay_queries.last_verification(target)
     reasons.extend(_verification_reasons(target, run, service.tier, now))
+    if not planned:
+        reasons.append(
+            Reason(
+                "at risk",
+                "no release recorded a rollback plan for the live revision: the target is the "
+                "revision that served before, and the kind and trigger conditions are unknown",
+            )
+        )
     if expected_minutes is None:
         reasons.append(Reason("at risk", "how long the rollback takes is not recorded"))
     verdict: Verdict = min((r.verdict for r in reasons), key=_ORDER.index, default="ready")

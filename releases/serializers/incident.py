@@ -72,14 +72,46 @@ class VerificationSerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
 
 
+class RollbackInProgressSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    state = serializers.ChoiceField(choices=["verifying", "awaiting_confirmation"])
+    started_at = serializers.DateTimeField()
+
+
 class RollbackSerializer(serializers.Serializer):
     target = RevisionRefSerializer(allow_null=True)
     kind = serializers.CharField(allow_null=True, help_text="From the rollback plan; null: none.")
     trigger_conditions = serializers.ListField(child=serializers.CharField())
     expected_minutes = serializers.IntegerField(allow_null=True)
     impact_scope = serializers.CharField(allow_blank=True)
+    plan_release = serializers.IntegerField(
+        allow_null=True,
+        help_text="The release whose rollback plan is in force; null: none, and the target "
+        "is the revision that served before.",
+    )
     readiness = ReadinessSerializer()
     last_verification = VerificationSerializer(allow_null=True)
+    in_progress = RollbackInProgressSerializer(
+        allow_null=True, help_text="A recorded rollback not finished yet."
+    )
+
+
+class RolloutSerializer(serializers.Serializer):
+    release = serializers.IntegerField()
+    to_revision = serializers.CharField(help_text="The candidate's label, e.g. r4.")
+    stage = serializers.IntegerField(allow_null=True)
+    stages = serializers.IntegerField()
+    traffic_pct = serializers.FloatField(help_text="The candidate's share of traffic now.")
+    stage_state = serializers.CharField(help_text="observing, held or breached.")
+    breached = serializers.BooleanField(help_text="A guard breached the stage: roll back.")
+    held = serializers.BooleanField(help_text="The stage waits for a person.")
+    why = serializers.CharField(allow_blank=True)
+
+
+class UnauthorizedSerializer(serializers.Serializer):
+    open = serializers.IntegerField(help_text="Open unauthorized-change findings.")
+    detected_at = serializers.DateTimeField(allow_null=True)
+    found = serializers.JSONField(help_text="The newest finding: [{what, registered, reported}].")
 
 
 class PlaybookSerializer(serializers.Serializer):
@@ -116,7 +148,11 @@ class IncidentSerializer(serializers.Serializer):
     at = serializers.DateTimeField()
     live = LiveSerializer(allow_null=True)
     health = HealthSerializer()
-    rollout = serializers.JSONField(allow_null=True, help_text="The rollout in flight; null: none.")
+    rollout = RolloutSerializer(allow_null=True, help_text="The rollout in flight; null: none.")
+    unauthorized_change = UnauthorizedSerializer(
+        allow_null=True,
+        help_text="A probe found the live backend serving something else; null: nothing open.",
+    )
     rollback = RollbackSerializer()
     playbooks = PlaybookSerializer(many=True)
     degradation = DegradationSerializer(many=True)
@@ -130,6 +166,10 @@ class IncidentSerializer(serializers.Serializer):
         serving = incident.serving
         readiness = incident.readiness
         run = readiness.last_verification
+        plan = incident.plan
+        rollout = incident.rollout
+        finding = incident.unauthorized
+        in_progress = incident.rollback_in_progress
         return {
             "service": service.slug,
             "tier": service.tier,
@@ -153,13 +193,37 @@ class IncidentSerializer(serializers.Serializer):
                 else None
             ),
             "health": incident.health,
-            "rollout": None,
+            "rollout": (
+                {
+                    "release": rollout.release_id,
+                    "to_revision": rollout.to_revision_label,
+                    "stage": rollout.stage_number,
+                    "stages": rollout.stages,
+                    "traffic_pct": rollout.traffic_pct,
+                    "stage_state": rollout.stage_state,
+                    "breached": rollout.breached,
+                    "held": rollout.held,
+                    "why": rollout.why,
+                }
+                if rollout
+                else None
+            ),
+            "unauthorized_change": (
+                {
+                    "open": finding.open_count,
+                    "detected_at": finding.detected_at,
+                    "found": finding.found,
+                }
+                if finding
+                else None
+            ),
             "rollback": {
                 "target": _revision(readiness.target) if readiness.target else None,
-                "kind": None,
-                "trigger_conditions": [],
-                "expected_minutes": None,
-                "impact_scope": "",
+                "kind": plan.kind or None,
+                "trigger_conditions": plan.triggers,
+                "expected_minutes": plan.expected_minutes,
+                "impact_scope": plan.impact_scope,
+                "plan_release": plan.release.pk if plan.release else None,
                 "readiness": {
                     "verdict": readiness.verdict,
                     "reasons": [{"verdict": r.verdict, "text": r.text} for r in readiness.reasons],
@@ -172,6 +236,15 @@ class IncidentSerializer(serializers.Serializer):
                         "finished_at": run.finished_at,
                     }
                     if run is not None
+                    else None
+                ),
+                "in_progress": (
+                    {
+                        "id": in_progress.id,
+                        "state": in_progress.state,
+                        "started_at": in_progress.started_at,
+                    }
+                    if in_progress
                     else None
                 ),
             },

@@ -6,6 +6,7 @@ Refusals: ValidationError (bad input, 400), PermissionDenied (403),
 TransitionRefused (the state does not allow it, 409), GatesNotPassed (422).
 """
 
+from releases.services.drift import reconcile_change, record_unauthorized_changes
 from releases.services.errors import GatesNotPassed, TransitionRefused
 from releases.services.lifecycle import (
     EDITABLE_FIELDS,
@@ -16,11 +17,25 @@ from releases.services.lifecycle import (
     update_release,
     withdraw_release,
 )
+from releases.services.playbooks import (
+    clear_degradation,
+    clear_playbook,
+    set_degradation,
+    set_playbook,
+)
 from releases.services.reviews import (
     add_comment,
     create_blackout_window,
     create_standard_template,
     retire_standard_template,
+)
+from releases.services.rollbacks import confirm_rollback, record_rollback
+from releases.services.rollout import (
+    abort_release,
+    close_release,
+    hold_release,
+    promote_release,
+    record_observation,
 )
 from releases.services.signoffs import (
     grant_waiver,
@@ -34,15 +49,28 @@ __all__ = [
     "EDITABLE_FIELDS",
     "GatesNotPassed",
     "TransitionRefused",
+    "abort_release",
     "add_comment",
+    "clear_degradation",
+    "clear_playbook",
+    "close_release",
+    "confirm_rollback",
     "create_blackout_window",
     "create_release",
     "create_standard_template",
     "grant_waiver",
+    "hold_release",
+    "promote_release",
+    "reconcile_change",
+    "record_observation",
+    "record_rollback",
+    "record_unauthorized_changes",
     "reopen_release",
     "retire_standard_template",
     "revalidate_release",
     "revoke_waiver",
+    "set_degradation",
+    "set_playbook",
     "sign_off",
     "start_rollout",
     "submit_release",

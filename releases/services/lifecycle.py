@@ -339,7 +339,8 @@ def signoffs_due_at(now: dt.datetime) -> dt.datetime:
 def start_rollout(
     release: Release, *, actor: Actor, started_at: dt.datetime | None = None
 ) -> Release:
-    """approved → rolling_out; on the emergency path, submitted → rolling_out too.
+    """approved → rolling_out, stage 1 of the gray plan carrying traffic; on the
+    emergency path, submitted → rolling_out too.
 
     Outside blackout windows only, except on the emergency path. An emergency
     release that starts before its sign-offs gets them due within
@@ -348,7 +349,7 @@ def start_rollout(
     (during an incident); it cannot lie in the future.
     """
     release = lock_release(release)
-    permissions.ensure_can_edit(actor, release)
+    permissions.ensure_can_start_rollout(actor, release)
     emergency = release.path == Release.Path.EMERGENCY
     refuse_unless(release, ("approved", "submitted") if emergency else ("approved",), "rolled out")
     now = timezone.now()
@@ -390,6 +391,9 @@ def start_rollout(
             "signoffs_due_at": release.signoffs_due_at,
         },
     )
+    from releases.services.rollout import begin_stages
+
+    begin_stages(release, actor=actor, now=now)
     return release
 
 

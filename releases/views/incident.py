@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET
 from ledger.models import Service
 from lib.actors import AuthenticatedHttpRequest
 from lib.pages import wants_fragment
-from releases import playbooks
+from releases import permissions, playbooks
 from releases.queries.incident import incident, incident_service
 
 SEARCH_LISTED = 20
@@ -33,6 +33,7 @@ def incident_screen(request: AuthenticatedHttpRequest, slug: str) -> HttpRespons
         "live": service.live_revision,
         "modes": playbooks.FAILURE_MODES,
         "symptom": symptom,
+        "can_roll_back": permissions.can_record_rollback(request.user, service),
     }
     if wants_fragment(request):
         return render(request, "releases/incident.html#live-parts", context)

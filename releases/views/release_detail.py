@@ -29,8 +29,10 @@ from releases import gates as release_gates
 from releases import permissions, policy, services
 from releases.forms import CommentForm, SignOffForm, WaiverForm
 from releases.forms.release import SECTIONS, STAGE_PARTS
+from releases.forms.rollout import ObservationForm
 from releases.models import Release, SignOff
 from releases.queries import pages as page_queries
+from releases.queries.rollout import rollout_of
 from releases.queries.waiting import signer_roles_of
 from releases.schemas import CLASSIFICATIONS, DOWNSTREAM_SYSTEMS, METRICS
 from releases.services.lifecycle import EDITABLE_STATES
@@ -149,6 +151,41 @@ def release_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     return render(request, "releases/release_detail.html", _page_context(request, release))
 
 
+def _rollout_context(request: AuthenticatedHttpRequest, release: Release) -> dict[str, Any]:
+    """The rollout section: shown once a rollout can start or has."""
+    state = release.state
+    startable = state == "approved" or (state == "submitted" and release.path == "emergency")
+    if not startable and state not in (*Release.FINISHED_STATES, "rolling_out"):
+        return {"show_rollout": False}
+    user = request.user
+    rolling = state == "rolling_out"
+    rollout = rollout_of(release)
+    return {
+        "show_rollout": True,
+        "rollout": rollout,
+        "rollbacks": list(
+            release.rollbacks.select_related("to_revision").order_by("-started_at", "-pk")
+        ),
+        "can_start": startable and permissions.can_start_rollout(user, release),
+        "can_promote": rolling and permissions.can_promote(user, release),
+        "can_abort": rolling and permissions.can_promote(user, release),
+        "can_hold": rolling and permissions.can_hold(user, release),
+        "can_observe": rolling and permissions.can_post_observation(user, release),
+        "observation_form": (
+            ObservationForm()
+            if rolling
+            and rollout
+            and rollout.current
+            and permissions.can_post_observation(user, release)
+            else None
+        ),
+        "can_roll_back": state in ("rolling_out", "released")
+        and permissions.can_record_rollback(user, release.service),
+        "can_close": state in Release.FINISHED_STATES
+        and permissions.can_close_release(user, release),
+    }
+
+
 def _page_context(
     request: AuthenticatedHttpRequest, release: Release, **forms: Any
 ) -> dict[str, Any]:
@@ -185,6 +222,7 @@ def _page_context(
         "can_reopen": permissions.can_file_release(request.user, release.service)
         and release.state in ("rejected", "withdrawn"),
         "reopened_as": page_queries.reopened_as(release),
+        **_rollout_context(request, release),
     }
 
 

@@ -209,3 +209,36 @@ def file_release(world: World, owner, **fields: Any) -> Release:
         summary=values.pop("summary", "Qwen2.5 7B to the new fine-tune"),
         **values,
     )
+
+
+def approve(release: Release, owner, signers: dict[str, Any]) -> Release:
+    """Submit, then every required role approves."""
+    services.submit_release(release, actor=owner)
+    release.refresh_from_db()
+    for role, signer in signers.items():
+        if release.state != Release.State.SUBMITTED:
+            break
+        services.sign_off(release, actor=signer, role=role, decision="approve")
+        release.refresh_from_db()
+    return release
+
+
+def roll_out(release: Release, owner, signers: dict[str, Any]) -> Release:
+    """Approved, and its rollout started at stage 1."""
+    approve(release, owner, signers)
+    services.start_rollout(release, actor=owner)
+    release.refresh_from_db()
+    return release
+
+
+def observe(release: Release, actor, candidate: dict[str, Any], **fields: Any):
+    """Post an observation of the last ten minutes of the stage carrying traffic."""
+    end = timezone.now()
+    return services.record_observation(
+        release,
+        actor=actor,
+        window_start=end - dt.timedelta(minutes=10),
+        window_end=end,
+        candidate=candidate,
+        **fields,
+    )

@@ -521,6 +521,23 @@ def test_gray_stages_must_grow_end_at_full_traffic_and_carry_guards(release, own
     )
 
 
+def test_a_dry_run_guard_does_not_stand_in_for_a_required_one(release, owner):
+    guards = {
+        "ttft_p95_ms": {"max": 900, "max_increase_pct": 20, "critical": True},
+        "error_rate_pct": {"max": 1, "dry_run": True},
+        "structured_error_rate_pct": 2,
+    }
+    stages = [
+        {"traffic_pct": 5, "observation_minutes": 60, "guards": guards},
+        {"traffic_pct": 25, "observation_minutes": 60, "guards": guards, "failure_limit": 0},
+        {"traffic_pct": 100, "observation_minutes": 60},
+    ]
+    edit(release, owner, gray_stages=stages)
+    status, reason = gate(release, "gray_plan")
+    assert status == "fail"
+    assert "stage 1 has no guard on error rate (%) (only a dry run)" in reason
+
+
 # ---------------------------------------------------------------- logging, risk, path
 
 

@@ -172,6 +172,10 @@ def test_the_screen_and_the_api_ask_a_bounded_number_of_queries(
                 finished_at=timezone.now(),
             )
     token = Token.objects.create(user=sre)
+    # 1 the token and its user; the service with its annotations; the serving history
+    # and the revision that served before (no plan is in force here); health's
+    # backends, probes and runs; the target's reports, capabilities (for the diff) and
+    # last verification; the changes of the window; the people to call.
     with django_assert_max_num_queries(12):
         response = client.get(
             "/api/services/kb-assistant/incident/", HTTP_AUTHORIZATION=f"Token {token.key}"
@@ -179,7 +183,9 @@ def test_the_screen_and_the_api_ask_a_bounded_number_of_queries(
     assert response.json()["health"]["word"] == "healthy"
     assert response.json()["rollback"]["last_verification"] is not None
     client.force_login(sre)
-    with django_assert_max_num_queries(13):  # the session and its user instead of the token
+    # The session and its user instead of the token, and the reader's permissions
+    # (whether to offer "Record rollback").
+    with django_assert_max_num_queries(14):
         client.get(reverse("releases:incident", args=["kb-assistant"]))
 
 

@@ -459,10 +459,11 @@ def test_release_page_query_count_is_constant(
     # Whatever the number of sign-offs, comments and events: 1 session, 2 user;
     # the gates' 3 release with every part the page shows, 4 reports, 5 latest
     # runs, 6 last verification, 7 blackout windows, 8 waivers, 9 sign-offs
-    # and 10 the rollback target's service; the reader's 11 roles and 12 other
-    # sign-offs (one role per person); 13 the diff pair and 14 its
-    # capabilities; 15 comments, 16 the timeline and 17 reopened copies.
-    with django_assert_num_queries(17):
+    # and 10 the rollback target's service; the reader's 11 roles, 12 other
+    # sign-offs (one role per person) and 13 permissions (may they waive); 14 the
+    # diff pair and 15 its capabilities; 16 comments, 17 the timeline and 18
+    # reopened copies.
+    with django_assert_num_queries(18):
         response = client.get(reverse("releases:release_detail", args=[release.pk]))
     assert len(response.context["comments"]) == comments
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import factory
+from django.utils import timezone
 
-from replay.models import Backend, Result, Run, Sample, SampleSet
+from replay.models import Backend, Probe, Result, Run, Sample, SampleSet
 from tests.ledger.factories import RevisionFactory
 
 
@@ -61,3 +62,16 @@ class ResultFactory(factory.django.DjangoModelFactory):
     tpot_ms = 12.0
     e2e_ms = 500.0
     output_tokens = 32
+
+
+class ProbeFactory(factory.django.DjangoModelFactory):
+    """A probe as `replay.services.probe_backend` records it."""
+
+    class Meta:
+        model = Probe
+
+    backend = factory.SubFactory(BackendFactory)
+    fingerprint = factory.LazyAttribute(lambda p: p.backend.revision.fingerprint)
+    started_at = factory.LazyFunction(timezone.now)
+    finished_at = factory.LazyAttribute(lambda p: p.started_at)
+    reachable = True

@@ -1,0 +1,230 @@
+"""The SRE's forms: an observation of a stage, a rollback, its confirmation, how a
+release ended, an unauthorized change reconciled, and a service's own playbook."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django import forms
+from django.utils import timezone
+
+from lib.forms import InlineValidationMixin
+from releases import playbooks
+from releases.guards import MEASURES
+from releases.models import Release
+
+_RATE = {"min_value": 0, "max_value": 100, "decimal_places": 3}
+_MS = {"min_value": 0, "max_value": 10_000_000, "decimal_places": 3}
+
+
+def _measure_field(key: str, side: str) -> forms.Field:
+    metric = MEASURES[key]
+    bounds = _RATE if metric.unit == "%" else _MS
+    return forms.DecimalField(
+        required=False,
+        label=f"{side.capitalize()}: {metric.label} ({metric.unit})",
+        help_text="Leave empty when not measured.",
+        **bounds,  # type: ignore[arg-type]
+    )
+
+
+class ObservationForm(InlineValidationMixin, forms.Form):
+    """The candidate and the live baseline over one window, as aggregates."""
+
+    window_start = forms.DateTimeField(
+        label="Window start",
+        help_text="In your time zone, e.g. 2026-12-03 14:00.",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
+    )
+    window_end = forms.DateTimeField(
+        label="Window end",
+        help_text="When the measurement stopped; not in the future.",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
+    )
+    candidate_requests = forms.IntegerField(
+        required=False,
+        min_value=0,
+        label="Candidate: requests",
+        help_text="How many requests the candidate served in the window.",
+    )
+    baseline_requests = forms.IntegerField(
+        required=False,
+        min_value=0,
+        label="Baseline: requests",
+        help_text="How many the live revision served in the same window.",
+    )
+    source = forms.CharField(
+        required=False,
+        max_length=60,
+        label="Source",
+        help_text="Where the numbers come from, e.g. gateway dashboard, Prometheus.",
+    )
+    source_error = forms.CharField(
+        required=False,
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Metrics source failed",
+        help_text="Fill in only when the numbers could not be read: the observation is then "
+        "an error, counted against its own budget and never as a pass.",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for side in ("candidate", "baseline"):
+            for key in MEASURES:
+                self.fields[f"{side}_{key}"] = _measure_field(key, side)
+        if not self.is_bound:
+            end = timezone.localtime().replace(second=0, microsecond=0)
+            self.initial.setdefault("window_end", end)
+            self.initial.setdefault("window_start", end - dt.timedelta(minutes=15))
+
+    def side(self, name: str) -> dict[str, Any]:
+        """One side's aggregates as `record_observation` takes them."""
+        data = self.cleaned_data
+        values: dict[str, Any] = {}
+        if data.get(f"{name}_requests") is not None:
+            values["requests"] = data[f"{name}_requests"]
+        for key in MEASURES:
+            value = data.get(f"{name}_{key}")
+            if value is not None:
+                values[key] = float(value)
+        return values
+
+    def measure_rows(self) -> list[tuple[str, forms.BoundField, forms.BoundField]]:
+        rows = [("Requests", self["candidate_requests"], self["baseline_requests"])]
+        for key, metric in MEASURES.items():
+            rows.append(
+                (
+                    f"{metric.label} ({metric.unit})",
+                    self[f"candidate_{key}"],
+                    self[f"baseline_{key}"],
+                )
+            )
+        return rows
+
+
+class ReasonForm(forms.Form):
+    reason = forms.CharField(
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Reason",
+        help_text="Recorded in the release's timeline and the ledger.",
+    )
+
+
+class RollbackForm(forms.Form):
+    target_revision = forms.TypedChoiceField(
+        coerce=int,
+        label="Roll back to",
+        help_text="The rollback plan's target is chosen; pick another revision only if the plan "
+        "is wrong, and read what changes below first.",
+    )
+    symptom = forms.ChoiceField(
+        required=False,
+        label="Symptom",
+        help_text="What you see; it is recorded with the rollback.",
+    )
+    reason = forms.CharField(
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Reason",
+        help_text="Why you roll back, e.g. p95 TTFT 2.1 s for tenant support since 14:05.",
+    )
+
+    def __init__(self, *args: Any, revisions: list[tuple[int, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        target = self.fields["target_revision"]
+        assert isinstance(target, forms.TypedChoiceField)
+        target.choices = revisions
+        symptom = self.fields["symptom"]
+        assert isinstance(symptom, forms.ChoiceField)
+        symptom.choices = [("", "— not one of these —"), *playbooks.FAILURE_MODES.items()]
+
+
+class ConfirmRollbackForm(forms.Form):
+    succeeded = forms.TypedChoiceField(
+        choices=[
+            ("yes", "It worked: the target serves and the symptom is gone"),
+            ("no", "It did not"),
+        ],
+        coerce=lambda value: value == "yes",
+        widget=forms.RadioSelect,
+        label="Outcome",
+        help_text="Nothing could verify this rollback automatically: say how it went.",
+    )
+    note = forms.CharField(
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="What you checked",
+        help_text="e.g. error rate back under 1 % at 14:22 on the gateway dashboard.",
+    )
+
+
+class CloseForm(forms.Form):
+    close_code = forms.ChoiceField(
+        choices=Release.CloseCode.choices,
+        label="Close code",
+        help_text="How the release ended; set automatically, correct it here.",
+    )
+    note = forms.CharField(
+        required=False,
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Note",
+        help_text="What happened, for the post-implementation review.",
+    )
+    incidents = forms.CharField(
+        required=False,
+        max_length=5000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Incidents",
+        help_text="One a line: the ticket id, then its address, e.g. INC-4412 https://tickets.example.com/INC-4412",
+    )
+
+    def clean_incidents(self) -> list[dict[str, str]]:
+        found = []
+        for line in self.cleaned_data["incidents"].splitlines():
+            parts = line.split()
+            if parts:
+                found.append({"ticket": parts[0], "url": parts[1] if len(parts) > 1 else ""})
+        return found
+
+
+class ReconcileForm(forms.Form):
+    note = forms.CharField(
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="How it was put back",
+        help_text="e.g. node 7 restarted with the registered image; the next probe matched.",
+    )
+
+
+class PlaybookForm(forms.Form):
+    diagnosis = forms.CharField(
+        max_length=12000,
+        widget=forms.Textarea(attrs={"rows": 6}),
+        label="Diagnosis steps",
+        help_text="In the order to check them, one a line.",
+    )
+    recovery = forms.CharField(
+        max_length=12000,
+        widget=forms.Textarea(attrs={"rows": 5}),
+        label="Recovery actions",
+        help_text="Least disruptive first, one a line; rolling back is usually last.",
+    )
+
+
+class DegradationForm(forms.Form):
+    may_degrade = forms.TypedChoiceField(
+        choices=[("yes", "May degrade"), ("no", "Never silently")],
+        coerce=lambda value: value == "yes",
+        widget=forms.RadioSelect,
+        label="When the service degrades",
+        help_text="Tasks acting on money, contracts or tools never degrade silently.",
+    )
+    how = forms.CharField(
+        max_length=300,
+        label="How",
+        help_text="e.g. move to the async queue; or: stop with an explainable error.",
+    )

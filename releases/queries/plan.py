@@ -1,0 +1,134 @@
+"""Where a rollback of a service would go, and how: the rollback plan in force.
+
+The plan is the rollback section of a release form. While a release is rolling out,
+its plan is in force (rolling back withdraws the candidate's traffic); otherwise the
+plan of the release that made the live revision live. With neither, the target is
+the revision that served before the live one, read from the serving history, and
+nothing else is known.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Case, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
+
+from ledger import queries as ledger_queries
+from ledger.models import Revision, Service
+from releases.models import Release, Stage
+from releases.queries.readiness import Readiness, previous_live_revision, rollback_readiness
+
+
+@dataclass(frozen=True)
+class RollbackPlan:
+    release: Release | None  # the release whose plan is in force
+    target: Revision | None
+    kind: str = ""
+    triggers: list[str] = field(default_factory=list)
+    expected_minutes: int | None = None
+    impact_scope: str = ""
+    verification_set: str = ""
+
+    @property
+    def in_flight(self) -> bool:
+        """A rollout is running: rolling back takes the candidate's traffic away."""
+        return self.release is not None and self.release.state == Release.State.ROLLING_OUT
+
+    @property
+    def kind_label(self) -> str:
+        return Release.RollbackKind(self.kind).label if self.kind else ""
+
+
+_TARGET_PARTS = (
+    "rollback_target__model_asset__license",
+    "rollback_target__runtime",
+    "rollback_target__service",
+    "from_revision__model_asset__license",
+    "from_revision__runtime",
+    "from_revision__service",
+)
+
+
+def _in_force(releases: QuerySet[Release], live_revision: Any) -> QuerySet[Release]:
+    """Rolling out, or released and what is live; the rolling-out one first."""
+    return (
+        releases.filter(
+            Q(state=Release.State.ROLLING_OUT)
+            | Q(state=Release.State.RELEASED, to_revision_id=live_revision)
+        )
+        .annotate(
+            in_flight=Case(
+                When(state=Release.State.ROLLING_OUT, then=Value(0)),
+                default=Value(1),
+                output_field=IntegerField(),
+            )
+        )
+        .order_by("in_flight", "-closed_at", "-pk")
+    )
+
+
+def plan_release_id() -> Subquery:
+    """The id of the release whose plan is in force, as an annotation of services."""
+    releases = Release.objects.filter(service=OuterRef("pk"))
+    return Subquery(_in_force(releases, OuterRef("live_revision_id")).values("pk")[:1])
+
+
+def plan_release(
+    service: Service, *, with_stage: bool = False, pk: int | None = None
+) -> Release | None:
+    """The release rolling out on the service, else the released one that made its live
+    revision live (one query, the targets' parts loaded); or the release `pk` found so
+    by `plan_release_id`. `with_stage`: annotated with the stage carrying traffic
+    (`stage_number`, `stage_traffic`, `stage_state`, `stage_why`)."""
+    releases = Release.objects.select_related("to_revision", *_TARGET_PARTS)
+    if with_stage:
+        active = Stage.objects.filter(release=OuterRef("pk"), state__in=Stage.ACTIVE_STATES)
+        releases = releases.annotate(
+            stage_number=Subquery(active.values("number")[:1]),
+            stage_traffic=Subquery(active.values("traffic_pct")[:1]),
+            stage_state=Subquery(active.values("state")[:1]),
+            stage_why=Subquery(active.values("state_reason")[:1]),
+        )
+    if pk is not None:
+        return releases.filter(pk=pk).first()
+    # Compared in SQL with what is live now, not with a copy of the service row.
+    return _in_force(releases.filter(service=service), F("service__live_revision_id")).first()
+
+
+def plan_of(release: Release) -> RollbackPlan:
+    return RollbackPlan(
+        release=release,
+        target=release.rollback_target or release.from_revision,
+        kind=release.rollback_kind,
+        triggers=[str(t) for t in release.rollback_triggers if isinstance(t, str)],
+        expected_minutes=release.rollback_expected_minutes,
+        impact_scope=release.rollback_impact_scope,
+        verification_set=release.rollback_verification_set,
+    )
+
+
+def rollback_plan(
+    service: Service, history: list[ledger_queries.ServingInterval] | None = None
+) -> RollbackPlan:
+    """The plan in force (one query; two more to read the serving history when there is
+    no release and the caller has not read it)."""
+    release = plan_release(service)
+    if release is not None:
+        return plan_of(release)
+    return RollbackPlan(release=None, target=previous_live_revision(service, history))
+
+
+def plan_readiness(
+    service: Service, plan: RollbackPlan, *, now: dt.datetime | None = None
+) -> Readiness:
+    """Whether the plan in force could be carried out now, with every reason."""
+    return rollback_readiness(
+        service,
+        plan.target,
+        expected_minutes=plan.expected_minutes,
+        now=now,
+        in_flight=plan.in_flight,
+        planned=plan.release is not None,
+    )

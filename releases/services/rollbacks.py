@@ -1,0 +1,284 @@
+"""Recording a rollback: the live revision set back to a target, the release it undoes
+closed, the time it takes measured, and the target verified by a replay.
+
+`record_rollback` starts it; it finishes when the target's verification replay ends
+(`conclude_verification`, run by the `verify_rollback` task) or, where nothing can
+verify it, when the SRE confirms how it went (`confirm_rollback`). Its duration, from
+start to finish, is compared with the minutes the plan expected.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from ledger import services as ledger_services
+from ledger.chain import append_event
+from ledger.models import ModelAsset, Revision, Service
+from lib.actors import Actor
+from releases import permissions, playbooks
+from releases.models import Release, RollbackEvent, Stage
+from releases.queries.plan import RollbackPlan, plan_of, plan_release
+from releases.queries.readiness import previous_live_revision
+from releases.services.drift import reconcile_open_changes
+from releases.services.errors import TransitionRefused
+from releases.services.lifecycle import lock_release
+from releases.services.readiness import (
+    refresh_readiness_on_commit,
+    verification_backend,
+    verification_set,
+)
+from releases.services.rollout import end_stage
+from replay import services as replay_services
+from replay.models import Run
+
+
+def _target(service: Service, plan: RollbackPlan, chosen: Revision | int | None) -> Revision:
+    if chosen is not None:
+        pk = chosen.pk if isinstance(chosen, Revision) else chosen
+        target = Revision.objects.select_related("model_asset", "runtime").filter(pk=pk).first()
+        if target is None or target.service_id != service.pk:
+            raise ValidationError(
+                {"target_revision": f"Revision {pk} is not a revision of {service.slug}."}
+            )
+    else:
+        target = plan.target
+        if target is None:
+            raise ValidationError(
+                {
+                    "target_revision": f"There is nothing to roll back to: no rollback plan "
+                    f"names a target and no earlier revision of {service.slug} has served. "
+                    "Name the revision to go back to."
+                }
+            )
+    if target.model_asset.lifecycle == ModelAsset.Lifecycle.RETIRED:
+        raise ValidationError(
+            {"target_revision": f"{target.label}'s model asset {target.model_asset} is retired."}
+        )
+    if target.pk == service.live_revision_id and not plan.in_flight:
+        raise ValidationError(
+            {"target_revision": f"{target.label} is already live on {service.slug}."}
+        )
+    return target
+
+
+def _clean_symptom(symptom: str) -> str:
+    if symptom and symptom not in playbooks.FAILURE_MODES:
+        raise ValidationError(
+            {
+                "symptom": f"{symptom!r} is not a failure mode; expected one of "
+                f"{', '.join(playbooks.FAILURE_MODES)}, or none."
+            }
+        )
+    return symptom
+
+
+@transaction.atomic
+def record_rollback(
+    service: Service,
+    *,
+    actor: Actor,
+    reason: str,
+    symptom: str = "",
+    target_revision: Revision | int | None = None,
+) -> RollbackEvent:
+    """Set the live revision back to the target (the plan's, or `target_revision`), end
+    the rollout or release it undoes, and queue the target's verification replay."""
+    # The release first, then the service: the order promote takes them in.
+    seen = plan_release(service)
+    release = lock_release(seen) if seen is not None else None
+    service = (
+        Service.objects.select_for_update(of=("self",))
+        .select_related("team", "live_revision")
+        .get(pk=service.pk)
+    )
+    permissions.ensure_can_record_rollback(actor, service)
+    if release is not None and seen is not None and release.state != seen.state:
+        raise TransitionRefused(
+            f"Release #{release.pk} became {release.get_state_display().lower()} while you "
+            "decided: reload the page and decide again.",
+            state=release.state,
+        )
+    if not reason.strip():
+        raise ValidationError({"reason": "Say why you roll back: it goes in the ledger."})
+    symptom = _clean_symptom(symptom)
+    if release is not None:
+        plan = plan_of(release)
+    else:
+        plan = RollbackPlan(release=None, target=previous_live_revision(service))
+    target = _target(service, plan, target_revision)
+    now = timezone.now()
+    rollback = RollbackEvent.objects.create(
+        service=service,
+        release=release,
+        from_revision=service.live_revision,
+        to_revision=target,
+        kind=plan.kind,
+        reason=reason.strip(),
+        symptom=symptom,
+        recorded_by=actor,
+        started_at=now,
+        expected_minutes=plan.expected_minutes,
+        state=RollbackEvent.State.AWAITING_CONFIRMATION,
+    )
+    ledger_services.set_live_revision(
+        service,
+        target,
+        actor=actor,
+        reason=f"rollback #{rollback.pk}: {reason.strip()}",
+        cause={"rollback": rollback.pk},
+    )
+    if release is not None:
+        _close(release, actor=actor, rollback=rollback, now=now)
+    reconcile_open_changes(
+        service, actor=actor, how=f"rollback #{rollback.pk} set {target.label} live"
+    )
+    run = _queue_verification(rollback, plan, target)
+    append_event(
+        actor=actor,
+        action="rollback.recorded",
+        subject=rollback,
+        subject_label=f"rollback #{rollback.pk} of {service.slug}",
+        payload={
+            "release": release.pk if release else None,
+            "from_revision": rollback.from_revision_id,
+            "to_revision": target.pk,
+            "kind": plan.kind,
+            "reason": rollback.reason,
+            "symptom": symptom,
+            "expected_minutes": plan.expected_minutes,
+            "verification_run": run.pk if run else None,
+        },
+    )
+    refresh_readiness_on_commit(service.pk)
+    return rollback
+
+
+def _close(release: Release, *, actor: Actor, rollback: RollbackEvent, now: dt.datetime) -> None:
+    """Before 100 % the rollout is aborted; after, the release is rolled back."""
+    rolling_out = release.state == Release.State.ROLLING_OUT
+    if rolling_out:
+        end_stage(release, actor=actor, state=Stage.State.ROLLED_BACK, now=now)
+    release.state = Release.State.ABORTED if rolling_out else Release.State.ROLLED_BACK
+    release.closed_at = now
+    release.close_code = Release.CloseCode.ROLLED_BACK
+    release.save(update_fields=["state", "closed_at", "close_code", "updated_at"])
+    append_event(
+        actor=actor,
+        action="release.aborted" if rolling_out else "release.rolled_back",
+        subject=release,
+        payload={"rollback": rollback.pk, "reason": rollback.reason},
+    )
+
+
+def _queue_verification(
+    rollback: RollbackEvent, plan: RollbackPlan, target: Revision
+) -> Run | None:
+    backend = verification_backend(target)
+    sample_set = verification_set(plan.verification_set, target)
+    problem = ""
+    if backend is None:
+        problem = f"no enabled backend serves {target.label}"
+    elif sample_set is None:
+        problem = "no verification sample set is named by the plan or used before"
+    else:
+        try:
+            run = replay_services.start_run(
+                actor=None,
+                backend=backend,
+                sample_set=sample_set,
+                trigger=Run.Trigger.VERIFICATION,
+                enqueue=False,
+            )
+        except ValidationError as refused:
+            problem = "; ".join(refused.messages)
+    if problem:
+        rollback.outcome_note = (
+            f"Not verified automatically: {problem}. Confirm how the rollback went."
+        )
+        rollback.save(update_fields=["outcome_note"])
+        return None
+    rollback.verification_run = run
+    rollback.state = RollbackEvent.State.VERIFYING
+    rollback.save(update_fields=["verification_run", "state"])
+    from releases.tasks import verify_rollback
+
+    verify_rollback.delay_on_commit(rollback.pk)
+    return run
+
+
+def _finish(
+    rollback: RollbackEvent, *, actor: Actor, succeeded: bool, note: str, at: dt.datetime
+) -> RollbackEvent:
+    rollback.state = RollbackEvent.State.SUCCEEDED if succeeded else RollbackEvent.State.FAILED
+    rollback.finished_at = max(at, rollback.started_at)
+    rollback.outcome_note = note
+    rollback.save(update_fields=["state", "finished_at", "outcome_note"])
+    duration = rollback.finished_at - rollback.started_at
+    append_event(
+        actor=actor,
+        action="rollback.finished",
+        subject=rollback,
+        subject_label=f"rollback #{rollback.pk} of {rollback.service.slug}",
+        payload={
+            "outcome": rollback.state,
+            "note": note,
+            "duration_seconds": round(duration.total_seconds(), 3),
+            "expected_minutes": rollback.expected_minutes,
+            "verification_run": rollback.verification_run_id,
+        },
+    )
+    refresh_readiness_on_commit(rollback.service_id)
+    return rollback
+
+
+def _lock(rollback: RollbackEvent | int) -> RollbackEvent:
+    pk = rollback.pk if isinstance(rollback, RollbackEvent) else rollback
+    return (
+        RollbackEvent.objects.select_for_update(of=("self",))
+        .select_related("service__team", "verification_run__sample_set")
+        .get(pk=pk)
+    )
+
+
+@transaction.atomic
+def conclude_verification(rollback: RollbackEvent | int) -> RollbackEvent:
+    """Finish a verifying rollback from its replay's verdict (the system's verb; nothing
+    happens while the run is not finished, or once the rollback is)."""
+    rollback = _lock(rollback)
+    run = rollback.verification_run
+    if rollback.state != RollbackEvent.State.VERIFYING or run is None:
+        return rollback
+    if run.state not in (Run.State.FINISHED, Run.State.FAILED):
+        return rollback
+    passed = run.state == Run.State.FINISHED and run.verdict == Run.Verdict.PASSED
+    note = (
+        f"verification run #{run.pk} ({run.sample_set}) {run.verdict}"
+        if run.state == Run.State.FINISHED
+        else f"verification run #{run.pk} failed to run"
+    )
+    return _finish(
+        rollback, actor=None, succeeded=passed, note=note, at=run.finished_at or timezone.now()
+    )
+
+
+@transaction.atomic
+def confirm_rollback(
+    rollback: RollbackEvent, *, actor: Actor, succeeded: bool, note: str
+) -> RollbackEvent:
+    """The SRE says how a rollback went that no replay could verify."""
+    rollback = _lock(rollback)
+    permissions.ensure_can_record_rollback(actor, rollback.service)
+    if rollback.state != RollbackEvent.State.AWAITING_CONFIRMATION:
+        raise ValidationError(
+            {
+                "succeeded": f"Rollback #{rollback.pk} is {rollback.get_state_display().lower()}: "
+                "only one awaiting confirmation is confirmed by hand."
+            }
+        )
+    if not note.strip():
+        raise ValidationError({"note": "Say what you checked, e.g. error rate back under 1 %."})
+    return _finish(rollback, actor=actor, succeeded=succeeded, note=note.strip(), at=timezone.now())

@@ -1,0 +1,204 @@
+"""Driving a release's gray rollout from its page: start, promote, hold and abort, each
+confirmed first and saying what it will do; observations posted for the stage carrying
+traffic; and how a finished release ended."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods
+
+from lib.actors import AuthenticatedHttpRequest
+from lib.http import post_only
+from lib.pages import apply_errors
+from releases import permissions, services
+from releases.forms.rollout import CloseForm, ObservationForm, ReasonForm
+from releases.models import Release
+from releases.queries.rollout import rollout_of
+from releases.services.rollout import active_stage, promotion_refusal
+
+# What each rollout action does, for its confirmation page; and whether it takes a reason.
+ACTIONS: dict[str, tuple[str, str, bool]] = {
+    "start": (
+        "Start the rollout",
+        "Stage 1 of the gray plan starts carrying its share of traffic, and its guards are "
+        "judged from the observations posted for it. Outside a blackout window only, except "
+        "on the emergency path.",
+        False,
+    ),
+    "promote": (
+        "Promote",
+        "The stage carrying traffic ends and the next one starts with its larger share. "
+        "Promoting into the stage at 100 % releases the candidate: it becomes the service's "
+        "live revision.",
+        False,
+    ),
+    "hold": (
+        "Hold",
+        "The stage keeps its traffic but is not promoted until someone promotes it; whoever "
+        "picks it up reads your reason.",
+        True,
+    ),
+    "abort": (
+        "Abort the rollout",
+        "The candidate's traffic goes back to the live revision and the release ends as "
+        "aborted. To roll back during an incident, record a rollback instead: it is timed "
+        "and verified.",
+        True,
+    ),
+}
+
+
+def _release(pk: int) -> Release:
+    return get_object_or_404(
+        Release.objects.select_related("service__team", "to_revision", "from_revision"), pk=pk
+    )
+
+
+def _may(request: AuthenticatedHttpRequest, release: Release, action: str) -> None:
+    if action == "start":
+        permissions.ensure_can_start_rollout(request.user, release)
+    elif action == "hold":
+        permissions.ensure_can_hold(request.user, release)
+    else:
+        permissions.ensure_can_promote(request.user, release)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def rollout_action(request: AuthenticatedHttpRequest, pk: int, action: str) -> HttpResponse:
+    """Confirm (GET), then apply (POST) one rollout verb."""
+    if action not in ACTIONS:
+        raise Http404(f"No rollout action {action!r}: expected start, promote, hold or abort.")
+    release = _release(pk)
+    _may(request, release, action)
+    title, explanation, needs_reason = ACTIONS[action]
+    form = ReasonForm(request.POST) if request.method == "POST" and needs_reason else None
+    context: dict[str, Any] = {
+        "release": release,
+        "action": action,
+        "title": title,
+        "explanation": explanation,
+        "form": form or (ReasonForm() if needs_reason else None),
+        "rollout": rollout_of(release),
+    }
+    if action == "promote" and release.state == Release.State.ROLLING_OUT:
+        stage = active_stage(release)
+        if stage is not None:
+            context["stage"] = stage
+            context["refusal_ahead"] = promotion_refusal(stage, release, timezone.now())
+    if request.method == "GET":
+        return render(request, "releases/rollout_confirm.html", context)
+    if form is not None and not form.is_valid():
+        return render(request, "releases/rollout_confirm.html", context, status=400)
+    reason = form.cleaned_data["reason"] if form is not None else ""
+    try:
+        note = _apply(request, release, action, reason)
+    except services.TransitionRefused as refused:
+        context.update(refusal=refused.message, release=_release(pk), rollout=rollout_of(release))
+        return render(request, "releases/rollout_confirm.html", context, status=409)
+    except services.GatesNotPassed as failed:
+        context.update(refusal=failed.message, failing=failed.gates)
+        return render(request, "releases/rollout_confirm.html", context, status=422)
+    except ValidationError as error:
+        if form is not None:
+            apply_errors(form, error)
+        context["refusal"] = " ".join(error.messages)
+        return render(request, "releases/rollout_confirm.html", context, status=400)
+    messages.success(request, note)
+    return redirect(reverse("releases:release_detail", args=[pk]) + "#rollout")
+
+
+def _apply(request: AuthenticatedHttpRequest, release: Release, action: str, reason: str) -> str:
+    if action == "start":
+        services.start_rollout(release, actor=request.user)
+        return f"Release #{release.pk} is rolling out: stage 1 carries traffic."
+    if action == "promote":
+        result = services.promote_release(release, actor=request.user)
+        if result.state == Release.State.RELEASED:
+            return f"Released: {release.to_revision.label} is live on {release.service.slug}."
+        stage = active_stage(result)
+        return f"Promoted: stage {stage.number if stage else '?'} carries traffic."
+    if action == "hold":
+        stage = services.hold_release(release, actor=request.user, reason=reason)
+        return f"Stage {stage.number} is held."
+    services.abort_release(release, actor=request.user, reason=reason)
+    return f"Aborted the rollout of release #{release.pk}."
+
+
+@post_only("records what a stage of the rollout measured", page="releases:release_detail")
+@login_required
+def release_observation(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    release = _release(pk)
+    permissions.ensure_can_post_observation(request.user, release)
+    form = ObservationForm(request.POST)
+    if form.is_valid():
+        try:
+            observation = services.record_observation(
+                release,
+                actor=request.user,
+                window_start=form.cleaned_data["window_start"],
+                window_end=form.cleaned_data["window_end"],
+                candidate=form.side("candidate"),
+                baseline=form.side("baseline"),
+                source=form.cleaned_data["source"] or "a person",
+                source_error=form.cleaned_data["source_error"],
+            )
+        except ValidationError as error:
+            apply_errors(form, error)
+        except services.TransitionRefused as refused:
+            form.add_error(None, refused.message)
+        else:
+            messages.success(
+                request, f"Observation recorded: {observation.get_verdict_display().lower()}."
+            )
+            return redirect(reverse("releases:release_detail", args=[pk]) + "#rollout")
+    return render(
+        request,
+        "releases/observation_form.html",
+        {"release": release, "form": form, "rollout": rollout_of(release)},
+        status=400,
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def release_close(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    release = _release(pk)
+    permissions.ensure_can_close(request.user, release)
+    incidents = "\n".join(
+        f"{i.get('ticket', '')} {i.get('url', '')}".strip()
+        for i in release.incidents
+        if isinstance(i, dict)
+    )
+    form = CloseForm(
+        request.POST if request.method == "POST" else None,
+        initial={
+            "close_code": release.close_code,
+            "note": release.close_note,
+            "incidents": incidents,
+        },
+    )
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.close_release(release, actor=request.user, **form.cleaned_data)
+        except ValidationError as error:
+            apply_errors(form, error)
+        except services.TransitionRefused as refused:
+            form.add_error(None, refused.message)
+        else:
+            messages.success(request, f"Saved how release #{release.pk} ended.")
+            return redirect(reverse("releases:release_detail", args=[pk]) + "#rollout")
+    return render(
+        request,
+        "releases/release_close.html",
+        {"release": release, "form": form},
+        status=400 if form.errors else 200,
+    )
