@@ -10,6 +10,7 @@ from ledger.api import run_evidence as ledger_run_evidence
 from ledger.api import signing as ledger_signing
 from releases.api import incident as releases_incident
 from releases.api import releases as releases_api
+from releases.api import rollbacks as releases_rollbacks
 from replay.api import backends as replay_backends
 from replay.api import runs as replay_runs
 from replay.api import sample_sets as replay_sample_sets
@@ -40,6 +41,16 @@ urlpatterns = [
         "services/<slug:slug>/incident/",
         releases_incident.IncidentView.as_view(),
         name="service_incident",
+    ),
+    path(
+        "services/<slug:slug>/rollbacks/",
+        releases_rollbacks.ServiceRollbacksView.as_view(),
+        name="service_rollbacks",
+    ),
+    path(
+        "rollbacks/<int:pk>/confirm/",
+        releases_rollbacks.RollbackConfirmView.as_view(),
+        name="rollback_confirm",
     ),
     path(
         "revisions/<int:revision_id>/loadtests/",

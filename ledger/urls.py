@@ -17,7 +17,6 @@ from ledger.views import (
 app_name = "ledger"
 
 urlpatterns = [
-    path("services/", catalog.service_list, name="service_list"),
     path("services/new", catalog.service_create, name="service_create"),
     path("services/new/validate", catalog.service_create_validate, name="service_create_validate"),
     path("services/<slug:slug>/edit", catalog.service_edit, name="service_edit"),

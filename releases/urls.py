@@ -4,6 +4,7 @@ the root as `home` in config/urls.py). URL names equal the view functions."""
 from django.urls import path
 
 from releases.views import (
+    catalog,
     incident,
     release_detail,
     release_form,
@@ -16,6 +17,7 @@ from releases.views import (
 app_name = "releases"
 
 urlpatterns = [
+    path("services/", catalog.service_list, name="service_list"),
     path("services/<slug:slug>/", service.service_detail, name="service_detail"),
     path("services/<slug:slug>/incident/", incident.incident_screen, name="incident"),
     path("services/<slug:slug>/rollbacks/new/", rollback.rollback_new, name="rollback_new"),

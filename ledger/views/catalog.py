@@ -1,4 +1,5 @@
-"""The service catalog and the service forms (the service page is `releases.views.service`)."""
+"""The service forms (the catalog and the service page are `releases.views`: they show
+what replay and the releases know of each service too)."""
 
 from __future__ import annotations
 
@@ -8,38 +9,16 @@ from django.core.exceptions import ValidationError
 from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods
-from django.views.decorators.vary import vary_on_headers
+from django.views.decorators.http import require_http_methods
 
 from ledger import services
-from ledger.forms import CatalogFilter, ServiceForm
+from ledger.forms import ServiceForm
 from ledger.models import Service
-from ledger.permissions import can_create, editable_teams, ensure_can_create
-from ledger.roles import Role, has_role
+from ledger.permissions import editable_teams, ensure_can_create
 from ledger.views._common import service_for_edit
 from lib.actors import AuthenticatedHttpRequest
 from lib.http import post_only
-from lib.pages import apply_errors, changed_values, paginate, render_field, render_form, render_list
-
-
-@require_GET
-@login_required
-@vary_on_headers("HX-Request")
-def service_list(request: AuthenticatedHttpRequest) -> HttpResponse:
-    catalog = CatalogFilter(
-        request.GET or None,
-        queryset=Service.objects.for_catalog().order_by("slug"),
-        request=request,
-    )
-    page = paginate(request, catalog.qs)
-    context = {
-        "filter": catalog,
-        "page": page,
-        "filtered": any(request.GET.get(name) for name in catalog.filters),
-        "can_create": can_create(request.user),
-        "is_model_owner": has_role(request.user, Role.MODEL_OWNER),
-    }
-    return render_list(request, "ledger/service_list.html", context)
+from lib.pages import apply_errors, changed_values, render_field, render_form
 
 
 @login_required
@@ -67,7 +46,7 @@ def service_create(request: AuthenticatedHttpRequest) -> HttpResponse:
         form,
         title="New service",
         submit="Create service",
-        cancel_url=reverse("ledger:service_list"),
+        cancel_url=reverse("releases:service_list"),
     )
 
 

@@ -20,7 +20,8 @@ from rest_framework.response import Response
 from lib.api import DomainVerbMixin
 from releases import gates, services
 from releases.filters import ReleaseFilter
-from releases.models import Release
+from releases.models import Observation, Release
+from releases.queries.rollout import rollout_of
 from releases.serializers import (
     CommentRequestSerializer,
     CommentSerializer,
@@ -34,6 +35,15 @@ from releases.serializers import (
     WaiverRequestSerializer,
     WaiverSerializer,
     WithdrawRequestSerializer,
+)
+from releases.serializers.rollout import (
+    CloseSerializer,
+    ObservationRequestSerializer,
+    ObservationSerializer,
+    PromoteSerializer,
+    ReasonSerializer,
+    RolloutSerializer,
+    rollout_shape,
 )
 from releases.services import GatesNotPassed, TransitionRefused
 
@@ -215,6 +225,120 @@ class ReleaseViewSet(
         given.is_valid(raise_exception=True)
         comment = self._verb(services.add_comment, release, body=given.validated_data["body"])
         return Response(CommentSerializer(comment).data, status=status.HTTP_201_CREATED)
+
+    # -- the rollout (platform, or the gateway's token: the promote permission)
+
+    def _rollout(self, release: Release) -> Response:
+        release.refresh_from_db(fields=["state"])
+        return Response(rollout_shape(release, rollout_of(release)))
+
+    @extend_schema(
+        summary="The rollout: stages as planned and carried out, the current one's verdict, "
+        "the earliest time at 100 % and how long a rollback takes",
+        responses={200: RolloutSerializer, 404: OpenApiResponse(description="No such release.")},
+    )
+    @action(detail=True, methods=["get"])
+    def rollout(self, request: Request, pk: str | None = None) -> Response:
+        return self._rollout(self.get_object())
+
+    @extend_schema(
+        summary="Start the rollout: stage 1 of the gray plan carries traffic",
+        request=None,
+        responses={200: RolloutSerializer, 409: CONFLICT, 422: GATES_FAILING},
+    )
+    @action(detail=True, methods=["post"])
+    def start(self, request: Request, pk: str | None = None) -> Response:
+        release = self.get_object()
+        self._verb(services.start_rollout, release)
+        return self._rollout(release)
+
+    @extend_schema(
+        summary="Promote: the stage carrying traffic ends and the next starts; into 100 % the "
+        "release is released and its revision live",
+        request=PromoteSerializer,
+        responses={200: RolloutSerializer, 409: CONFLICT},
+    )
+    @action(detail=True, methods=["post"])
+    def promote(self, request: Request, pk: str | None = None) -> Response:
+        release = self.get_object()
+        given = PromoteSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        self._verb(services.promote_release, release, note=given.validated_data["note"])
+        return self._rollout(release)
+
+    @extend_schema(
+        summary="Hold the stage carrying traffic until a person promotes it",
+        request=ReasonSerializer,
+        responses={200: RolloutSerializer, 409: CONFLICT},
+    )
+    @action(detail=True, methods=["post"])
+    def hold(self, request: Request, pk: str | None = None) -> Response:
+        release = self.get_object()
+        given = ReasonSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        self._verb(services.hold_release, release, reason=given.validated_data["reason"])
+        return self._rollout(release)
+
+    @extend_schema(
+        summary="Abort the rollout: the candidate's traffic goes back to the live revision",
+        request=ReasonSerializer,
+        responses={200: RolloutSerializer, 409: CONFLICT},
+    )
+    @action(detail=True, methods=["post"])
+    def abort(self, request: Request, pk: str | None = None) -> Response:
+        release = self.get_object()
+        given = ReasonSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        self._verb(services.abort_release, release, reason=given.validated_data["reason"])
+        return self._rollout(release)
+
+    @extend_schema(
+        summary="Correct how a finished release ended (close code) and link incidents",
+        request=CloseSerializer,
+        responses={200: ReleaseDetailSerializer, 409: CONFLICT},
+    )
+    @action(detail=True, methods=["post"])
+    def close(self, request: Request, pk: str | None = None) -> Response:
+        release = self.get_object()
+        given = CloseSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        self._verb(services.close_release, release, **given.validated_data)
+        return self._detail(release)
+
+    @extend_schema(
+        methods=["POST"],
+        summary="Post an observation of the stage carrying traffic (candidate beside the live "
+        "baseline); it is judged against the stage's guards and stored",
+        request=ObservationRequestSerializer,
+        responses={201: ObservationSerializer, 409: CONFLICT},
+    )
+    @extend_schema(
+        methods=["GET"],
+        summary="The observations of one stage, newest first (paginated)",
+        responses={200: ObservationSerializer(many=True)},
+    )
+    @action(
+        detail=True,
+        methods=["get", "post"],
+        url_path=r"stages/(?P<number>[0-9]{1,3})/observations",
+        url_name="stage-observations",
+    )
+    def observations(self, request: Request, pk: str | None = None, number: str = "") -> Response:
+        release = self.get_object()
+        if request.method == "GET":
+            found = (
+                Observation.objects.filter(stage__release=release, stage__number=int(number))
+                .select_related("stage", "posted_by")
+                .order_by("-created_at", "-pk")
+            )
+            page = self.paginate_queryset(found)
+            return self.get_paginated_response(ObservationSerializer(page, many=True).data)
+        given = ObservationRequestSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        observation = self._verb(
+            services.record_observation, release, stage_number=int(number), **given.validated_data
+        )
+        return Response(ObservationSerializer(observation).data, status=status.HTTP_201_CREATED)
 
 
 class _Refusal(Exception):

@@ -1,5 +1,12 @@
-from releases.forms.lists import ReleaseListFilter
+from releases.forms.lists import ReleaseListFilter, ServiceCatalogFilter
 from releases.forms.release import ReleaseForm
 from releases.forms.review import CommentForm, SignOffForm, WaiverForm
 
-__all__ = ["CommentForm", "ReleaseForm", "ReleaseListFilter", "SignOffForm", "WaiverForm"]
+__all__ = [
+    "CommentForm",
+    "ReleaseForm",
+    "ReleaseListFilter",
+    "ServiceCatalogFilter",
+    "SignOffForm",
+    "WaiverForm",
+]

@@ -6,9 +6,11 @@ import django_filters
 from django import forms
 from django.db.models import QuerySet
 
+from ledger.forms import CatalogFilter
 from ledger.models import Service
 from lib.forms import LiveFilterSet
-from releases.models import Release
+from releases.models import Release, Stage
+from releases.queries.readiness import VERDICTS
 
 
 class ReleaseListFilter(LiveFilterSet):
@@ -50,3 +52,36 @@ class ReleaseListFilter(LiveFilterSet):
         if start and end and start > end:
             self.form.add_error("date_to", "The period ends before it starts.")
         return super().filter_queryset(queryset)
+
+
+class ServiceCatalogFilter(CatalogFilter):
+    """The catalog's filters, and how ready each service is to roll back."""
+
+    readiness = django_filters.ChoiceFilter(
+        field_name="readiness_record__verdict",
+        choices=[(v, v) for v in VERDICTS] + [("unknown", "not judged yet")],
+        empty_label="Any readiness",
+        label="Rollback readiness",
+        method="by_readiness",
+        help_text="As of the last periodic refresh; the incident screen judges it live.",
+    )
+    rollout = django_filters.ChoiceFilter(
+        choices=[
+            ("in_flight", "rolling out"),
+            ("breached", "a guard breached"),
+            ("held", "held for a person"),
+        ],
+        empty_label="Any rollout",
+        label="Rollout",
+        method="by_rollout",
+    )
+
+    def by_readiness(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        if value == "unknown":
+            return queryset.filter(readiness_record__isnull=True)
+        return queryset.filter(readiness_record__verdict=value)
+
+    def by_rollout(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        stages = Stage.objects.filter(release__state=Release.State.ROLLING_OUT)
+        stages = stages.filter(state__in=Stage.ACTIVE_STATES if value == "in_flight" else [value])
+        return queryset.filter(pk__in=stages.values("release__service_id"))

@@ -18,7 +18,12 @@ from django.db.models import Case, F, IntegerField, OuterRef, Q, QuerySet, Subqu
 from ledger import queries as ledger_queries
 from ledger.models import Revision, Service
 from releases.models import Release, Stage
-from releases.queries.readiness import Readiness, previous_live_revision, rollback_readiness
+from releases.queries.readiness import (
+    NO_TARGET,
+    Readiness,
+    previous_live_revision,
+    rollback_readiness,
+)
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,8 @@ def plan_readiness(
     service: Service, plan: RollbackPlan, *, now: dt.datetime | None = None
 ) -> Readiness:
     """Whether the plan in force could be carried out now, with every reason."""
+    if plan.target is None:
+        return NO_TARGET
     return rollback_readiness(
         service,
         plan.target,

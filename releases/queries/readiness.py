@@ -45,6 +45,17 @@ class Readiness:
     last_verification: Run | None = None
 
 
+NO_TARGET = Readiness(
+    "not ready",
+    None,
+    [
+        Reason(
+            "not ready",
+            "there is no rollback target: no plan names one and no earlier revision has served",
+        )
+    ],
+)
+
 # How far back the serving history is read for the previous live revision.
 HISTORY_READ = 20
 
@@ -113,17 +124,7 @@ def rollback_readiness(
     now = now or timezone.now()
     target = target if target is not None else previous_live_revision(service)
     if target is None:
-        return Readiness(
-            "not ready",
-            None,
-            [
-                Reason(
-                    "not ready",
-                    "there is no rollback target: no plan names one and no "
-                    "earlier revision has served",
-                )
-            ],
-        )
+        return NO_TARGET
     reasons: list[Reason] = []
     if target.pk == service.live_revision_id and not in_flight:
         reasons.append(Reason("not ready", f"the target {target.label} is the live revision"))

@@ -16,17 +16,25 @@ from releases.serializers.releases import (
     WaiverSerializer,
     WithdrawRequestSerializer,
 )
+from releases.serializers.rollout import (
+    ObservationSerializer,
+    RollbackEventSerializer,
+    StageSerializer,
+)
 
 __all__ = [
     "CommentRequestSerializer",
     "CommentSerializer",
     "GateSerializer",
     "GatesRefusalSerializer",
+    "ObservationSerializer",
     "ReleaseDetailSerializer",
     "ReleaseSerializer",
     "ReleaseWriteSerializer",
+    "RollbackEventSerializer",
     "SignOffRequestSerializer",
     "SignOffSerializer",
+    "StageSerializer",
     "TransitionRefusalSerializer",
     "WaiverRequestSerializer",
     "WaiverSerializer",

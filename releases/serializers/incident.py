@@ -96,7 +96,7 @@ class RollbackSerializer(serializers.Serializer):
     )
 
 
-class RolloutSerializer(serializers.Serializer):
+class IncidentRolloutSerializer(serializers.Serializer):
     release = serializers.IntegerField()
     to_revision = serializers.CharField(help_text="The candidate's label, e.g. r4.")
     stage = serializers.IntegerField(allow_null=True)
@@ -148,7 +148,9 @@ class IncidentSerializer(serializers.Serializer):
     at = serializers.DateTimeField()
     live = LiveSerializer(allow_null=True)
     health = HealthSerializer()
-    rollout = RolloutSerializer(allow_null=True, help_text="The rollout in flight; null: none.")
+    rollout = IncidentRolloutSerializer(
+        allow_null=True, help_text="The rollout in flight; null: none."
+    )
     unauthorized_change = UnauthorizedSerializer(
         allow_null=True,
         help_text="A probe found the live backend serving something else; null: nothing open.",

@@ -12,6 +12,7 @@ aborted.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from decimal import Decimal
 from typing import Any
 
@@ -167,7 +168,11 @@ def _clean_raw(name: str, values: Any) -> list[float]:
     if len(values) > MAX_RAW_VALUES:
         raise ValidationError({name: f"At most {MAX_RAW_VALUES:,} values; got {len(values):,}."})
     for index, value in enumerate(values):
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not 0 <= value < math.inf
+        ):
             raise ValidationError(
                 {name: f"{name}[{index}]: expected a latency in ms (a number ≥ 0), got {value!r}."}
             )

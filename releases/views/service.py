@@ -16,7 +16,11 @@ from ledger.models import Event, Service
 from ledger.permissions import can_edit_team_objects
 from lib.actors import AuthenticatedHttpRequest
 from lib.charts import FigureSpec, figure_spec
+from releases import permissions
+from releases.models import RollbackEvent, UnauthorizedChange
 from releases.queries import pages as page_queries
+from releases.queries import plan as plans
+from releases.queries import rollout as rollout_queries
 from replay import queries as replay_queries
 
 if TYPE_CHECKING:
@@ -24,6 +28,7 @@ if TYPE_CHECKING:
 
 RECENT_EVENTS = 20
 SERVING_SHOWN = 3
+ROLLBACKS_SHOWN = 5
 
 
 class EventPageAttrs(TypedDict):
@@ -73,6 +78,32 @@ def _run_trend_context(service: Service) -> dict[str, object]:
     }
 
 
+def _rollback_context(
+    request: AuthenticatedHttpRequest,
+    service: Service,
+    serving: list[ledger_queries.ServingInterval],
+) -> dict[str, object]:
+    """The rollback section (templates/releases/_service_rollback.html)."""
+    plan = plans.rollback_plan(service, serving)
+    return {
+        "plan": plan,
+        "readiness": plans.plan_readiness(service, plan),
+        "rollout_stage": rollout_queries.in_flight([service.pk]).get(service.pk),
+        "unauthorized": list(
+            UnauthorizedChange.objects.filter(service=service, reconciled_at__isnull=True)
+            .select_related("backend", "expected_revision")
+            .order_by("-detected_at")
+        ),
+        "rollbacks": list(
+            RollbackEvent.objects.filter(service=service)
+            .select_related("to_revision")
+            .order_by("-started_at", "-pk")[:ROLLBACKS_SHOWN]
+        ),
+        "can_roll_back": permissions.can_record_rollback(request.user, service),
+        "can_reconcile": permissions.can_reconcile(request.user, service),
+    }
+
+
 @require_GET
 @login_required
 def service_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
@@ -88,6 +119,7 @@ def service_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse
     comparison = ledger_queries.live_vs_candidate(matrix)
     findings = ledger_queries.license_findings(service, live) if live else []
     open_releases, recent_releases = page_queries.service_releases(service)
+    serving = ledger_queries.serving_history(service, limit=SERVING_SHOWN)
     context: dict[str, object] = {
         "service": service,
         "live": live,
@@ -98,7 +130,7 @@ def service_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse
         "capabilities": ledger_queries.capabilities_of(live) if live else [],
         "revisions": revisions,
         "events": events,
-        "serving": ledger_queries.serving_history(service, limit=SERVING_SHOWN),
+        "serving": serving,
         "can_edit": can_edit_team_objects(request.user, service.team),
         # Replay composes onto the SRE's one screen: does it still behave?
         "health": replay_queries.live_health(service),
@@ -111,5 +143,6 @@ def service_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse
         "comparison_chart": _comparison_chart(comparison) if comparison else None,
     }
     context.update(_run_trend_context(service))
+    context.update(_rollback_context(request, service, serving))
     context["needs_plotly"] = comparison is not None or context["trend_chart"] is not None
     return render(request, "releases/service_detail.html", context)

@@ -13,6 +13,8 @@ from rest_framework.authtoken.models import Token
 
 from ledger import services
 from releases import services as release_services
+from releases.guards import guard_specs, judge_observation
+from releases.models import Observation, Release, RollbackEvent, Stage
 from replay import services as replay_services
 from replay.models import Probe, Run
 from tests.factories import UserFactory
@@ -85,6 +87,42 @@ def seed_api_data() -> dict[str, object]:
         to_revision=candidate,
         change_kind="model_upgrade",
         summary="A candidate",
+    )
+    # Rows as a rollout and a rollback leave them, with their nulls: a stage nobody started
+    # by hand, an observation the system posted, a rollback nobody recorded or finished.
+    now = timezone.now()
+    Release.objects.filter(pk=release.pk).update(
+        state="rolling_out", submitted_at=now, approved_at=now, rollout_started_at=now
+    )
+    stage = Stage.objects.create(
+        release=release,
+        number=1,
+        traffic_pct=5,
+        observation_minutes=60,
+        guards=guard_specs({"ttft_p95_ms": 800}),
+        state="held",
+        state_reason="the latest observation is inconclusive: a person decides",
+        started_at=now,
+    )
+    verdict, results = judge_observation(
+        stage.guards, candidate={"requests": 12}, baseline={"ttft_p95_ms": 640}
+    )
+    Observation.objects.create(
+        stage=stage,
+        window_start=now - dt.timedelta(minutes=10),
+        window_end=now,
+        candidate={"requests": 12},
+        baseline={"ttft_p95_ms": 640},
+        verdict=verdict,
+        guard_results=results,
+        created_at=now,
+    )
+    RollbackEvent.objects.create(
+        service=service,
+        to_revision=revision,
+        reason="the schema test needs a rollback",
+        started_at=now,
+        state="awaiting_confirmation",
     )
     return {
         "admin": admin,

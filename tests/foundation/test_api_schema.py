@@ -99,6 +99,11 @@ def _detail_parameters(data: dict) -> dict[str, list[dict]]:
         "/api/licenses/{spdx_id}/": [{"spdx_id": asset.license.spdx_id}],
         "/api/loadtests/{id}/": [{"id": report.pk}],
         "/api/releases/{id}/": [{"id": data["release"].pk}],
+        "/api/releases/{id}/rollout/": [{"id": data["release"].pk}],
+        "/api/releases/{id}/stages/{number}/observations/": [
+            {"id": data["release"].pk, "number": 1}
+        ],
+        "/api/services/{slug}/rollbacks/": [{"slug": "kb-assistant"}],
         "/api/replay/backends/{name}/": [{"name": "kb-backend"}],
         "/api/replay/backends/{name}/probes/": [{"name": "kb-backend"}],
         "/api/replay/runs/{id}/": [{"id": run.pk} for run in runs],

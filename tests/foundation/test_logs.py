@@ -75,7 +75,7 @@ def test_a_proxys_request_id_comes_back_and_is_on_every_line(client, owner, capt
     assert line["request_id"] == "edge-7f3a9c21"
     assert line["user_id"] == owner.pk
     assert (line["view"], line["route"], line["status"], line["method"]) == (
-        "ledger:service_list",
+        "releases:service_list",
         "services/",
         200,
         "GET",

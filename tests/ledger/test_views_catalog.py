@@ -191,9 +191,10 @@ def test_catalog_query_count_does_not_grow_with_the_services(
 
     # 1 session, 2 user, 3 the user's groups (roles) and 4 whether they belong to
     # a team (may they create?), 5 count of matching services, 6 the page of
-    # services joined with team, live revision, asset and runtime, 7 their task
-    # types (prefetch), 8 teams and 9 task types for the filter selects.
-    with django_assert_num_queries(9):
+    # services joined with team, live revision, asset, runtime and readiness, 7
+    # their task types (prefetch), 8 the rollouts in flight among them, 9 teams and
+    # 10 task types for the filter selects.
+    with django_assert_num_queries(10):
         response = client.get(CATALOG)
 
     assert len(services_in_catalog(response)) == min(count, 25)
@@ -207,7 +208,7 @@ def test_filtered_catalog_query_count_does_not_grow_either(
     client.force_login(owner)
 
     # As above, plus 2 lookups of the team and task type named in the filters.
-    with django_assert_num_queries(11):
+    with django_assert_num_queries(12):
         client.get(CATALOG, {"team": team.slug, "task_type": "rag", "engine": "vllm", "q": "svc"})
 
 
@@ -371,9 +372,12 @@ def test_service_page_query_count_does_not_grow_with_revisions_and_events(
     # days, 18 live-revision changes and 19 the numbers of the revisions they
     # made live; the releases: 20 the open ones and 21 the recently closed ones,
     # each with its revisions and filer, and 22 the lock rule's "referenced by a
-    # release past draft" over the revisions listed. The license is not gated, so
-    # no acceptance lookup.
-    with django_assert_num_queries(22):
+    # release past draft" over the revisions listed; the rollback section's 23 plan
+    # in force (none here, and no revision served before the live one: no target to
+    # judge), 24 rollout in flight, 25 open unauthorized changes, 26 recent rollbacks
+    # and 27 the reader's permissions. The license is not gated, so no acceptance
+    # lookup.
+    with django_assert_num_queries(27):
         response = client.get("/services/kb-assistant/")
 
     assert len(response.context["revisions"]) == 3 + extra_revisions

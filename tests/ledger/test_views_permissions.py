@@ -121,7 +121,7 @@ def test_owner_may_not_move_a_service_to_a_team_they_do_not_belong_to(client, ow
 
 
 READ_PAGES = [
-    ("ledger:service_list", []),
+    ("releases:service_list", []),
     ("releases:service_detail", ["kb-assistant"]),
     ("ledger:revision_detail", ["kb-assistant", 1]),
     ("ledger:asset_list", []),

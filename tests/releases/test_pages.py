@@ -431,10 +431,10 @@ def test_service_page_shows_open_and_recent_releases_in_constant_queries(
     for _ in range(extra):
         services.withdraw_release(file_release(world, owner), actor=owner)
     client.force_login(owner)
-    # As the ledger's service page tests count (22: serving history, run-evidence
-    # trend, the open and the recently closed releases included), plus 23 the
-    # latest probes of the backends this world has.
-    with django_assert_num_queries(23):
+    # As the ledger's service page tests count (27: serving history, run-evidence
+    # trend, the open and the recently closed releases and the rollback section
+    # included), plus 28 the latest probes of the backends this world has.
+    with django_assert_num_queries(28):
         response = client.get(reverse("releases:service_detail", args=[world.service.slug]))
     assert response.context["open_releases"] == [shown]
     assert len(response.context["recent_releases"]) == extra
