@@ -327,6 +327,7 @@ class ReleaseForm(forms.Form):
             kwargs["initial"] = initial_from(release)
         super().__init__(*args, **kwargs)
         self.service = service
+        self.release = release
         self.failed = failed or []
         revisions = Revision.objects.filter(service=service).select_related(
             "model_asset", "runtime"
@@ -447,12 +448,26 @@ class ReleaseForm(forms.Form):
                 "traffic_pct": _number(values["traffic_pct"]),
                 "observation_minutes": int(values["observation_minutes"]),
             }
-            guards = {part: _number(values[part]) for part in GUARDS if values[part] is not None}
+            guards = _merged_guards(
+                {part: _number(values[part]) for part in GUARDS if values[part] is not None},
+                self._stored_stage(row),
+            )
             if guards:
                 stage["guards"] = guards
+            for budget in ("failure_limit", "error_limit"):
+                if budget in self._stored_stage(row):
+                    stage[budget] = self._stored_stage(row)[budget]
             stages.append(stage)
         cleaned["gray_stages"] = stages
         return cleaned
+
+    def _stored_stage(self, row: int) -> dict[str, Any]:
+        """The stage as saved, for what the form's row does not show (relative, critical
+        and dry-run guards, budgets: set through the API, kept by the form)."""
+        stages = self.release.gray_stages if self.release is not None else []
+        if isinstance(stages, list) and row < len(stages) and isinstance(stages[row], dict):
+            return stages[row]
+        return {}
 
     def to_release_fields(self) -> dict[str, Any]:
         """The cleaned form as the keyword arguments of `create_release` / `update_release`."""
@@ -563,5 +578,27 @@ def initial_from(release: Release) -> dict[str, Any]:
         initial[stage_field_name(row, "observation_minutes")] = stage.get("observation_minutes")
         for part, value in (stage.get("guards") or {}).items():
             if part in GUARDS:
-                initial[stage_field_name(row, part)] = value
+                # A guard with more than a bound shows its bound; the rest is kept.
+                initial[stage_field_name(row, part)] = (
+                    value.get("max") if isinstance(value, dict) else value
+                )
     return initial
+
+
+def _merged_guards(bounds: dict[str, Any], stored: dict[str, Any]) -> dict[str, Any]:
+    """The row's absolute bounds over the stage's saved guards: a guard saved as an
+    object keeps its other settings, with the row's bound as its `max`."""
+    given = stored.get("guards")
+    saved: dict[str, Any] = given if isinstance(given, dict) else {}
+    merged: dict[str, Any] = {}
+    for part in GUARDS:
+        old, bound = saved.get(part), bounds.get(part)
+        if isinstance(old, dict):
+            rest = {key: value for key, value in old.items() if key != "max"}
+            rule = {**rest, "max": bound} if bound is not None else rest
+            if rule:
+                merged[part] = rule
+        elif bound is not None:
+            merged[part] = bound
+    merged.update({k: v for k, v in saved.items() if k not in GUARDS})
+    return merged

@@ -1,6 +1,8 @@
-"""What needs a person now, for the home page: the services of their teams that are not
-healthy or whose evidence has lapsed, the licenses waiting for their review, the
-releases waiting for their sign-off, and what changed in the last day. Every item
+"""What needs a person now, for the home page: rollouts whose guard breached (roll back
+first), held rollouts, rollbacks to confirm and unauthorized changes; the services of
+their teams that are not healthy or whose evidence has lapsed, the licenses waiting
+for their review, the releases waiting for their sign-off; and what changed in the
+last day. Every item
 names what is wrong and where to act."""
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Literal
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.urls import reverse
 from django.utils import timezone
 
@@ -17,7 +19,8 @@ from ledger.models import Event, LoadTestReport, ModelAsset, Service
 from ledger.permissions import can_approve_licenses
 from ledger.queries.staleness import evidence_status, newest_by_workload
 from lib.actors import Requester
-from releases.models import SignOff
+from releases import permissions
+from releases.models import Release, RollbackEvent, SignOff, Stage, UnauthorizedChange
 from releases.queries.waiting import waiting_for
 from replay import queries as replay_queries
 
@@ -28,6 +31,7 @@ MAX_LICENSES_LISTED = 10
 MAX_SIGNOFFS_LISTED = 10
 RECENT_WINDOW = dt.timedelta(hours=24)
 RECENT_LISTED = 10
+MAX_ROLLOUTS_LISTED = 10
 
 Urgency = Literal["act", "look"]
 
@@ -106,12 +110,82 @@ def _signoff_items(user: Requester, now: dt.datetime) -> list[AttentionItem]:
     return items
 
 
+def _rollout_items(user: Requester, team_services: QuerySet[Service]) -> list[AttentionItem]:
+    """Breached and held rollouts, rollbacks waiting for a confirmation and unauthorized
+    changes: fleet-wide for whoever may roll back, else on the person's teams' services."""
+    fleet = permissions.can_record_rollback(user)
+    if not fleet and not team_services.exists():
+        return []
+    scope = Q() if fleet else Q(service__in=team_services)
+    items: list[AttentionItem] = []
+    stages = (
+        Stage.objects.filter(
+            Q(release__state=Release.State.ROLLING_OUT)
+            & Q(state__in=(Stage.State.BREACHED, Stage.State.HELD))
+            & (Q() if fleet else Q(release__service__in=team_services))
+        )
+        .select_related("release__service")
+        .order_by("state", "-started_at")[:MAX_ROLLOUTS_LISTED]
+    )
+    for stage in stages:
+        release = stage.release
+        slug = release.service.slug
+        if stage.state == Stage.State.BREACHED:
+            items.append(
+                AttentionItem(
+                    "act",
+                    slug,
+                    f"roll back: a guard breached stage {stage.number} of release #{release.pk} "
+                    f"({stage.state_reason})",
+                    reverse("releases:incident", args=[slug]),
+                )
+            )
+        else:
+            items.append(
+                AttentionItem(
+                    "look",
+                    slug,
+                    f"stage {stage.number} of release #{release.pk} is held: {stage.state_reason}",
+                    reverse("releases:release_detail", args=[release.pk]) + "#rollout",
+                )
+            )
+    for rollback in (
+        RollbackEvent.objects.filter(scope, state=RollbackEvent.State.AWAITING_CONFIRMATION)
+        .select_related("service")
+        .order_by("-started_at")[:MAX_ROLLOUTS_LISTED]
+    ):
+        items.append(
+            AttentionItem(
+                "act",
+                rollback.service.slug,
+                f"rollback #{rollback.pk} waits for someone to confirm how it went",
+                reverse("releases:rollback_detail", args=[rollback.service.slug, rollback.pk]),
+            )
+        )
+    for change in (
+        UnauthorizedChange.objects.filter(scope, reconciled_at__isnull=True)
+        .select_related("service")
+        .order_by("-detected_at")[:MAX_ROLLOUTS_LISTED]
+    ):
+        what = ", ".join(str(item.get("what")) for item in change.found if isinstance(item, dict))
+        items.append(
+            AttentionItem(
+                "act",
+                change.service.slug,
+                f"unauthorized change: the live backend serves another {what or 'thing'} than "
+                "the ledger says",
+                reverse("releases:service_detail", args=[change.service.slug]) + "#unauthorized",
+            )
+        )
+    return items
+
+
 def attention_for(user: Requester, *, now: dt.datetime | None = None) -> Attention:
     """The person's to-do list, most urgent first (a bounded number of queries)."""
     now = now or timezone.now()
     services = _team_services(user)
     total = services.count()
-    items: list[AttentionItem] = []
+    items: list[AttentionItem] = _rollout_items(user, services)
     for service in services[:MAX_SERVICES_CHECKED]:
         items.extend(_service_items(service, now))
     if can_approve_licenses(user):

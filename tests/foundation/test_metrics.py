@@ -98,7 +98,9 @@ def test_requests_are_counted_per_view_name_and_status(client, owner):
 
     assert moved("ledger_http_requests_total", view="login", method="GET", status="302") == 1
     assert (
-        moved("ledger_http_requests_total", view="releases:service_list", method="GET", status="200")
+        moved(
+            "ledger_http_requests_total", view="releases:service_list", method="GET", status="200"
+        )
         == 2
     )
     assert moved("ledger_http_requests_total", view=metrics.UNRESOLVED_VIEW, status="404") == 1

@@ -109,6 +109,44 @@ def test_plain_form_post_saves_an_edit_of_the_draft(client, owner, release):
     ]
 
 
+def test_the_form_keeps_guard_settings_it_does_not_show(client, owner, world):
+    """Relative, critical and dry-run guards and budgets come through the API; editing
+    the bound of such a guard in the form keeps the rest of it."""
+    stages = [
+        {
+            "traffic_pct": 5,
+            "observation_minutes": 60,
+            "guards": {
+                "ttft_p95_ms": {"max": 900, "max_increase_pct": 20, "critical": True},
+                "error_rate_pct": 1,
+                "refusal_rate_pct": {"max": 2, "dry_run": True},
+            },
+            "failure_limit": 3,
+        },
+        {"traffic_pct": 100, "observation_minutes": 60},
+    ]
+    release = file_release(world, owner, gray_stages=stages)
+    client.force_login(owner)
+    page = client.get(reverse("releases:release_edit", args=[release.pk]))
+    form = page.context["form"]
+    assert form["stage_0_ttft_p95_ms"].value() == 900
+    data = _form_post(world, stage_0_ttft_p95_ms="850", stage_1_traffic_pct="100")
+    data["stage_1_observation_minutes"] = "60"
+    response = client.post(reverse("releases:release_edit", args=[release.pk]), data)
+    assert response.status_code == 302, response.context["form"].errors
+    release.refresh_from_db()
+    assert release.gray_stages[0] == {
+        "traffic_pct": 5,
+        "observation_minutes": 60,
+        "guards": {
+            "ttft_p95_ms": {"max_increase_pct": 20, "critical": True, "max": 850},
+            "error_rate_pct": 1,
+            "refusal_rate_pct": {"max": 2, "dry_run": True},
+        },
+        "failure_limit": 3,
+    }
+
+
 def test_bad_input_names_the_field_and_what_was_expected_and_saves_nothing(client, owner, world):
     client.force_login(owner)
     response = client.post(
