@@ -19,6 +19,8 @@ DEMO_SERVICES = {
     "support-summarizer": ("internal", "internal"),
     "code-review-bot": ("experimental", "internal"),
     "doc-translate": ("internal", "external"),
+    # Added by the releases demo, released through the ledger (releases/demo_rollouts.py).
+    "support-faq": ("internal", "internal"),
 }
 
 

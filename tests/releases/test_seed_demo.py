@@ -3,19 +3,30 @@
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from ledger.chain import verify_chain
 from releases import gates
-from releases.models import Release
+from releases.models import Release, RollbackEvent
 
 pytestmark = pytest.mark.django_db
 
 
 def test_seed_demo_makes_releases_in_every_state_once():
     call_command("seed_demo", "--quiet-logins")
-    releases = {r.state: r for r in Release.objects.select_related("service")}
-    assert set(releases) == {"draft", "submitted", "approved", "rejected", "rolling_out"}
+    by_service = {(r.service.slug, r.state): r for r in Release.objects.select_related("service")}
+    assert set(by_service) == {
+        ("doc-translate", "draft"),
+        ("kb-assistant", "submitted"),
+        ("support-summarizer", "approved"),
+        ("dataagent-sql", "rejected"),
+        ("dataagent-sql", "rolling_out"),
+        ("code-review-bot", "rolling_out"),
+        ("kb-assistant", "rolled_back"),
+        ("support-faq", "released"),
+    }
+    releases = {state: r for (slug, state), r in by_service.items() if slug != "code-review-bot"}
 
     draft = gates.assess(releases["draft"])
     assert any(g["key"] == "license" and g["status"] == "fail" for g in draft.gates)
@@ -28,5 +39,43 @@ def test_seed_demo_makes_releases_in_every_state_once():
     assert "overdue since" in emergency.gate("signoffs")["reason"]
 
     call_command("seed_demo", "--quiet-logins")
-    assert Release.objects.count() == 5
+    assert Release.objects.count() == 8
     assert verify_chain().ok
+
+
+def test_seed_demo_shows_every_variant_of_the_incident_screen(client):
+    """Stable, rolling out at 10 %, guard breached, rolled back, never released, target
+    not verified for 30 days: each on its own demo service."""
+    call_command("seed_demo", "--quiet-logins")
+    client.force_login(get_user_model().objects.get(username="sre"))
+
+    def screen(slug: str) -> dict:
+        return client.get(f"/api/services/{slug}/incident/").json()
+
+    breached = screen("code-review-bot")
+    assert breached["rollout"]["breached"] is True
+    assert "critical guard failed" in breached["rollout"]["why"]
+    html = client.get("/services/code-review-bot/incident/").content.decode()
+    assert "Roll back first" in html
+
+    rolling = screen("dataagent-sql")
+    assert (rolling["rollout"]["traffic_pct"], rolling["rollout"]["breached"]) == (10.0, False)
+
+    rolled_back = RollbackEvent.objects.get(service__slug="kb-assistant")
+    assert rolled_back.state == "succeeded"
+    assert screen("kb-assistant")["live"]["set_by"]["cause"] == {"rollback": rolled_back.pk}
+
+    stable = screen("support-faq")
+    assert stable["rollout"] is None
+    assert stable["live"]["set_by"]["cause"]["release"] is not None
+    assert stable["rollback"]["last_verification"]["verdict"] == "passed"
+
+    stale = screen("support-summarizer")["rollback"]
+    assert any(
+        "its last verification passed 31 days ago" in reason["text"]
+        for reason in stale["readiness"]["reasons"]
+    ), stale["readiness"]
+
+    never = screen("doc-translate")
+    assert never["rollback"]["plan_release"] is None
+    assert not Release.objects.filter(service__slug="doc-translate", state="released").exists()

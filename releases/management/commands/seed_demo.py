@@ -25,6 +25,7 @@ from ledger.demo.run_evidence import seed_fleet_run_evidence, seed_run_evidence
 from ledger.models import Event, Service
 from ledger.roles import Role
 from releases.demo import seed_releases
+from releases.demo_rollouts import seed_rollouts
 from replay.demo import seed_replay
 
 DEMO_PASSWORD = "demo"  # noqa: S105 - printed on purpose: demo logins for a local run
@@ -137,6 +138,12 @@ class Command(BaseCommand):
         releases = seed_releases()
         self.stdout.write(
             f"demo releases: {releases} added" if releases else "demo releases: kept as they are"
+        )
+        rollouts = seed_rollouts()
+        self.stdout.write(
+            f"demo rollouts and rollbacks: {rollouts} added"
+            if rollouts
+            else "demo rollouts and rollbacks: kept as they are"
         )
 
     def _fleet(self, count: int) -> None:
