@@ -1,5 +1,17 @@
 from releases.models.calendar import BlackoutWindow, StandardChangeTemplate
+from releases.models.exports import Export
 from releases.models.release import Release
 from releases.models.review import Comment, SignOff, Waiver
+from releases.models.webhooks import Delivery, WebhookSubscription
 
-__all__ = ["BlackoutWindow", "Comment", "Release", "SignOff", "StandardChangeTemplate", "Waiver"]
+__all__ = [
+    "BlackoutWindow",
+    "Comment",
+    "Delivery",
+    "Export",
+    "Release",
+    "SignOff",
+    "StandardChangeTemplate",
+    "Waiver",
+    "WebhookSubscription",
+]
