@@ -182,6 +182,9 @@ class _Hashing:
         self.size += len(data)
         return self.out.write(data)
 
+    def flush(self) -> None:
+        self.out.flush()
+
 
 def _tabular_chunks(
     record: RecordType, filters: AuditFilters, fmt: str, progress: _Progress
