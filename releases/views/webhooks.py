@@ -29,7 +29,7 @@ SESSION_SECRET_SLOT = "webhook-secret-{pk}"  # noqa: S105 - a session key name
 
 def _subscription(request: AuthenticatedHttpRequest, pk: int) -> WebhookSubscription:
     permissions.ensure_can_manage_webhooks(request.user)
-    subscription = WebhookSubscription.objects.filter(pk=pk).first()
+    subscription = WebhookSubscription.objects.select_related("created_by").filter(pk=pk).first()
     if subscription is None:
         raise Http404(f"No webhook subscription #{pk}.")
     return subscription
