@@ -1,6 +1,12 @@
 """Shapes of the releases API. Serializers validate and shape; writes go through
 `releases.services`. Services are named by slug, revisions by id, people by username."""
 
+from releases.serializers.exports import (
+    DeliverySerializer,
+    ExportSerializer,
+    WebhookSubscriptionCreatedSerializer,
+    WebhookSubscriptionSerializer,
+)
 from releases.serializers.releases import (
     CommentRequestSerializer,
     CommentSerializer,
@@ -20,6 +26,8 @@ from releases.serializers.releases import (
 __all__ = [
     "CommentRequestSerializer",
     "CommentSerializer",
+    "DeliverySerializer",
+    "ExportSerializer",
     "GateSerializer",
     "GatesRefusalSerializer",
     "ReleaseDetailSerializer",
@@ -30,5 +38,7 @@ __all__ = [
     "TransitionRefusalSerializer",
     "WaiverRequestSerializer",
     "WaiverSerializer",
+    "WebhookSubscriptionCreatedSerializer",
+    "WebhookSubscriptionSerializer",
     "WithdrawRequestSerializer",
 ]

@@ -12,7 +12,11 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from ledger import services
+from ledger.models import Event
 from releases import services as release_services
+from releases.models import Delivery
+from releases.records import AuditFilters
+from releases.services import exports, webhooks
 from replay import services as replay_services
 from replay.models import Probe, Run
 from tests.factories import UserFactory
@@ -86,6 +90,21 @@ def seed_api_data() -> dict[str, object]:
         change_kind="model_upgrade",
         summary="A candidate",
     )
+    # An export still queued (no file, no digest, no chain head yet), and a webhook
+    # subscription with one delivery not yet attempted (no response, no latency).
+    export = exports.request_export(actor=admin, format="bundle", filters=AuditFilters())
+    subscription = webhooks.create_subscription(
+        actor=admin,
+        name="Change board",
+        url="http://127.0.0.1:9/hooks",
+        event_types=["release.submitted"],
+    )
+    Delivery.objects.create(
+        subscription=subscription,
+        event=Event.objects.order_by("-sequence").first(),
+        event_type="release.submitted",
+        message_id="msg_seed",
+    )
     return {
         "admin": admin,
         "owner": owner,
@@ -93,6 +112,8 @@ def seed_api_data() -> dict[str, object]:
         "report": report,
         "run_summary": run_summary,
         "release": release,
+        "export": export,
+        "subscription": subscription,
     }
 
 
