@@ -186,9 +186,11 @@ class _Hashing:
         self.out.flush()
 
 
-def _tabular_chunks(
-    record: RecordType, filters: AuditFilters, fmt: str, progress: _Progress
+def record_chunks(
+    record: RecordType, filters: AuditFilters, fmt: str, progress: _Progress | None = None
 ) -> Iterator[bytes]:
+    """One record type's rows as CSV or JSON Lines bytes, streamed (also
+    `manage.py export_audit`'s)."""
     queryset = record.queryset(filters)
     plain = not (filters.tier or filters.narrows_releases)
     if fmt == "csv" and record.key == "events" and plain and connection.vendor == "postgresql":
@@ -196,10 +198,13 @@ def _tabular_chunks(
         # holds the connection until done, so progress is told after the file.
         assert filters.since is not None and filters.until is not None
         yield from copy_csv(filters.since, filters.until, service=filters.service or None)
-        progress.advance(0, f"wrote {record.key}.csv")
+        if progress is not None:
+            progress.advance(0, f"wrote {record.key}.csv")
         return
     lines = csv_lines if fmt == "csv" else jsonl_lines
-    rows = progress.counted(record.rows(queryset), f"writing {record.key}.{fmt}")
+    rows = record.rows(queryset)
+    if progress is not None:
+        rows = progress.counted(rows, f"writing {record.key}.{fmt}")
     for text in lines(record.columns, rows):
         yield text.encode()
 
@@ -215,7 +220,7 @@ def _write_tabular(
             digest = hashlib.sha256()
             size = 0
             with archive.open(path, "w", force_zip64=True) as member:
-                for chunk in _tabular_chunks(record, filters, export.format, progress):
+                for chunk in record_chunks(record, filters, export.format, progress):
                     digest.update(chunk)
                     size += len(chunk)
                     member.write(chunk)
@@ -245,6 +250,11 @@ def _jsonl_file(record: RecordType, filters: AuditFilters) -> RecordFile:
     return RecordFile(path=f"records/{record.key}.jsonl", lines=lines)
 
 
+def bundle_record_files(filters: AuditFilters) -> list[RecordFile]:
+    """The records a bundle carries besides its events (which `write_bundle` writes)."""
+    return [_jsonl_file(r, filters) for key, r in RECORD_TYPES.items() if key != "events"]
+
+
 def _write_bundle(out: IO[bytes], export: Export, filters: AuditFilters) -> tuple[int, str]:
     events = RECORD_TYPES["events"].queryset(filters)
     # The files the bundle will hold: one per record type, the chain segment, a BOM
@@ -262,7 +272,7 @@ def _write_bundle(out: IO[bytes], export: Export, filters: AuditFilters) -> tupl
         since=filters.since,
         until=filters.until,
         service=filters.service or None,
-        records=[_jsonl_file(r, filters) for key, r in RECORD_TYPES.items() if key != "events"],
+        records=bundle_record_files(filters),
         events=events,
         filters=dict(export.filters),
         on_file=lambda path: progress.advance(1, f"wrote {path}"),
@@ -429,8 +439,10 @@ __all__ = [
     "DownloadLink",
     "ExportNotReady",
     "build_export",
+    "bundle_record_files",
     "download_link",
     "filters_of",
     "open_signed_download",
+    "record_chunks",
     "request_export",
 ]

@@ -386,3 +386,29 @@ def test_the_api_names_the_bad_field(client, auditor, october):
 def test_the_api_refuses_others_the_list_too(client, owner, october):
     client.force_login(owner)
     assert client.get("/api/exports/").status_code == 403
+
+
+def test_the_command_writes_a_file_per_record_type_and_bundles_them(october, tmp_path):
+    from django.core.management import call_command
+
+    out = tmp_path / "csv"
+    call_command(
+        "export_audit", since="2026-10-01", until="2026-11-01", format="csv", output=str(out)
+    )
+    bundle = tmp_path / "oct.zip"
+    call_command(
+        "export_audit", since="2026-10-01", until="2026-11-01", format="bundle", output=str(bundle)
+    )
+
+    assert sorted(p.name for p in out.iterdir()) == [
+        "events.csv",
+        "releases.csv",
+        "signoffs.csv",
+        "waivers.csv",
+    ]
+    rows = list(csv.DictReader((out / "signoffs.csv").open(encoding="utf-8")))
+    assert len(rows) == 4 and {r["release"] for r in rows} == {str(october.pk)}
+    names = zipfile.ZipFile(bundle).namelist()
+    assert {"records/releases.jsonl", "records/signoffs.jsonl", "records/waivers.jsonl"} <= set(
+        names
+    )
