@@ -60,6 +60,7 @@ class ExportViewSet(
 ):
     serializer_class = ExportSerializer
     permission_classes = [IsAuthenticated]
+    reads_need_a_role = True  # the schema documents the 403 of reads (lib/schema.py)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
@@ -118,6 +119,7 @@ class WebhookSubscriptionViewSet(
 ):
     serializer_class = WebhookSubscriptionSerializer
     permission_classes = [IsAuthenticated]
+    reads_need_a_role = True  # the schema documents the 403 of reads (lib/schema.py)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)

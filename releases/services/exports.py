@@ -78,8 +78,13 @@ def _check_filters(filters: AuditFilters, fmt: str) -> None:
             errors[name] = f"{value!r} is not one of: {', '.join(allowed)}."
     if filters.service and not Service.objects.filter(slug=filters.service).exists():
         errors["service"] = f"No service is named {filters.service!r}."
-    if filters.since and filters.until and filters.until <= filters.since:
-        errors["until"] = "The period ends before it starts."
+    since, until = filters.since or EARLIEST, filters.until or timezone.now()
+    if until <= since:
+        errors["until"] = (
+            f"The period ends ({until:%Y-%m-%d %H:%M %Z}) before it starts "
+            f"({since:%Y-%m-%d %H:%M %Z}); without a start it starts on {EARLIEST:%Y-%m-%d}, "
+            "without an end it ends now."
+        )
     if errors:
         raise ValidationError(errors)
 

@@ -412,3 +412,16 @@ def test_the_command_writes_a_file_per_record_type_and_bundles_them(october, tmp
     assert {"records/releases.jsonl", "records/signoffs.jsonl", "records/waivers.jsonl"} <= set(
         names
     )
+
+
+def test_a_period_that_ends_before_the_default_start_names_the_end(client, auditor):
+    client.force_login(auditor)
+
+    response = client.post(
+        "/api/exports/",
+        {"format": "csv", "until": "2000-01-01T00:00:00Z"},
+        content_type="application/json",
+    )
+
+    assert response.status_code == 400
+    assert "without a start it starts on 2000-01-01" in response.json()["until"][0]
