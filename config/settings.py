@@ -343,6 +343,11 @@ SPECTACULAR_SETTINGS = {
         # The name replay's run state had before releases had a state of their own.
         "StateEnum": "replay.models.Run.State",
         "GateKeyEnum": "releases.policy.GATE_KEYS",
+        # Exports and webhooks: a format and states of their own.
+        "ExportFormatEnum": "releases.models.Export.Format",
+        "ExportStateEnum": "releases.models.Export.State",
+        "WebhookSubscriptionStateEnum": "releases.models.WebhookSubscription.State",
+        "DeliveryStateEnum": "releases.models.Delivery.State",
     },
 }
 

@@ -425,3 +425,17 @@ def test_a_period_that_ends_before_the_default_start_names_the_end(client, audit
 
     assert response.status_code == 400
     assert "without a start it starts on 2000-01-01" in response.json()["until"][0]
+
+
+def test_the_api_list_reads_in_a_constant_number_of_queries(
+    client, auditor, october, django_assert_num_queries
+):
+    for fmt in ("csv", "jsonl", "bundle"):
+        _request(auditor, fmt)
+    client.force_login(auditor)
+    client.get("/api/exports/")
+
+    # session, user, groups (the rule), the page's count, its rows with their requesters
+    with django_assert_num_queries(5):
+        response = client.get("/api/exports/")
+    assert response.json()["count"] == 3

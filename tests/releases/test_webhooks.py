@@ -356,3 +356,21 @@ def test_the_api_names_an_unknown_event_type(client, sre):
 
     assert response.status_code == 400
     assert "event_types" in response.json()
+
+
+def test_the_api_delivery_log_reads_in_a_constant_number_of_queries(
+    client, sre, release, owner, django_assert_num_queries
+):
+    subscription = subscribe(sre, "http://127.0.0.1:9/hooks", types=list(webhooks.EVENT_TYPES))
+    services.submit_release(release, actor=owner)
+    services.withdraw_release(release, actor=owner)
+    webhooks.dispatch()
+    client.force_login(sre)
+    url = f"/api/webhooks/{subscription.pk}/deliveries/"
+    client.get(url)
+
+    # session, user, groups (the rule), the subscription, the log's count, its rows
+    # with their events
+    with django_assert_num_queries(6):
+        response = client.get(url)
+    assert response.json()["count"] == 1  # submitted (withdrawn is no webhook type)
