@@ -8,6 +8,7 @@ from ledger.api import evidence as ledger_evidence
 from ledger.api import registry as ledger_registry
 from ledger.api import run_evidence as ledger_run_evidence
 from ledger.api import signing as ledger_signing
+from releases.api import exports as releases_exports
 from releases.api import incident as releases_incident
 from releases.api import releases as releases_api
 from releases.api import rollbacks as releases_rollbacks
@@ -32,6 +33,8 @@ router.register(
 )
 router.register("replay/runs", replay_runs.RunViewSet, basename="replay-run")
 router.register("releases", releases_api.ReleaseViewSet, basename="release")
+router.register("exports", releases_exports.ExportViewSet, basename="export")
+router.register("webhooks", releases_exports.WebhookSubscriptionViewSet, basename="webhook")
 
 app_name = "api"
 urlpatterns = [

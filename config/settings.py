@@ -343,6 +343,11 @@ SPECTACULAR_SETTINGS = {
         # The name replay's run state had before releases had a state of their own.
         "StateEnum": "replay.models.Run.State",
         "GateKeyEnum": "releases.policy.GATE_KEYS",
+        # Exports and webhooks: a format and states of their own.
+        "ExportFormatEnum": "releases.models.Export.Format",
+        "ExportStateEnum": "releases.models.Export.State",
+        "WebhookSubscriptionStateEnum": "releases.models.WebhookSubscription.State",
+        "DeliveryStateEnum": "releases.models.Delivery.State",
     },
 }
 
@@ -607,6 +612,36 @@ CELERY_BEAT_SCHEDULE["sweep-rollback-readiness"] = {
 CELERY_BEAT_SCHEDULE["record-unauthorized-changes"] = {
     "task": "record_unauthorized_changes",
     "schedule": float(RELEASES_DRIFT_EVERY_MINUTES * 60),
+}
+
+# Auditor exports (releases/services/exports.py): a download link, presigned on S3 or
+# signed by this site on the local folder, expires after EXPORT_LINK_EXPIRY_SECONDS.
+EXPORT_LINK_EXPIRY_SECONDS = env_int("EXPORT_LINK_EXPIRY_SECONDS", 300)
+# Outbound webhooks (releases/services/webhooks.py), posted only to hosts in
+# REPLAY_ALLOWED_HOSTS (the one outbound allow-list, replay/outbound.py). The dispatcher
+# reads new events every WEBHOOK_DISPATCH_EVERY_SECONDS; a failed delivery is retried
+# after WEBHOOK_RETRY_BASE_SECONDS, doubling up to WEBHOOK_RETRY_MAX_SECONDS, at most
+# WEBHOOK_MAX_ATTEMPTS times; a subscription failing for WEBHOOK_PAUSE_AFTER_HOURS is paused.
+WEBHOOK_DISPATCH_EVERY_SECONDS = env_int("WEBHOOK_DISPATCH_EVERY_SECONDS", 30)
+WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 10)
+WEBHOOK_RETRY_BASE_SECONDS = env_int("WEBHOOK_RETRY_BASE_SECONDS", 30)
+WEBHOOK_RETRY_MAX_SECONDS = env_int("WEBHOOK_RETRY_MAX_SECONDS", 3600)
+WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 10)
+WEBHOOK_PAUSE_AFTER_HOURS = env_int("WEBHOOK_PAUSE_AFTER_HOURS", 24)
+for _name, _value in (
+    ("EXPORT_LINK_EXPIRY_SECONDS", EXPORT_LINK_EXPIRY_SECONDS),
+    ("WEBHOOK_DISPATCH_EVERY_SECONDS", WEBHOOK_DISPATCH_EVERY_SECONDS),
+    ("WEBHOOK_TIMEOUT_SECONDS", WEBHOOK_TIMEOUT_SECONDS),
+    ("WEBHOOK_RETRY_BASE_SECONDS", WEBHOOK_RETRY_BASE_SECONDS),
+    ("WEBHOOK_RETRY_MAX_SECONDS", WEBHOOK_RETRY_MAX_SECONDS),
+    ("WEBHOOK_MAX_ATTEMPTS", WEBHOOK_MAX_ATTEMPTS),
+    ("WEBHOOK_PAUSE_AFTER_HOURS", WEBHOOK_PAUSE_AFTER_HOURS),
+):
+    if _value < 1:
+        raise ImproperlyConfigured(f"{_name}={_value} must be at least 1.")
+CELERY_BEAT_SCHEDULE["dispatch-webhooks"] = {
+    "task": "dispatch_webhooks",
+    "schedule": float(WEBHOOK_DISPATCH_EVERY_SECONDS),
 }
 
 # Health: how long /readyz waits for each dependency before calling it down.

@@ -21,7 +21,7 @@ ROLE_DUTIES: dict[str, str] = {
     Role.PLATFORM_SRE: "register backends, schedule and run replays, check what is live and how each service behaves, sign off releases for platform and waive a gate with a reason and an expiry",
     Role.SECURITY_COMPLIANCE: "approve or reject model licenses, record the acceptance of gated terms, sign off releases for security & compliance and waive a gate with a reason and an expiry",
     Role.BUSINESS_OWNER: "read every service, its evidence and its history, and sign off releases for the business owner",
-    Role.AUDITOR: "read everything and verify the event chain's integrity (exports arrive with the auditor's view)",
+    Role.AUDITOR: "read everything, filter the record on the Audit page, print any release's change record, export the record (CSV, JSON Lines or a signed evidence bundle) and verify the event chain's integrity",
 }
 
 

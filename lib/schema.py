@@ -7,7 +7,8 @@ this API can give, from what the operation takes:
 - 400 when it takes a body or query parameters: the body names each field (or
   JSON path) and what it accepts, a reference to a missing object included;
 - 401 always: every endpoint needs `Authorization: Token <key>`;
-- 403 when it writes: the caller's role or team may not;
+- 403 when it writes: the caller's role or team may not; when it reads too, on a
+  view that says so (`reads_need_a_role = True`: exports, webhooks);
 - 404 when its path names an object, or its list is paged (a page past the end).
 
 An operation that documents one of these itself (`extend_schema(responses=…)`)
@@ -52,7 +53,7 @@ class AutoSchema(openapi.AutoSchema):
                 self._validation_error(),
                 "Bad input: each field says what is wrong and what is accepted.",
             )
-        if self.method not in SAFE_METHODS:
+        if self.method not in SAFE_METHODS or getattr(self.view, "reads_need_a_role", False):
             refusals["403"] = (ErrorSerializer, "The caller's role or team may not do this.")
         if "path" in places or (self._is_list_view() and self._get_paginator()):
             refusals["404"] = (ErrorSerializer, "No such object, or no such page.")

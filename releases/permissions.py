@@ -274,3 +274,35 @@ def ensure_can_manage_calendar(actor: Actor) -> None:
         raise PermissionDenied(
             "Only platform can change standard change templates and blackout windows."
         )
+
+
+# ---------------------------------------------------------------- audit exports, webhooks
+
+# Who may take the record away: an export is a copy of everything, beyond reading a page.
+EXPORT_ROLES = (Role.AUDITOR, Role.SECURITY_COMPLIANCE)
+
+
+def can_request_exports(user: Requester) -> bool:
+    """Request an export and download it: auditors, security & compliance, superusers.
+    Reading the auditor's page and change records needs only to be signed in."""
+    return _signed_in(user) and (
+        user.is_superuser or any(has_role(user, role) for role in EXPORT_ROLES)
+    )
+
+
+def ensure_can_request_exports(actor: Actor) -> None:
+    if actor is not None and not can_request_exports(actor):
+        raise PermissionDenied(
+            "Only auditors and security & compliance can request or download exports."
+        )
+
+
+def can_manage_webhooks(user: Requester) -> bool:
+    """Create, pause, resume and delete webhook subscriptions, read their delivery logs
+    and send a delivery again: platform."""
+    return _signed_in(user) and (user.is_superuser or has_role(user, Role.PLATFORM_SRE))
+
+
+def ensure_can_manage_webhooks(actor: Actor) -> None:
+    if actor is not None and not can_manage_webhooks(actor):
+        raise PermissionDenied("Only platform can manage webhook subscriptions.")

@@ -1,8 +1,10 @@
-"""The releases app's Celery tasks. Their names are a public API (beat entries).
+"""The releases app's Celery tasks: verify a rollback, keep readiness fresh, record
+unauthorized changes, build an export, dispatch and deliver webhooks. Their names are
+a public API (beat entries, verb_noun).
 
 Each takes ids, re-fetches, returns early when the row is gone, and calls a verb;
-all are idempotent (a rollback concludes once; readiness is recomputed whole), so
-``acks_late`` is safe. The periodic ones take a lock.
+all are idempotent (a rollback concludes once; readiness is recomputed whole; an
+export is claimed once), so ``acks_late`` is safe. The periodic ones take a lock.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from django.db import transaction
 
 from ledger.models import Service
 from releases.models import RollbackEvent
-from releases.services import drift, readiness, rollbacks
+from releases.services import drift, exports, readiness, rollbacks, webhooks
 from replay import services as replay_services
 from replay.services.common import try_singleton_lock
 
@@ -72,3 +74,36 @@ def sweep_rollback_readiness() -> dict[str, int]:
 def record_unauthorized_changes() -> list[int]:
     """Periodic: each live backend whose latest probe found drift gets a record, once."""
     return [change.pk for change in drift.record_unauthorized_changes()]
+
+
+@shared_task(name="build_export")
+def build_export(export_id: int) -> dict[str, object]:
+    """Build a requested export. Idempotent: only a queued export is claimed, so a
+    redelivered task finds it building or built and does nothing."""
+    export = exports.build_export(export_id)
+    if export is None:
+        logger.info("export #%s: nothing to build (gone, built or being built)", export_id)
+        return {"export": export_id, "state": "skipped"}
+    logger.info("export #%s: %s, %s bytes", export.pk, export.state, export.size)
+    return {"export": export.pk, "state": export.state}
+
+
+@shared_task(name="dispatch_webhooks")
+def dispatch_webhooks() -> int:
+    """Beat, every WEBHOOK_DISPATCH_EVERY_SECONDS: queue the deliveries of new events.
+    A singleton: a second one at the same time returns at once."""
+    created = webhooks.dispatch()
+    if created:
+        logger.info("queued %d webhook deliveries", len(created))
+    return len(created)
+
+
+@shared_task(name="deliver_webhook", bind=True, max_retries=None)
+def deliver_webhook(self, delivery_id: int, manual: bool = False) -> str:
+    """One attempt of a delivery; a failed attempt is retried with back-off until the
+    delivery gives up (WEBHOOK_MAX_ATTEMPTS) or its subscription is paused."""
+    outcome = webhooks.deliver(delivery_id, manual=manual)
+    logger.info("webhook delivery %s: %s", delivery_id, outcome.state)
+    if outcome.retry_in is not None:
+        raise self.retry(countdown=outcome.retry_in)
+    return outcome.state

@@ -4,6 +4,7 @@ the root as `home` in config/urls.py). URL names equal the view functions."""
 from django.urls import path
 
 from releases.views import (
+    audit,
     catalog,
     incident,
     release_detail,
@@ -12,6 +13,7 @@ from releases.views import (
     rollback,
     rollout,
     service,
+    webhooks,
 )
 
 app_name = "releases"
@@ -58,6 +60,24 @@ urlpatterns = [
     path("releases/<int:pk>/signoffs/", release_detail.release_signoff, name="release_signoff"),
     path("releases/<int:pk>/waivers/", release_detail.release_waiver, name="release_waiver"),
     path("releases/<int:pk>/comments/", release_detail.release_comment, name="release_comment"),
+    path("releases/<int:pk>/change-record/", audit.change_record, name="change_record"),
+    path("audit/", audit.audit, name="audit"),
+    path("audit/exports/", audit.export_list, name="export_list"),
+    path("audit/exports/new/", audit.export_request, name="export_request"),
+    path("audit/exports/<int:pk>/", audit.export_detail, name="export_detail"),
+    path("audit/exports/<int:pk>/download/", audit.export_download, name="export_download"),
+    path("audit/exports/<int:pk>/file/<str:token>/", audit.export_file, name="export_file"),
+    path("webhooks/", webhooks.webhook_list, name="webhook_list"),
+    path("webhooks/new/", webhooks.webhook_new, name="webhook_new"),
+    path("webhooks/<int:pk>/", webhooks.webhook_detail, name="webhook_detail"),
+    path("webhooks/<int:pk>/pause/", webhooks.webhook_pause, name="webhook_pause"),
+    path("webhooks/<int:pk>/resume/", webhooks.webhook_resume, name="webhook_resume"),
+    path("webhooks/<int:pk>/delete/", webhooks.webhook_delete, name="webhook_delete"),
+    path(
+        "webhooks/<int:pk>/deliveries/<int:delivery_id>/resend/",
+        webhooks.webhook_resend,
+        name="webhook_resend",
+    ),
     path(
         "releases/<int:pk>/observations/",
         rollout.release_observation,

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import IO, Any
 
+from django.db.models import QuerySet
+
 from ledger import signing
 from ledger.chain import canonical_json
 from ledger.checkpoints import take_checkpoint
@@ -39,7 +41,7 @@ from ledger.exports.events import (
     segment_records,
 )
 from ledger.exports.tabular import jsonl_lines
-from ledger.models import LoadTestReport, Revision
+from ledger.models import Event, LoadTestReport, Revision
 
 FORMAT = "inference-release-ledger.bundle/1"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -57,10 +59,13 @@ class RecordFile:
 
 @dataclass
 class _Written:
+    on_file: Callable[[str], None] | None = None
     files: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, path: str, sha256: str, size: int) -> None:
         self.files.append({"path": path, "sha256": sha256, "size": size})
+        if self.on_file is not None:
+            self.on_file(path)
 
 
 def _write(archive: zipfile.ZipFile, written: _Written, path: str, chunks: Iterable[bytes]) -> str:
@@ -92,10 +97,20 @@ def write_bundle(
     until: dt.datetime,
     service: str | None = None,
     records: Iterable[RecordFile] = (),
+    events: QuerySet[Event] | None = None,
+    filters: dict[str, Any] | None = None,
+    on_file: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Write the bundle to `out`; answer its manifest."""
-    events = period_events(since, until, service=service)
-    written = _Written()
+    """Write the bundle to `out`; answer its manifest.
+
+    `events`: the period's events to list as records (default: the period's, of
+    `service` if given); the chain segment is always the whole period, so it stays
+    contiguous. `filters` are recorded in the manifest and the signed predicate
+    (default: the service). `on_file(path)` is told each file once it is written.
+    """
+    if events is None:
+        events = period_events(since, until, service=service)
+    written = _Written(on_file)
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         _write(
             archive,
@@ -129,7 +144,7 @@ def write_bundle(
         manifest = {
             "format": FORMAT,
             "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "filters": {"service": service},
+            "filters": filters if filters is not None else {"service": service},
             "period": {"since": since.isoformat(), "until": until.isoformat()},
             "chain_head": {"sequence": checkpoint.sequence, "hash": checkpoint.hash},
             "key_id": checkpoint.key_id,

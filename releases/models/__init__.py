@@ -1,12 +1,16 @@
 from releases.models.calendar import BlackoutWindow, StandardChangeTemplate
+from releases.models.exports import Export
 from releases.models.release import Release
 from releases.models.review import Comment, SignOff, Waiver
 from releases.models.rollback import ReadinessRecord, RollbackEvent, Runbook, UnauthorizedChange
 from releases.models.rollout import Observation, Stage
+from releases.models.webhooks import Delivery, WebhookSubscription
 
 __all__ = [
     "BlackoutWindow",
     "Comment",
+    "Delivery",
+    "Export",
     "Observation",
     "ReadinessRecord",
     "Release",
@@ -17,4 +21,5 @@ __all__ = [
     "StandardChangeTemplate",
     "UnauthorizedChange",
     "Waiver",
+    "WebhookSubscription",
 ]

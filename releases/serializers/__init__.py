@@ -1,6 +1,12 @@
 """Shapes of the releases API. Serializers validate and shape; writes go through
 `releases.services`. Services are named by slug, revisions by id, people by username."""
 
+from releases.serializers.exports import (
+    DeliverySerializer,
+    ExportSerializer,
+    WebhookSubscriptionCreatedSerializer,
+    WebhookSubscriptionSerializer,
+)
 from releases.serializers.releases import (
     CommentRequestSerializer,
     CommentSerializer,
@@ -25,6 +31,8 @@ from releases.serializers.rollout import (
 __all__ = [
     "CommentRequestSerializer",
     "CommentSerializer",
+    "DeliverySerializer",
+    "ExportSerializer",
     "GateSerializer",
     "GatesRefusalSerializer",
     "ObservationSerializer",
@@ -38,5 +46,7 @@ __all__ = [
     "TransitionRefusalSerializer",
     "WaiverRequestSerializer",
     "WaiverSerializer",
+    "WebhookSubscriptionCreatedSerializer",
+    "WebhookSubscriptionSerializer",
     "WithdrawRequestSerializer",
 ]

@@ -12,9 +12,12 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from ledger import services
+from ledger.models import Event
 from releases import services as release_services
 from releases.guards import guard_specs, judge_observation
-from releases.models import Observation, Release, RollbackEvent, Stage
+from releases.models import Delivery, Observation, Release, RollbackEvent, Stage
+from releases.records import AuditFilters
+from releases.services import exports, webhooks
 from replay import services as replay_services
 from replay.models import Probe, Run
 from tests.factories import UserFactory
@@ -124,6 +127,21 @@ def seed_api_data() -> dict[str, object]:
         started_at=now,
         state="awaiting_confirmation",
     )
+    # An export still queued (no file, no digest, no chain head yet), and a webhook
+    # subscription with one delivery not yet attempted (no response, no latency).
+    export = exports.request_export(actor=admin, format="bundle", filters=AuditFilters())
+    subscription = webhooks.create_subscription(
+        actor=admin,
+        name="Change board",
+        url="http://127.0.0.1:9/hooks",
+        event_types=["release.submitted"],
+    )
+    Delivery.objects.create(
+        subscription=subscription,
+        event=Event.objects.order_by("-sequence").first(),
+        event_type="release.submitted",
+        message_id="msg_seed",
+    )
     return {
         "admin": admin,
         "owner": owner,
@@ -131,6 +149,8 @@ def seed_api_data() -> dict[str, object]:
         "report": report,
         "run_summary": run_summary,
         "release": release,
+        "export": export,
+        "subscription": subscription,
     }
 
 

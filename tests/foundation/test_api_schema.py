@@ -119,6 +119,9 @@ def _detail_parameters(data: dict) -> dict[str, list[dict]]:
         "/api/run-summaries/{id}/": [{"id": data["run_summary"].pk}],
         "/api/services/{slug}/run-summaries/": [{"slug": "kb-assistant"}, {"slug": "sql-agent"}],
         "/api/teams/{slug}/": [{"slug": "kb-team"}],
+        "/api/exports/{id}/": [{"id": data["export"].pk}],
+        "/api/webhooks/{id}/": [{"id": data["subscription"].pk}],
+        "/api/webhooks/{id}/deliveries/": [{"id": data["subscription"].pk}],
     }
 
 

@@ -81,6 +81,16 @@ RULES: dict[str, Rule] = {
         page=lambda w: "/replay/sample-sets/import",
         api=lambda w: ("post", "/api/replay/sample-sets/import/"),
     ),
+    "request an audit export": Rule(
+        allows=lambda user, w: release_rules.can_request_exports(user),
+        page=lambda w: "/audit/exports/new/",
+        api=lambda w: ("post", "/api/exports/"),
+    ),
+    "manage webhook subscriptions": Rule(
+        allows=lambda user, w: release_rules.can_manage_webhooks(user),
+        page=lambda w: "/webhooks/new/",
+        api=lambda w: ("post", "/api/webhooks/"),
+    ),
     "change a release form": Rule(
         allows=lambda user, w: release_rules.can_edit_release(user, w.release),
         page=lambda w: f"/releases/{w.release.pk}/edit/",

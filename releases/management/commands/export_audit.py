@@ -1,5 +1,7 @@
-"""Export a period's records for an auditor: CSV or JSON Lines files, or an evidence bundle
-that proves itself offline (ledger/exports/). Streams: memory does not grow with the period.
+"""Export a period's records for an auditor: CSV or JSON Lines files (one per record type
+of `releases.records`: releases, sign-offs, waivers, events), or an evidence bundle that
+proves itself offline (ledger/exports/). Streams: memory does not grow with the period.
+The same writers build the exports requested on the Audit page and the API.
 
     manage.py export_audit --since 2026-10-01 --until 2026-11-01 --format bundle --output oct.zip
     manage.py export_audit --since 2026-10-01 --until 2026-11-01 --format csv --output oct/
@@ -8,17 +10,15 @@ that proves itself offline (ledger/exports/). Streams: memory does not grow with
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connection
 from django.utils.dateparse import parse_date, parse_datetime
 
 from ledger.exports.bundle import write_bundle
-from ledger.exports.events import EVENT_COLUMNS, copy_csv, event_rows, period_events
-from ledger.exports.tabular import csv_lines, jsonl_lines
 from lib.storable import offset_problem
+from releases.records import RECORD_TYPES, AuditFilters
+from releases.services.exports import bundle_record_files, record_chunks
 
 
 def _moment(name: str, text: str) -> dt.datetime:
@@ -65,12 +65,19 @@ class Command(BaseCommand):
             )
         output = Path(options["output"])
         service = options["service"]
+        filters = AuditFilters(since=since, until=until, service=service or "")
         if options["format"] == "bundle":
             if output.is_dir():
                 raise CommandError(f"--output {output} is a directory; a bundle is one .zip file")
             partial = output.with_name(output.name + ".partial")
             with partial.open("wb") as out:
-                manifest = write_bundle(out, since=since, until=until, service=service)
+                manifest = write_bundle(
+                    out,
+                    since=since,
+                    until=until,
+                    service=service,
+                    records=bundle_record_files(filters),
+                )
             partial.replace(output)  # nothing half written under the real name
             self.stdout.write(
                 self.style.SUCCESS(
@@ -80,20 +87,11 @@ class Command(BaseCommand):
             )
             return
         output.mkdir(parents=True, exist_ok=True)
-        target = output / f"events.{options['format']}"
-        partial = target.with_name(target.name + ".partial")
-        with partial.open("wb") as out:
-            for chunk in self._chunks(options["format"], since, until, service):
-                out.write(chunk)
-        partial.replace(target)  # nothing half written under the real name
-        self.stdout.write(self.style.SUCCESS(f"{target}: written"))
-
-    @staticmethod
-    def _chunks(
-        fmt: str, since: dt.datetime, until: dt.datetime, service: str | None
-    ) -> Iterator[bytes]:
-        if fmt == "csv" and connection.vendor == "postgresql":
-            return copy_csv(since, until, service=service)
-        lines = csv_lines if fmt == "csv" else jsonl_lines
-        rows = event_rows(period_events(since, until, service=service))
-        return (chunk.encode() for chunk in lines(EVENT_COLUMNS, rows))
+        for record in RECORD_TYPES.values():
+            target = output / f"{record.key}.{options['format']}"
+            partial = target.with_name(target.name + ".partial")
+            with partial.open("wb") as out:
+                for chunk in record_chunks(record, filters, options["format"]):
+                    out.write(chunk)
+            partial.replace(target)  # nothing half written under the real name
+            self.stdout.write(self.style.SUCCESS(f"{target}: written"))

@@ -1,0 +1,288 @@
+"""Benchmark: the SRE's incident screen, its API and "what was serving at T", then the
+incident API served by gunicorn to 64 concurrent clients.
+
+With `seed_demo --scale 2000` plus 20,000 releases (bulk rows over the fleet, as
+`releases_pages.py` seeds them), one fleet service is given what makes its screen
+busiest, through the verbs: a release rolling out at its second stage with
+observations, a plan in force, an open unauthorized change, a rollback waiting for
+confirmation and a runbook of its own. Then, through Django's test Client (the
+whole middleware and view stack, no network), for the page (logged in as the demo
+SRE), the API (a token) and `serving/?at=`: median, p95 and worst time over
+`--requests` requests after a warm-up, and the SQL queries of one request.
+
+Targets: the incident screen and its API under 30 ms median with at most 12 queries
+(the API; the page adds the session, its user and the reader's permissions);
+`serving/?at=` under 20 ms; gunicorn (`--workers` processes) serving the incident API
+to `--clients` concurrent clients on loopback for `--seconds` answers every request
+with 200.
+
+    DATABASE_URL=postgres://root@127.0.0.1:5432/ledger_bench \\
+        .venv/bin/python bench/incident_screen.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+import releases_pages  # noqa: E402  (the sibling benchmark's seeding)
+
+SCREEN_MS = 30
+SERVING_MS = 20
+API_QUERIES = 12
+
+
+def _busy_service():
+    """A fleet service with a rollout in flight, a plan, a finding, a rollback to confirm
+    and a runbook — what the screen reads at its busiest (made once, through the verbs)."""
+    from django.contrib.auth import get_user_model
+    from django.db import transaction
+    from django.db.models import Count
+
+    from ledger import services as ledger_services
+    from ledger.models import Service
+    from releases import services
+    from releases.models import Release, Stage
+    from releases.services.rollout import begin_stages
+    from replay.models import Backend, Probe
+
+    existing = Stage.objects.filter(
+        release__state="rolling_out", release__summary="bench: busy incident screen"
+    ).first()
+    if existing is not None:
+        return existing.release.service
+    people = get_user_model().objects.in_bulk(["owner", "sre", "admin"], field_name="username")
+    service = (
+        Service.objects.filter(slug__startswith="fleet-", live_revision__isnull=False)
+        .annotate(revisions_count=Count("revisions"))
+        .filter(revisions_count__gte=3)
+        .order_by("slug")
+        .first()
+    )
+    assert service is not None, "no fleet service with three revisions: seed the fleet first"
+    live = service.live_revision
+    candidate = ledger_services.new_revision_from(live, actor=None, gateway_policy_version="bench")
+    stages = [
+        {"traffic_pct": 10, "observation_minutes": 1, "guards": {"ttft_p95_ms": 900}},
+        {"traffic_pct": 50, "observation_minutes": 60, "guards": {"ttft_p95_ms": 900}},
+        {"traffic_pct": 100, "observation_minutes": 60},
+    ]
+    release = services.create_release(
+        actor=None,
+        filed_by=people["owner"],
+        service=service,
+        to_revision=candidate,
+        change_kind=Release.ChangeKind.ROUTING,
+        summary="bench: busy incident screen",
+        gray_stages=stages,
+        rollback_kind="model",
+        rollback_expected_minutes=8,
+        rollback_triggers=["p95 TTFT above 900 ms"],
+        path=Release.Path.EMERGENCY,
+        emergency_reason="bench",
+    )
+    # The gates are not what this measures: the release is put in flight as rows, then
+    # driven by the verbs.
+    now = dt.datetime.now(dt.UTC)
+    Release.objects.filter(pk=release.pk).update(
+        state="rolling_out", submitted_at=now, approved_at=now, rollout_started_at=now
+    )
+    release.refresh_from_db()
+    with transaction.atomic():
+        begin_stages(release, actor=None, now=now)
+    end = dt.datetime.now(dt.UTC)
+    for _ in range(3):
+        services.record_observation(
+            release,
+            actor=None,
+            window_start=end - dt.timedelta(minutes=5),
+            window_end=end,
+            candidate={"requests": 900, "ttft_p95_ms": 500},
+            baseline={"ttft_p95_ms": 480},
+        )
+    services.promote_release(release, actor=None)
+    backend = Backend.objects.create(
+        name=f"{service.slug}-bench-live",
+        revision=live,
+        base_url="http://10.0.0.1:8000",
+        model_name=service.slug,
+    )
+    Probe.objects.create(
+        backend=backend,
+        fingerprint=live.fingerprint,
+        started_at=end,
+        reachable=True,
+        drift=[{"what": "engine_version", "registered": "0.6.3", "reported": "0.7.0"}],
+    )
+    services.record_unauthorized_changes()
+    services.set_playbook(
+        service,
+        actor=None,
+        mode="slow_first_token",
+        diagnosis="Gateway\nEngine",
+        recovery="Roll back",
+    )
+    return service
+
+
+def _time(client, path: str, requests: int, headers: dict) -> tuple[list[float], int, int]:
+    return releases_pages._measure(client, path, requests, headers)
+
+
+def _report(label: str, times: list[float], queries: int, target_ms: float) -> bool:
+    cuts = statistics.quantiles(times, n=20, method="inclusive")
+    median, p95 = statistics.median(times) * 1000, cuts[18] * 1000
+    print(
+        f"{label:<34} median {median:6.1f} ms  p95 {p95:6.1f} ms  "
+        f"max {max(times) * 1000:6.1f} ms  {queries:3d} queries  (target < {target_ms} ms)"
+    )
+    return median < target_ms
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def _hammer(url: str, token: str, clients: int, seconds: float) -> tuple[int, dict, list]:
+    import httpx
+
+    codes: dict[object, int] = {}
+    latencies: list[float] = []
+    deadline = time.monotonic() + seconds
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(
+        headers={"Authorization": f"Token {token}"}, timeout=30, limits=limits
+    ) as client:
+
+        async def one() -> None:
+            while time.monotonic() < deadline:
+                started = time.perf_counter()
+                try:
+                    response = await client.get(url)
+                    key: object = response.status_code
+                except httpx.HTTPError as error:
+                    key = type(error).__name__
+                latencies.append(time.perf_counter() - started)
+                codes[key] = codes.get(key, 0) + 1
+
+        await asyncio.gather(*(one() for _ in range(clients)))
+    return sum(codes.values()), codes, latencies
+
+
+def _gunicorn(slug: str, token: str, args) -> bool:
+    port = _free_port()
+    env = {**os.environ, "DEBUG": os.environ.get("DEBUG", "true"), "LOG_LEVEL": "WARNING"}
+    env.setdefault("ALLOWED_HOSTS", "127.0.0.1,localhost")
+    process = subprocess.Popen(
+        [
+            str(ROOT / ".venv/bin/gunicorn"),
+            "config.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(args.workers),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/api/services/{slug}/incident/"
+        import httpx
+
+        for _ in range(600):  # wait for the workers to answer (bounded: a hang, not load)
+            try:
+                if httpx.get(url, headers={"Authorization": f"Token {token}"}).status_code:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        total, codes, latencies = asyncio.run(_hammer(url, token, args.clients, args.seconds))
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+    cuts = statistics.quantiles(latencies, n=100, method="inclusive")
+    print(
+        f"gunicorn, {args.workers} workers, {args.clients} clients, {args.seconds:.0f} s: "
+        f"{total} requests ({total / args.seconds:.0f}/s), answers {codes}, "
+        f"p50 {statistics.median(latencies) * 1000:.0f} ms, p99 {cuts[98] * 1000:.0f} ms"
+    )
+    return set(codes) == {200}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scale", type=int, default=2000, help="fleet services wanted (2000)")
+    parser.add_argument("--releases", type=int, default=20_000, help="releases wanted (20,000)")
+    parser.add_argument("--requests", type=int, default=50, help="timed requests a page (50)")
+    parser.add_argument("--clients", type=int, default=64, help="concurrent clients (64)")
+    parser.add_argument("--seconds", type=float, default=30, help="load duration (30)")
+    parser.add_argument("--workers", type=int, default=4, help="gunicorn workers (4)")
+    args = parser.parse_args()
+
+    releases_pages._setup_django()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import setup_test_environment
+    from rest_framework.authtoken.models import Token
+
+    from ledger.models import Event, Service
+    from releases.models import Release
+
+    setup_test_environment()
+    print(f"database: {connection.vendor} {connection.settings_dict['NAME']}")
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"machine: {os.cpu_count()} CPUs, load average {load}; {args.requests} requests each")
+    fleet = Service.objects.filter(slug__startswith="fleet-").count()
+    if fleet < args.scale:
+        print(f"{fleet} fleet services; seeding up to {args.scale} (seed_demo --scale) …")
+        call_command("seed_demo", scale=args.scale, quiet_logins=True)
+    releases_pages._seed_releases(args.releases)
+    service = _busy_service()
+    print(
+        f"data: {Service.objects.count()} services, {Release.objects.count()} releases, "
+        f"{Event.objects.count()} events; measured: {service.slug}"
+    )
+    sre = get_user_model().objects.get(username="sre")
+    token, _ = Token.objects.get_or_create(user=sre)
+    page = Client()
+    page.force_login(sre)
+    api = Client(headers={"Authorization": f"Token {token.key}"})
+    at = dt.datetime.now(dt.UTC).isoformat()
+    ok = True
+    times, queries, status = _time(page, f"/services/{service.slug}/incident/", args.requests, {})
+    ok &= status == 200 and _report("incident screen (page)", times, queries, SCREEN_MS)
+    times, queries, status = _time(
+        api, f"/api/services/{service.slug}/incident/", args.requests, {}
+    )
+    ok &= status == 200 and queries <= API_QUERIES
+    ok &= _report("incident API", times, queries, SCREEN_MS)
+    serving = f"/api/services/{service.slug}/serving/?at={at.replace('+', '%2B')}"
+    times, queries, status = _time(api, serving, args.requests, {})
+    ok &= status == 200 and _report("serving/?at=", times, queries, SERVING_MS)
+    connection.close()
+    ok &= _gunicorn(service.slug, token.key, args)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
