@@ -17,6 +17,7 @@ from ledger.chain import verify_chain
 from ledger.models import Event
 from releases import services
 from releases.models import RollbackEvent, UnauthorizedChange
+from releases.queries.plan import plan_readiness, rollback_plan
 from releases.services import TransitionRefused
 from replay.models import Run
 from tests.releases.factories import observe, roll_out
@@ -250,3 +251,34 @@ def test_a_promote_racing_a_rollback_is_refused_not_doubled(world, release, owne
     with pytest.raises(TransitionRefused, match="is aborted"):
         services.promote_release(rolling, actor=sre)
     assert Run.objects.filter(trigger="verification").count() <= 1
+
+
+def test_the_sweep_queues_the_verification_of_a_target_that_is_due_once(world, released, sre):
+    from releases import tasks
+    from releases.models import ReadinessRecord
+    from releases.services.readiness import reverify_due_target
+
+    make_set(world.verification_set.name, [sample("v1", "fake: reply=ok")])
+    # The plan's target (the live revision before the release) was verified 5 days ago:
+    # past half of production's 7-day limit, so it is due.
+    Run.objects.filter(pk=world.verification.pk).update(
+        finished_at=timezone.now() - dt.timedelta(days=5)
+    )
+    result = tasks.sweep_rollback_readiness.apply().get()
+    assert result["queued"] == 1
+    queued = Run.objects.get(trigger="verification", state="queued")
+    assert (queued.revision, queued.backend) == (world.live, world.live_backend)
+    assert queued.sample_set.name == world.verification_set.name
+    assert reverify_due_target(world.service) is None  # one is already queued
+    record = ReadinessRecord.objects.get(service=world.service)
+    world.service.refresh_from_db()
+    judged = plan_readiness(world.service, rollback_plan(world.service))
+    assert (record.target, record.verdict) == (world.live, judged.verdict)
+    assert record.reasons == [{"verdict": r.verdict, "text": r.text} for r in judged.reasons]
+
+
+def test_a_recently_verified_target_is_not_verified_again(world, released):
+    from releases.services.readiness import reverify_due_target
+
+    assert reverify_due_target(world.service) is None
+    assert not Run.objects.filter(trigger="verification", state="queued").exists()
