@@ -26,6 +26,7 @@ from typing import Any
 from django.utils import timezone
 
 from ledger import services as ledger_services
+from ledger.demo.run_evidence import seed_run_evidence
 from ledger.models import Revision, Service, TaskType
 from releases import services
 from releases.demo import (
@@ -271,6 +272,7 @@ def seed_rollouts() -> int:
     _rolled_back(people)
     _stable_service(people)
     _stale_target()
+    seed_run_evidence(["support-faq"])
     from releases.services.readiness import refresh_readiness
 
     for pk in Service.objects.values_list("pk", flat=True):

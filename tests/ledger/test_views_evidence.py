@@ -648,8 +648,11 @@ def test_service_page_query_count_does_not_grow_with_reports(
     # backends (none, so no probes or runs queries) and 14 regressed runs, the
     # run-evidence trend's 15 days, 16 live-revision changes and 17 their revisions,
     # the serving history's 18 events and 19 revisions, 20 open and 21 recently
-    # closed releases, and 22 the lock rule over the revisions listed.
-    with django_assert_num_queries(22):
+    # closed releases, 22 the lock rule over the revisions listed, and the rollback
+    # section's 23 plan in force (none; nothing served before the live revision: no
+    # target to judge), 24 rollout in flight, 25 unauthorized changes, 26 recent
+    # rollbacks and 27 the reader's permissions.
+    with django_assert_num_queries(27):
         response = client.get("/services/kb-assistant/")
 
     assert len(response.context["matrix_blocks"]) == 2

@@ -73,13 +73,20 @@ def test_counts_per_record_type_follow_the_filters(client, auditor, record):
         "releases": 1,
         "signoffs": 4,
         "waivers": 1,
+        "rollbacks": 0,
         "events": Event.objects.filter(service=record["kb"].service).count(),
     }
     # Sign-offs, waivers and events follow their release's change kind.
     draft_events = Event.objects.filter(
         subject_type="releases.release", subject_id=str(record["draft"].pk)
     ).count()
-    assert _counts(engine) == {"releases": 1, "signoffs": 0, "waivers": 0, "events": draft_events}
+    assert _counts(engine) == {
+        "releases": 1,
+        "signoffs": 0,
+        "waivers": 0,
+        "rollbacks": 0,
+        "events": draft_events,
+    }
     assert _counts(november)["releases"] == 1
     assert _counts(november)["signoffs"] == 0
     assert list(november.context["page"].object_list) == [record["draft"]]
@@ -149,10 +156,35 @@ def test_the_page_reads_in_a_constant_number_of_queries(
     client.force_login(auditor)
     client.get(reverse("releases:audit"))  # the session and the user's roles, cached
 
-    # session, user, groups (roles), 4 counts, the page's count, the page's rows
-    with django_assert_num_queries(9):
+    # session, user, groups (roles), 5 counts, the page's count, the page's rows
+    with django_assert_num_queries(10):
         response = client.get(reverse("releases:audit"), {"type": "releases"})
     assert response.status_code == 200
+
+
+def test_a_rollback_is_a_record_the_filters_narrow(client, auditor, record, sre):
+    """A rollback of a release follows the release's filters; the period is its start."""
+    kb = record["kb"]
+    kb.live_backend.enabled = False
+    kb.live_backend.save(update_fields=["enabled"])
+    with time_machine.travel(OCT + dt.timedelta(days=5), tick=False):
+        services.start_rollout(record["approved"], actor=sre)
+        rollback = services.record_rollback(kb.service, actor=sre, reason="p95 TTFT doubled")
+    client.force_login(auditor)
+    rows = client.get(reverse("releases:audit"), {"type": "rollbacks", "service": "kb-assistant"})
+    assert list(rows.context["page"].object_list) == [rollback]
+    assert "p95 TTFT doubled" in rows.content.decode()
+    assert (
+        _counts(client.get(reverse("releases:audit"), {"service": "sql-agent"}))["rollbacks"] == 0
+    )
+    assert (
+        _counts(client.get(reverse("releases:audit"), {"change_kind": "model_upgrade"}))[
+            "rollbacks"
+        ]
+        == 1
+    )
+    november = client.get(reverse("releases:audit"), {"date_from": "2026-11-01"})
+    assert _counts(november)["rollbacks"] == 0
 
 
 def test_only_exporters_are_offered_the_export_form(client, auditor, owner, record):

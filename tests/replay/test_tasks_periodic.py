@@ -48,6 +48,11 @@ def test_beat_runs_the_reaper_and_the_probe_sweep():
         # Retention sweeps, daily.
         "purge_expired_outputs": 86400.0,
         "purge_expired_request_data": 86400.0,
+        # The releases app's: rollback readiness and due verifications, probes' drift
+        # on live backends, and outbound webhooks.
+        "sweep_rollback_readiness": 900.0,
+        "record_unauthorized_changes": 300.0,
+        "dispatch_webhooks": 30.0,
     }
 
 
