@@ -15,7 +15,7 @@ import datetime as dt
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
 from ledger.chain import append_event
@@ -27,16 +27,19 @@ from replay.models import Probe
 
 
 def _latest_live_probes() -> list[Probe]:
-    """The latest reachable probe of every backend serving its service's live revision."""
+    """The latest reachable probe of every backend serving its service's live revision
+    (a correlated subquery rather than DISTINCT ON: SQLite runs it too)."""
+    latest = (
+        Probe.objects.filter(backend=OuterRef("backend"), reachable=True)
+        .order_by("-started_at", "-pk")
+        .values("pk")[:1]
+    )
     return list(
         Probe.objects.filter(
-            reachable=True,
+            pk=Subquery(latest),
             backend__enabled=True,
             backend__revision=F("backend__revision__service__live_revision"),
-        )
-        .select_related("backend__revision__service")
-        .order_by("backend_id", "-started_at")
-        .distinct("backend_id")
+        ).select_related("backend__revision__service")
     )
 
 
