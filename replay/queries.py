@@ -10,7 +10,8 @@ from collections.abc import Iterable
 from typing import Any, Literal, TypedDict
 
 from django.conf import settings
-from django.db.models import Count, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Sum, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from ledger.models import Revision, Service
@@ -56,34 +57,62 @@ def latest_verdicts(sample_set_names: Iterable[str], revision: Revision) -> dict
 
     Sets with no finished run on the revision are missing from the answer.
     """
-    names = list(dict.fromkeys(sample_set_names))
-    if not names:
+    found = latest_verdicts_of_pairs((name, revision.pk) for name in sample_set_names)
+    return {name: run for (name, _), run in found.items()}
+
+
+def latest_verdicts_of_pairs(pairs: Iterable[tuple[str, int]]) -> dict[tuple[str, int], Run]:
+    """`latest_verdict` of many (set name, revision id) pairs, keyed by the pair: one query
+    however many pairs (the gates of a list of releases).
+
+    Pairs with no finished run are missing from the answer.
+    """
+    wanted = set(pairs)
+    if not wanted:
         return {}
-    newest = Q()
-    for name in names:
-        newest |= Q(
-            pk=Subquery(
-                Run.objects.filter(
-                    sample_set__name=name, revision=revision, state=Run.State.FINISHED
-                )
-                .order_by("-finished_at")
-                .values("pk")[:1]
-            )
-        )
-    runs = Run.objects.filter(newest).select_related("backend", "sample_set", "baseline")
-    return {run.sample_set.name: run for run in runs}
+    runs = _newest_per(
+        Run.objects.filter(
+            revision_id__in={revision for _, revision in wanted},
+            sample_set__name__in={name for name, _ in wanted},
+            state=Run.State.FINISHED,
+        ),
+        "revision_id",
+        "sample_set__name",
+    ).select_related("backend", "sample_set", "baseline")
+    found = {(run.sample_set.name, run.revision_id): run for run in runs}
+    # The filter is the cross product of names and revisions: keep the pairs asked.
+    return {pair: run for pair, run in found.items() if pair in wanted}
 
 
 def last_verification(revision: Revision) -> Run | None:
     """The latest finished rollback-target verification run on a revision ("last verified")."""
-    return (
+    return last_verifications([revision.pk]).get(revision.pk)
+
+
+def last_verifications(revision_ids: Iterable[int]) -> dict[int, Run]:
+    """`last_verification` of many revisions, by revision id: one query, none for no ids."""
+    ids = set(revision_ids)
+    if not ids:
+        return {}
+    runs = _newest_per(
         Run.objects.filter(
-            revision=revision, trigger=Run.Trigger.VERIFICATION, state=Run.State.FINISHED
+            revision_id__in=ids, trigger=Run.Trigger.VERIFICATION, state=Run.State.FINISHED
+        ),
+        "revision_id",
+    ).select_related("backend", "sample_set")
+    return {run.revision_id: run for run in runs}
+
+
+def _newest_per(runs: QuerySet[Run], *partition: str) -> QuerySet[Run]:
+    """Of `runs`, the latest finished of each partition, in one statement (a window
+    function, so SQLite answers it too)."""
+    return runs.annotate(
+        newest=Window(
+            RowNumber(),
+            partition_by=[F(name) for name in partition],
+            order_by=[F("finished_at").desc(), F("pk").desc()],
         )
-        .select_related("backend", "sample_set")
-        .order_by("-finished_at")
-        .first()
-    )
+    ).filter(newest=1)
 
 
 def backend_trend(backend: Backend, limit: int = 30) -> list[TrendPoint]:

@@ -62,14 +62,16 @@ def waiting_for_me(request: AuthenticatedHttpRequest) -> HttpResponse:
     now = timezone.now()
     labels = dict(SignOff.Role.choices)
     rows = []
-    # The gates of each are computed (a constant number of queries each): show the
-    # most urgent few, which are the ones to sign first.
-    for item in waiting[:WAITING_LISTED]:
-        assessment = release_gates.assess(item.release)
+    # The most urgent few, which are the ones to sign first; their gates are assessed
+    # together, in as many queries as one release's.
+    listed = waiting[:WAITING_LISTED]
+    assessments = release_gates.assess_many([item.release for item in listed])
+    for item, assessment in zip(listed, assessments, strict=True):
         keys = [*item.gates_of_interest, "signoffs"]
         rows.append(
             {
-                "release": item.release,
+                # As the gates loaded it: with its from-revision, which the row shows.
+                "release": assessment.release,
                 "gates": [g for key in keys if (g := assessment.gate(key)) is not None],
                 "role_labels": [labels[role] for role in item.roles],
                 "overdue": assessment.overdue

@@ -440,6 +440,33 @@ def test_service_page_shows_open_and_recent_releases_in_constant_queries(
     assert len(response.context["recent_releases"]) == extra
 
 
+@pytest.mark.parametrize("count", [1, 10])
+def test_waiting_for_me_query_count_is_constant(
+    client, owner, world, sre, count, django_assert_num_queries
+):
+    for _ in range(count):
+        services.submit_release(file_release(world, owner), actor=owner)
+    client.force_login(sre)
+    url = reverse("releases:waiting_for_me")
+    client.get(url)  # warm the content types
+    # Whatever the number of releases listed: 1 session, 2 user, 3 the reader's
+    # roles, 4 the releases awaiting a signature and 5 their standing sign-offs;
+    # then the gates of all of them at once: 6 the releases with every part the
+    # gates and the rows read, 7 the candidates' reports, 8 the latest runs of
+    # the required sets, 9 the rollback targets' last verifications, 10 blackout
+    # windows, 11 waivers and 12 sign-offs.
+    with django_assert_num_queries(12):
+        response = client.get(url)
+    rows = response.context["rows"]
+    assert len(rows) == count
+    platform_reads = ["image_pinned", "rollback_plan", "gray_plan", "blackout", "load_evidence"]
+    for row in rows:
+        assert [(g["key"], g["status"]) for g in row["gates"]] == [
+            *((key, "pass") for key in platform_reads),
+            ("signoffs", "pending"),
+        ]
+
+
 def _busy(release, owner, signers, comments):
     """A release with sign-offs, comments and events to list."""
     services.submit_release(release, actor=owner)
