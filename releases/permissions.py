@@ -40,6 +40,14 @@ def can_file_release(user: Requester, service: Service) -> bool:
     return can_edit_team_objects(user, service.team)
 
 
+def can_file_some_release(user: Requester) -> bool:
+    """Whether any service at all has the person as a model owner of its team."""
+    from ledger.models import Service
+    from ledger.permissions import editable_teams
+
+    return _signed_in(user) and Service.objects.filter(team__in=editable_teams(user)).exists()
+
+
 def can_edit_release(user: Requester, release: Release) -> bool:
     """Change the form, submit or withdraw it: a model owner of the team, while it is open."""
     return can_file_release(user, release.service)
@@ -124,6 +132,14 @@ def ensure_can_file(actor: Actor, service: Service) -> None:
     if actor is not None and not can_file_release(actor, service):
         raise PermissionDenied(
             f"Only model owners of team {service.team.slug!r} can file releases of {service.slug}."
+        )
+
+
+def ensure_can_file_some(actor: Actor) -> None:
+    if actor is not None and not can_file_some_release(actor):
+        raise PermissionDenied(
+            "Only model owners file releases, each for the services of their own teams; "
+            "you can file for no service."
         )
 
 

@@ -65,6 +65,53 @@ def test_ci_files_a_draft_with_four_fields_then_fills_it_in(world, owner):
     assert load["evidence"][0]["url"].startswith("/services/kb-assistant/r2/loadtests/")
 
 
+def test_filing_for_a_service_of_another_team_answers_403_before_the_body_is_checked(world, owner):
+    from tests.factories import UserFactory
+    from tests.ledger.factories import ServiceFactory, TeamFactory
+
+    other = UserFactory(username="oscar", roles=["model_owner"])
+    ServiceFactory(slug="dataagent-sql", team=TeamFactory(slug="data-team", members=[other]))
+    api = client_for(other)
+    incomplete = {"service": "kb-assistant", "summary": ""}
+    complete = {
+        "service": "kb-assistant",
+        "to_revision": world.candidate.pk,
+        "change_kind": "model_upgrade",
+        "summary": "not my team's",
+    }
+    for body in (incomplete, complete):
+        response = api.post("/api/releases/", body, format="json")
+        assert response.status_code == 403, response.json()
+        assert response.json()["detail"] == (
+            "Only model owners of team 'kb-team' can file releases of kb-assistant."
+        )
+    # Their own service, or one that does not exist: what is wrong with the body.
+    own = api.post("/api/releases/", {**incomplete, "service": "dataagent-sql"}, format="json")
+    assert own.status_code == 400
+    assert set(own.json()) == {"to_revision", "change_kind", "summary"}
+    unknown = api.post("/api/releases/", {"service": "no-such-service"}, format="json")
+    assert unknown.status_code == 400
+    assert "service" in unknown.json()
+    assert Release.objects.count() == 0
+
+
+@pytest.mark.parametrize("who", ["sre", "outsider", "owner_without_team"])
+def test_who_can_file_for_no_service_gets_403_whatever_the_body(world, who, sre, outsider):
+    from tests.factories import UserFactory
+
+    people = {
+        "sre": sre,
+        "outsider": outsider,
+        "owner_without_team": UserFactory(username="nina", roles=["model_owner"]),
+    }
+    api = client_for(people[who])
+    for body in ({}, {"service": "no-such-service"}, {"service": ["kb-assistant"]}, [1]):
+        response = api.post("/api/releases/", body, format="json")
+        assert response.status_code == 403, (body, response.json())
+        assert response.json()["detail"].endswith("you can file for no service.")
+    assert Release.objects.count() == 0
+
+
 def test_bad_json_in_a_patch_names_the_field_and_path(release, owner):
     response = client_for(owner).patch(
         f"/api/releases/{release.pk}/",
