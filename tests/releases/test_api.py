@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 
 from ledger.models import Event
 from releases.models import Release
+from releases.snapshot import FORM_FIELDS
 
 pytestmark = pytest.mark.django_db
 
@@ -43,6 +44,7 @@ def test_ci_files_a_draft_with_four_fields_then_fills_it_in(world, owner):
     assert response.status_code == 201, response.json()
     body = response.json()
     assert body["state"] == "draft"
+    assert set(FORM_FIELDS) <= set(body)  # the whole form, as a signer's snapshot has it
     assert body["from_revision"] == world.live.pk
     assert len(body["snapshot_hash"]) == 64
     gates = {g["key"]: g for g in body["gates"]}
