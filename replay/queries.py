@@ -10,8 +10,7 @@ from collections.abc import Iterable
 from typing import Any, Literal, TypedDict
 
 from django.conf import settings
-from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Sum, Window
-from django.db.models.functions import RowNumber
+from django.db.models import Count, OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
 from ledger.models import Revision, Service
@@ -70,14 +69,11 @@ def latest_verdicts_of_pairs(pairs: Iterable[tuple[str, int]]) -> dict[tuple[str
     wanted = set(pairs)
     if not wanted:
         return {}
-    runs = _newest_per(
-        Run.objects.filter(
-            revision_id__in={revision for _, revision in wanted},
-            sample_set__name__in={name for name, _ in wanted},
-            state=Run.State.FINISHED,
-        ),
-        "revision_id",
-        "sample_set__name",
+    runs = Run.objects.filter(
+        revision_id__in={revision for _, revision in wanted},
+        sample_set__name__in={name for name, _ in wanted},
+        state=Run.State.FINISHED,
+        pk=_newest_finished(sample_set__name=OuterRef("sample_set__name")),
     ).select_related("backend", "sample_set", "baseline")
     found = {(run.sample_set.name, run.revision_id): run for run in runs}
     # The filter is the cross product of names and revisions: keep the pairs asked.
@@ -94,25 +90,24 @@ def last_verifications(revision_ids: Iterable[int]) -> dict[int, Run]:
     ids = set(revision_ids)
     if not ids:
         return {}
-    runs = _newest_per(
-        Run.objects.filter(
-            revision_id__in=ids, trigger=Run.Trigger.VERIFICATION, state=Run.State.FINISHED
-        ),
-        "revision_id",
+    runs = Run.objects.filter(
+        revision_id__in=ids,
+        trigger=Run.Trigger.VERIFICATION,
+        state=Run.State.FINISHED,
+        pk=_newest_finished(trigger=Run.Trigger.VERIFICATION),
     ).select_related("backend", "sample_set")
     return {run.revision_id: run for run in runs}
 
 
-def _newest_per(runs: QuerySet[Run], *partition: str) -> QuerySet[Run]:
-    """Of `runs`, the latest finished of each partition, in one statement (a window
-    function, so SQLite answers it too)."""
-    return runs.annotate(
-        newest=Window(
-            RowNumber(),
-            partition_by=[F(name) for name in partition],
-            order_by=[F("finished_at").desc(), F("pk").desc()],
-        )
-    ).filter(newest=1)
+def _newest_finished(**alike: Any) -> Subquery:
+    """The id of the newest finished run on the outer run's revision that is `alike` it:
+    a correlated subquery along the "latest verdict" index, cheaper to build than a
+    window over every run of the revisions."""
+    return Subquery(
+        Run.objects.filter(revision_id=OuterRef("revision_id"), state=Run.State.FINISHED, **alike)
+        .order_by("-finished_at", "-pk")
+        .values("pk")[:1]
+    )
 
 
 def backend_trend(backend: Backend, limit: int = 30) -> list[TrendPoint]:
