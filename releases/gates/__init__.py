@@ -56,18 +56,25 @@ def load_inputs(release: Release, *, now: dt.datetime | None = None) -> Inputs:
 
 
 def load_inputs_many(
-    releases: Sequence[Release], *, now: dt.datetime | None = None
+    releases: Sequence[Release], *, now: dt.datetime | None = None, reload: bool = True
 ) -> list[Inputs]:
-    """What the gates of each release read, in the order given (see the module's queries)."""
+    """What the gates of each release read, in the order given (see the module's queries).
+
+    `reload=False` takes the releases as given, saving the first query: for a page
+    that has just read its release with `Release.objects.for_gates()` (or more).
+    """
     now = now or timezone.now()
     pks = [release.pk for release in releases]
     if not pks:
         return []
-    loaded = Release.objects.for_gates().in_bulk(pks)
-    missing = [pk for pk in pks if pk not in loaded]
-    if missing:
-        raise Release.DoesNotExist(f"No release #{missing[0]}.")
-    fresh = [loaded[pk] for pk in pks]
+    if reload:
+        loaded = Release.objects.for_gates().in_bulk(pks)
+        missing = [pk for pk in pks if pk not in loaded]
+        if missing:
+            raise Release.DoesNotExist(f"No release #{missing[0]}.")
+        fresh = [loaded[pk] for pk in pks]
+    else:
+        fresh = list(releases)
     for release in fresh:
         release.to_revision.service = release.service
 
@@ -128,14 +135,18 @@ def load_inputs_many(
     return found
 
 
-def assess(release: Release, *, now: dt.datetime | None = None) -> Assessment:
-    """Every gate that applies, the snapshot, and where each sign-off stands."""
-    return assess_many([release], now=now)[0]
+def assess(release: Release, *, now: dt.datetime | None = None, reload: bool = True) -> Assessment:
+    """Every gate that applies, the snapshot, and where each sign-off stands.
+
+    `reload=False`: `release` was just read with `Release.objects.for_gates()`."""
+    return assess_many([release], now=now, reload=reload)[0]
 
 
-def assess_many(releases: Sequence[Release], *, now: dt.datetime | None = None) -> list[Assessment]:
+def assess_many(
+    releases: Sequence[Release], *, now: dt.datetime | None = None, reload: bool = True
+) -> list[Assessment]:
     """`assess` of each release, in the order given, in as many queries as for one."""
-    return [_assess(inputs) for inputs in load_inputs_many(releases, now=now)]
+    return [_assess(inputs) for inputs in load_inputs_many(releases, now=now, reload=reload)]
 
 
 def _assess(inputs: Inputs) -> Assessment:

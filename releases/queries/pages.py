@@ -32,9 +32,11 @@ def release_list_queryset() -> QuerySet[Release]:
 
 
 def release_for_page(pk: int) -> QuerySet[Release]:
+    """The release page's release: what the gates read (so they need not read it again,
+    `assess(release, reload=False)`), and the from-revision's license for the diff."""
     return (
         Release.objects.for_gates()
-        .select_related("reopened_from", "to_revision__model_asset__license")
+        .select_related("reopened_from", "from_revision__model_asset__license")
         .filter(pk=pk)
     )
 
@@ -54,6 +56,9 @@ def comments(release: Release) -> list[Comment]:
 
 
 def reopened_as(release: Release) -> list[Release]:
+    """The drafts reopened from a release: only a rejected or withdrawn one has any."""
+    if release.state not in (Release.State.REJECTED, Release.State.WITHDRAWN):
+        return []
     return list(Release.objects.filter(reopened_from=release).only("pk", "state").order_by("pk"))
 
 

@@ -22,7 +22,6 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ledger import queries as ledger_queries
-from ledger.models import Revision
 from lib.actors import AuthenticatedHttpRequest
 from lib.pages import apply_errors
 from releases import gates as release_gates
@@ -45,15 +44,11 @@ def _release(pk: int) -> Release:
 
 
 def _diff(release: Release) -> dict[str, Any]:
-    if release.from_revision_id is None:
-        return {"from_revision": None, "to_revision": release.to_revision, "changes": []}
-    pair = {
-        r.pk: r
-        for r in Revision.objects.with_parts().filter(
-            pk__in=[release.from_revision_id, release.to_revision_id]
-        )
-    }
-    a, b = pair[release.from_revision_id], pair[release.to_revision_id]
+    """The diff of the release's revisions, as `release_for_page` read them with their
+    parts (only their capabilities are left to read)."""
+    a, b = release.from_revision, release.to_revision
+    if a is None:
+        return {"from_revision": None, "to_revision": b, "changes": []}
     changes = ledger_queries.revision_diff(a, b)
     return {
         "from_revision": a,
@@ -152,7 +147,7 @@ def release_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 def _page_context(
     request: AuthenticatedHttpRequest, release: Release, **forms: Any
 ) -> dict[str, Any]:
-    assessment = release_gates.assess(release)
+    assessment = release_gates.assess(release, reload=False)
     signable = _signable_roles(request, release, assessment.required_roles)
     waivable = _waivable_gates(request, release, assessment)
     can_edit = permissions.can_edit_release(request.user, release)

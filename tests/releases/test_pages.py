@@ -483,15 +483,24 @@ def test_release_page_query_count_is_constant(
     _busy(release, owner, signers, comments)
     client.force_login(sre)
     client.get(reverse("releases:release_detail", args=[release.pk]))  # warm the content types
-    # Whatever the number of sign-offs, comments and events: 1 session, 2 user;
-    # the gates' 3 release with every part the page shows, 4 reports, 5 latest
-    # runs, 6 last verification, 7 blackout windows, 8 waivers, 9 sign-offs
-    # and 10 the rollback target's service; the reader's 11 roles and 12 other
-    # sign-offs (one role per person); 13 the diff pair and 14 its
-    # capabilities; 15 comments, 16 the timeline and 17 reopened copies.
-    with django_assert_num_queries(17):
+    # Whatever the number of sign-offs, comments and events: 1 session, 2 user; 3 the
+    # release with every part the page and the gates show (read once for both), the
+    # gates' 4 reports, 5 latest runs, 6 last verification, 7 blackout windows, 8
+    # waivers and 9 sign-offs; the reader's 10 roles and 11 other sign-offs (one role
+    # per person); 12 the diff's capabilities; 13 comments and 14 the timeline.
+    with django_assert_num_queries(14):
         response = client.get(reverse("releases:release_detail", args=[release.pk]))
     assert len(response.context["comments"]) == comments
+
+
+def test_a_withdrawn_release_links_the_draft_reopened_from_it(client, owner, release):
+    services.withdraw_release(release, actor=owner)
+    copy = services.reopen_release(release, actor=owner)
+    client.force_login(owner)
+    html = client.get(reverse("releases:release_detail", args=[release.pk])).content.decode()
+    assert f'reopened as <a href="/releases/{copy.pk}/">#{copy.pk}</a>' in html
+    html = client.get(reverse("releases:release_detail", args=[copy.pk])).content.decode()
+    assert f'reopened from <a href="/releases/{release.pk}/">#{release.pk}</a>' in html
 
 
 @pytest.mark.parametrize("count", [3, 30])
