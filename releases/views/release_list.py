@@ -58,20 +58,18 @@ WAITING_LISTED = 10
 @login_required
 def waiting_for_me(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Releases awaiting a sign-off this person may give, with the gates their role reads."""
-    waiting = waiting_for(request.user)
+    listed, total = waiting_for(request.user, limit=WAITING_LISTED)
     now = timezone.now()
     labels = dict(SignOff.Role.choices)
     rows = []
     # The most urgent few, which are the ones to sign first; their gates are assessed
-    # together, in as many queries as one release's.
-    listed = waiting[:WAITING_LISTED]
-    assessments = release_gates.assess_many([item.release for item in listed])
+    # together, in as many queries as one release's, on the releases as listed.
+    assessments = release_gates.assess_many([item.release for item in listed], reload=False)
     for item, assessment in zip(listed, assessments, strict=True):
         keys = [*item.gates_of_interest, "signoffs"]
         rows.append(
             {
-                # As the gates loaded it: with its from-revision, which the row shows.
-                "release": assessment.release,
+                "release": item.release,
                 "gates": [g for key in keys if (g := assessment.gate(key)) is not None],
                 "role_labels": [labels[role] for role in item.roles],
                 "overdue": assessment.overdue
@@ -83,6 +81,6 @@ def waiting_for_me(request: AuthenticatedHttpRequest) -> HttpResponse:
     context = {
         "rows": rows,
         "roles": signer_roles_of(request.user),
-        "more": len(waiting) - len(rows),
+        "more": total - len(rows),
     }
     return render(request, "releases/waiting_for_me.html", context)
