@@ -8,6 +8,7 @@ release needs only to be signed in, like the rest of the ledger.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypeGuard
 
 from django.core.exceptions import PermissionDenied
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
     from ledger.models import Service
-    from releases.models import Release
+    from releases.models import Release, SignOff
 
 # The roles that may set a gate aside (a permission of its own, not a sign-off role).
 WAIVER_ROLES = (Role.SECURITY_COMPLIANCE, Role.PLATFORM_SRE)
@@ -68,8 +69,13 @@ def holds_signer_role(user: Requester, release: Release, role: str) -> bool:
     return True
 
 
-def signoff_refusal(user: Requester, release: Release, role: str) -> str | None:
-    """Why `user` may not sign `role` on `release` now, or None when they may."""
+def signoff_refusal(
+    user: Requester, release: Release, role: str, *, signoffs: Sequence[SignOff] | None = None
+) -> str | None:
+    """Why `user` may not sign `role` on `release` now, or None when they may.
+
+    `signoffs`: the release's sign-offs when the caller has just read them (a page
+    that assessed the release); otherwise the person's are read."""
     from releases.models import SignOff
 
     labels = dict(SignOff.Role.choices)
@@ -83,7 +89,11 @@ def signoff_refusal(user: Requester, release: Release, role: str) -> str | None:
         needed = Role(policy.SIGNER_ROLES[role]).label
         team = " of the service's team" if role == "model_team" else ""
         return f"Only a {needed.lower()}{team} can sign off for {labels[role].lower()}."
-    other = release.signoffs.filter(signer=user, voided_at__isnull=True).exclude(role=role).first()
+    given = release.signoffs.filter(signer=user) if signoffs is None else signoffs
+    other = next(
+        (s for s in given if s.signer_id == user.pk and s.voided_at is None and s.role != role),
+        None,
+    )
     if other is not None:
         return (
             f"You already signed for {labels[other.role].lower()} on this release: "
@@ -92,8 +102,10 @@ def signoff_refusal(user: Requester, release: Release, role: str) -> str | None:
     return None
 
 
-def can_sign(user: Requester, release: Release, role: str) -> bool:
-    return signoff_refusal(user, release, role) is None
+def can_sign(
+    user: Requester, release: Release, role: str, *, signoffs: Sequence[SignOff] | None = None
+) -> bool:
+    return signoff_refusal(user, release, role, signoffs=signoffs) is None
 
 
 def can_waive(user: Requester) -> bool:

@@ -32,13 +32,13 @@ def release_list_queryset() -> QuerySet[Release]:
 
 
 def release_for_page(pk: int) -> QuerySet[Release]:
-    """The release page's release: what the gates read (so they need not read it again,
-    `assess(release, reload=False)`), and the from-revision's license for the diff."""
-    return (
-        Release.objects.for_gates()
-        .select_related("reopened_from", "from_revision__model_asset__license")
-        .filter(pk=pk)
-    )
+    """The release page's release, as the gates read it (so they need not read it again:
+    `assess(release, reload=False)`); that has every part the page shows, the diff's
+    revisions with their assets and runtimes included.
+
+    Nothing more is joined: the statement already joins 16 tables, and PostgreSQL
+    spends longer planning it than running it."""
+    return Release.objects.for_gates().filter(pk=pk)
 
 
 def timeline(release: Release, limit: int = 200) -> list[Event]:

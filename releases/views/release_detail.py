@@ -59,15 +59,16 @@ def _diff(release: Release) -> dict[str, Any]:
 
 
 def _signable_roles(
-    request: AuthenticatedHttpRequest, release: Release, required: tuple[str, ...]
+    request: AuthenticatedHttpRequest, release: Release, assessment: release_gates.Assessment
 ) -> list[str]:
     if release.state not in SIGNABLE_STATES:
         return []
     held = signer_roles_of(request.user)
+    signoffs = [state.signoff for state in assessment.signoffs]
     return [
         role
-        for role in required
-        if role in held and permissions.can_sign(request.user, release, role)
+        for role in assessment.required_roles
+        if role in held and permissions.can_sign(request.user, release, role, signoffs=signoffs)
     ]
 
 
@@ -148,7 +149,7 @@ def _page_context(
     request: AuthenticatedHttpRequest, release: Release, **forms: Any
 ) -> dict[str, Any]:
     assessment = release_gates.assess(release, reload=False)
-    signable = _signable_roles(request, release, assessment.required_roles)
+    signable = _signable_roles(request, release, assessment)
     waivable = _waivable_gates(request, release, assessment)
     can_edit = permissions.can_edit_release(request.user, release)
     return {

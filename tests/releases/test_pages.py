@@ -486,11 +486,29 @@ def test_release_page_query_count_is_constant(
     # Whatever the number of sign-offs, comments and events: 1 session, 2 user; 3 the
     # release with every part the page and the gates show (read once for both), the
     # gates' 4 reports, 5 latest runs, 6 last verification, 7 blackout windows, 8
-    # waivers and 9 sign-offs; the reader's 10 roles and 11 other sign-offs (one role
-    # per person); 12 the diff's capabilities; 13 comments and 14 the timeline.
-    with django_assert_num_queries(14):
+    # waivers and 9 sign-offs (what the reader signed among them); the reader's 10
+    # roles; 11 the diff's capabilities; 12 comments and 13 the timeline.
+    with django_assert_num_queries(13):
         response = client.get(reverse("releases:release_detail", args=[release.pk]))
     assert len(response.context["comments"]) == comments
+
+
+def test_the_page_offers_no_other_role_to_who_signed_one(client, owner, release):
+    from tests.factories import UserFactory
+
+    root = UserFactory(username="root-user", is_superuser=True)
+    services.submit_release(release, actor=owner)
+    client.force_login(root)
+    url = reverse("releases:release_detail", args=[release.pk])
+    assert client.get(url).context["signable_roles"] == [
+        "model_team",
+        "platform",
+        "security_compliance",
+        "business_owner",
+    ]
+    services.sign_off(release, actor=root, role="platform", decision="approve")
+    # Only the role they signed stays theirs (where a voided sign-off is given again).
+    assert client.get(url).context["signable_roles"] == ["platform"]
 
 
 def test_a_withdrawn_release_links_the_draft_reopened_from_it(client, owner, release):
