@@ -79,7 +79,9 @@ def waiting_for(user: Requester, *, limit: int | None = None) -> tuple[list[Awai
         if mine:
             found.append((pk, mine))
     listed = found if limit is None else found[:limit]
-    releases = Release.objects.for_gates().in_bulk([pk for pk, _ in listed]) if listed else {}
+    releases = (
+        Release.objects.for_gates().order_by().in_bulk([pk for pk, _ in listed]) if listed else {}
+    )
     return [
         Awaiting(
             releases[pk],

@@ -37,10 +37,10 @@ from releases.services.signoffs import SIGNABLE_STATES, WAIVABLE_STATES
 
 
 def _release(pk: int) -> Release:
-    release = page_queries.release_for_page(pk).first()
-    if release is None:
+    found = list(page_queries.release_for_page(pk))
+    if not found:
         raise Http404(f"No release #{pk}.")
-    return release
+    return found[0]
 
 
 def _diff(release: Release) -> dict[str, Any]:
