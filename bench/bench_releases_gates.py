@@ -146,7 +146,11 @@ def main() -> int:
     )
 
     waiting = Release.objects.get(service__slug="kb-assistant", state="submitted")
-    draft = Release.objects.filter(service__slug__startswith="fleet-").order_by("pk").last()
+    draft = (
+        Release.objects.filter(service__slug__startswith="fleet-", state="draft")
+        .order_by("pk")
+        .last()
+    )
     assert draft is not None, "no fleet release: rerun with --releases"
     slow = False
     for label, release in (("kb-assistant (submitted)", waiting), ("fleet draft", draft)):

@@ -9,8 +9,8 @@ window), so a reviewer can follow it. `assess_many(releases)` does the same for
 a list of releases in the same number of queries as for one; `assess` is
 `assess_many` of one release.
 
-The queries: the releases with their revisions, asset, license, runtime and
-template (1); license acceptances when a license is gated (0-1); the
+The queries: the releases with their service, template and filer (1), and
+their revisions with asset, license and runtime (1) — `read_releases`; license acceptances when a license is gated (0-1); the
 candidates' load-test reports (1); the latest finished replay of each required
 set on each candidate (0-1: none when no set is named); the rollback targets'
 last verifications (0-1: none without a target); blackout windows (1); waivers
@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from django.db.models import Q
 from django.utils import timezone
 
 from ledger import queries as ledger_queries
-from ledger.models import LoadTestReport
+from ledger.models import LoadTestReport, Revision
 from releases import policy
 from releases.gates import plan, product
 from releases.gates.base import (
@@ -55,22 +55,58 @@ def load_inputs(release: Release, *, now: dt.datetime | None = None) -> Inputs:
     return load_inputs_many([release], now=now)[0]
 
 
+def read_releases(pks: Iterable[int]) -> dict[int, Release]:
+    """Releases by id with every part the gates read (the parts
+    `Release.objects.for_gates()` names), in two statements: the releases with their
+    service, team, standard template and filer; then their from-, to- and rollback
+    revisions at once, each with its service, asset, license, parent asset and runtime.
+
+    Not for_gates()'s one statement: joining all sixteen tables, it took PostgreSQL
+    about 5 ms to plan and under 1 ms to run, at every page view; two statements of
+    five and seven tables plan in a fraction of that, and Django builds them faster.
+    """
+    releases = (
+        Release.objects.select_related("service__team", "standard_template", "filed_by")
+        .order_by()
+        .in_bulk(list(pks))
+    )
+    ids = {
+        pk
+        for release in releases.values()
+        for pk in (release.from_revision_id, release.to_revision_id, release.rollback_target_id)
+        if pk is not None
+    }
+    revisions = (
+        Revision.objects.select_related(
+            "service", "model_asset__license", "model_asset__derived_from", "runtime"
+        )
+        .order_by()
+        .in_bulk(ids)
+        if ids
+        else {}
+    )
+    for release in releases.values():
+        release.from_revision = revisions.get(release.from_revision_id or 0)
+        release.to_revision = revisions[release.to_revision_id]
+        release.rollback_target = revisions.get(release.rollback_target_id or 0)
+    return releases
+
+
 def load_inputs_many(
     releases: Sequence[Release], *, now: dt.datetime | None = None, reload: bool = True
 ) -> list[Inputs]:
     """What the gates of each release read, in the order given (see the module's queries).
 
-    `reload=False` takes the releases as given, saving the first query: for a page
-    that has just read its release with `Release.objects.for_gates()` (or more).
+    `reload=False` takes the releases as given, saving the first two queries: for a
+    page that has just read its release with `read_releases` (or
+    `Release.objects.for_gates()`).
     """
     now = now or timezone.now()
     pks = [release.pk for release in releases]
     if not pks:
         return []
     if reload:
-        # Unordered: the model's ordering over these joins costs more to build than the
-        # rest of the statement.
-        loaded = Release.objects.for_gates().order_by().in_bulk(pks)
+        loaded = read_releases(pks)
         missing = [pk for pk in pks if pk not in loaded]
         if missing:
             raise Release.DoesNotExist(f"No release #{missing[0]}.")
@@ -140,7 +176,7 @@ def load_inputs_many(
 def assess(release: Release, *, now: dt.datetime | None = None, reload: bool = True) -> Assessment:
     """Every gate that applies, the snapshot, and where each sign-off stands.
 
-    `reload=False`: `release` was just read with `Release.objects.for_gates()`."""
+    `reload=False`: `release` was just read with `read_releases`."""
     return assess_many([release], now=now, reload=reload)[0]
 
 
@@ -249,4 +285,5 @@ __all__ = [
     "failed_samples",
     "load_inputs",
     "load_inputs_many",
+    "read_releases",
 ]

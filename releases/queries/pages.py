@@ -13,6 +13,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from ledger.models import Event, Service
+from releases.gates import read_releases
 from releases.models import BlackoutWindow, Comment, Release
 
 RELEASE_SUBJECT = "releases.release"
@@ -31,15 +32,11 @@ def release_list_queryset() -> QuerySet[Release]:
     ).order_by("-created_at", "-id")
 
 
-def release_for_page(pk: int) -> QuerySet[Release]:
+def release_for_page(pk: int) -> Release | None:
     """The release page's release, as the gates read it (so they need not read it again:
     `assess(release, reload=False)`); that has every part the page shows, the diff's
-    revisions with their assets and runtimes included.
-
-    Nothing more is joined, and nothing ordered: the statement already joins 16
-    tables, PostgreSQL spends longer planning it than running it, and Django longer
-    building it, the model's ordering included, than either."""
-    return Release.objects.for_gates().filter(pk=pk).order_by()
+    revisions with their assets and runtimes included."""
+    return read_releases([pk]).get(pk)
 
 
 def timeline(release: Release, limit: int = 200) -> list[Event]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ledger.roles import roles_of
 from lib.actors import Requester
 from releases import policy
+from releases.gates import read_releases
 from releases.models import Release, SignOff
 
 # States in which a release can wait for a signature.
@@ -38,11 +39,11 @@ def waiting_for(user: Requester, *, limit: int | None = None) -> tuple[list[Awai
     """Releases awaiting a sign-off this person may give, most urgent first: the first
     `limit` of them (all with None) and how many there are.
 
-    Five queries whatever the number of releases: the person's roles (cached on
+    Six queries whatever the number of releases: the person's roles (cached on
     the user afterwards), their teams, the awaiting releases and their standing
     sign-offs as plain values (a fleet can have thousands; only the values are
-    judged), then the releases listed, read as `Release.objects.for_gates()` reads
-    them, so a page can assess them without reading them again
+    judged), then the releases listed, read as the gates read them (two queries,
+    `releases.gates.read_releases`), so a page can assess them without reading them again
     (`assess_many(releases, reload=False)`). Sign-offs voided by a change made
     elsewhere (new evidence) count once `revalidate_release` recorded the void;
     the release page shows them voided at once.
@@ -79,9 +80,7 @@ def waiting_for(user: Requester, *, limit: int | None = None) -> tuple[list[Awai
         if mine:
             found.append((pk, mine))
     listed = found if limit is None else found[:limit]
-    releases = (
-        Release.objects.for_gates().order_by().in_bulk([pk for pk, _ in listed]) if listed else {}
-    )
+    releases = read_releases(pk for pk, _ in listed) if listed else {}
     return [
         Awaiting(
             releases[pk],

@@ -37,10 +37,10 @@ from releases.services.signoffs import SIGNABLE_STATES, WAIVABLE_STATES
 
 
 def _release(pk: int) -> Release:
-    found = list(page_queries.release_for_page(pk))
-    if not found:
+    release = page_queries.release_for_page(pk)
+    if release is None:
         raise Http404(f"No release #{pk}.")
-    return found[0]
+    return release
 
 
 def _diff(release: Release) -> dict[str, Any]:

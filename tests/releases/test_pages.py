@@ -450,12 +450,12 @@ def test_waiting_for_me_query_count_is_constant(
     url = reverse("releases:waiting_for_me")
     client.get(url)  # warm the content types
     # Whatever the number of releases listed: 1 session, 2 user, 3 the reader's
-    # roles, 4 the releases awaiting a signature and 5 their standing sign-offs;
-    # then the gates of all of them at once: 6 the releases with every part the
-    # gates and the rows read, 7 the candidates' reports, 8 the latest runs of
-    # the required sets, 9 the rollback targets' last verifications, 10 blackout
-    # windows, 11 waivers and 12 sign-offs.
-    with django_assert_num_queries(12):
+    # roles, 4 the releases awaiting a signature and 5 their standing sign-offs (as
+    # values), 6 the releases listed and 7 their revisions, as the gates read them;
+    # then the gates of all of them at once: 8 the candidates' reports, 9 the latest
+    # runs of the required sets, 10 the rollback targets' last verifications, 11
+    # blackout windows, 12 waivers and 13 sign-offs.
+    with django_assert_num_queries(13):
         response = client.get(url)
     rows = response.context["rows"]
     assert len(rows) == count
@@ -484,11 +484,12 @@ def test_release_page_query_count_is_constant(
     client.force_login(sre)
     client.get(reverse("releases:release_detail", args=[release.pk]))  # warm the content types
     # Whatever the number of sign-offs, comments and events: 1 session, 2 user; 3 the
-    # release with every part the page and the gates show (read once for both), the
-    # gates' 4 reports, 5 latest runs, 6 last verification, 7 blackout windows, 8
-    # waivers and 9 sign-offs (what the reader signed among them); the reader's 10
-    # roles; 11 the diff's capabilities; 12 comments and 13 the timeline.
-    with django_assert_num_queries(13):
+    # release and 4 its revisions, with every part the page and the gates show (read
+    # once for both), the gates' 5 reports, 6 latest runs, 7 last verification, 8
+    # blackout windows, 9 waivers and 10 sign-offs (what the reader signed among
+    # them); the reader's 11 roles; 12 the diff's capabilities; 13 comments and 14
+    # the timeline.
+    with django_assert_num_queries(14):
         response = client.get(reverse("releases:release_detail", args=[release.pk]))
     assert len(response.context["comments"]) == comments
 

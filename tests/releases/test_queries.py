@@ -24,8 +24,8 @@ def test_waiting_for_lists_what_each_signer_may_sign(
     services.sign_off(release, actor=signers["platform"], role="platform", decision="approve")
     assert queries.waiting_for(signers["platform"]) == ([], 0)
     # the person's roles, their teams, the releases, their standing sign-offs, the
-    # releases listed
-    with django_assert_num_queries(5):
+    # releases listed and their revisions
+    with django_assert_num_queries(6):
         team, _ = queries.waiting_for(signers["model_team"])
     assert [a.roles for a in team] == [("model_team",)]
 
