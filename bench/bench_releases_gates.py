@@ -146,7 +146,11 @@ def main() -> int:
     )
 
     waiting = Release.objects.get(service__slug="kb-assistant", state="submitted")
-    draft = Release.objects.filter(service__slug__startswith="fleet-").order_by("pk").last()
+    draft = (
+        Release.objects.filter(service__slug__startswith="fleet-", state="draft")
+        .order_by("pk")
+        .last()
+    )
     assert draft is not None, "no fleet release: rerun with --releases"
     slow = False
     for label, release in (("kb-assistant (submitted)", waiting), ("fleet draft", draft)):
@@ -155,7 +159,8 @@ def main() -> int:
         count = len(gates.assess(release).gates)
         print(
             f"gates of {label:<26} median {median:6.1f} ms  p95 {p95:6.1f} ms  "
-            f"(CPU {cpu:5.1f} ms)  {queries} queries ({sql_ms:4.1f} ms of SQL) for {count} gates"
+            f"(CPU {cpu:5.1f} ms)  {queries} queries ({sql_ms:4.1f} ms of SQL) for {count} gates  "
+            f"load {os.getloadavg()[0]:.1f}"
         )
 
     client = Client()
@@ -169,7 +174,7 @@ def main() -> int:
         )
         print(
             f"{label:<36} median {median:6.1f} ms  p95 {p95:6.1f} ms  (CPU {cpu:5.1f} ms)  "
-            f"{queries} queries ({sql_ms:4.1f} ms of SQL)"
+            f"{queries} queries ({sql_ms:4.1f} ms of SQL)  load {os.getloadavg()[0]:.1f}"
         )
     return 1 if slow else 0
 

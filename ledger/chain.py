@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import functools
 import hashlib
 import json
 import uuid
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,22 +97,34 @@ def _lock_chain() -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CHAIN_LOCK_KEY])
 
 
-def _insert(event: Event) -> None:
-    """INSERT the event with plain SQL: the ORM's per-save work would be spent
-    while every other writer waits for the chain lock."""
+def _insert(events: list[Event]) -> None:
+    """INSERT the events with plain SQL, many rows a statement: the ORM's per-save work
+    would be spent while every other writer waits for the chain lock."""
     fields = [f for f in Event._meta.concrete_fields if not f.primary_key]
     columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-    placeholders = ", ".join(["%s"] * len(fields))
-    params = [f.get_db_prep_save(getattr(event, f.attname), connection) for f in fields]
+    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    # PostgreSQL takes at most 65,535 parameters a statement; SQLite says its own limit.
+    size = max(1, min(1000, connection.ops.bulk_batch_size(fields, events)))
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {Event._meta.db_table} ({columns}) VALUES ({placeholders}) "  # noqa: S608 - names from the model
-            f"RETURNING {connection.ops.quote_name(Event._meta.pk.column)}",
-            params,
-        )
-        event.pk = cursor.fetchone()[0]
-    event._state.adding = False
-    event._state.db = connection.alias
+        for start in range(0, len(events), size):
+            batch = events[start : start + size]
+            params = [
+                f.get_db_prep_save(getattr(event, f.attname), connection)
+                for event in batch
+                for f in fields
+            ]
+            cursor.execute(
+                f"INSERT INTO {Event._meta.db_table} ({columns}) VALUES "  # noqa: S608 - names from the model
+                f"{', '.join([row] * len(batch))} "
+                f"RETURNING {connection.ops.quote_name(Event._meta.pk.column)}",
+                params,
+            )
+            # Both databases return the rows of a multi-row VALUES in its order (as
+            # Django's bulk_create relies on).
+            for event, (pk,) in zip(batch, cursor.fetchall(), strict=True):
+                event.pk = pk
+                event._state.adding = False
+                event._state.db = connection.alias
 
 
 def service_id_of(subject: models.Model | None) -> int | None:
@@ -130,6 +144,18 @@ def service_id_of(subject: models.Model | None) -> int | None:
     return None
 
 
+@dataclass(frozen=True)
+class NewEvent:
+    """One event for `append_events`: what `append_event` takes, but the actor."""
+
+    action: str
+    subject: models.Model | tuple[str, str]
+    payload: dict[str, Any]
+    subject_label: str | None = None
+    # Defaults to the service the subject belongs to.
+    service_id: int | None = None
+
+
 def append_event(
     *,
     actor: Actor,
@@ -143,50 +169,74 @@ def append_event(
 
     `service_id` defaults to the service the subject belongs to.
     """
+    entry = NewEvent(action, subject, payload, subject_label, service_id)
+    return append_events([entry], actor=actor)[0]
+
+
+def append_events(entries: Sequence[NewEvent], *, actor: Actor) -> list[Event]:
+    """Append events in their order, by one actor, inside the caller's transaction.
+
+    The chain lock is taken and the head read once for all of them, and they are
+    inserted many rows a statement: what seeding thousands of records at once
+    (`seed_demo --scale`) needs. Each event is hashed as `append_event` hashes it.
+    """
     if not connection.in_atomic_block:
         raise RuntimeError(
             "append_event must run inside transaction.atomic() with the change it records"
         )
-    if isinstance(subject, models.Model):
-        subject_type, subject_id = subject_of(subject)
-        label = subject_label if subject_label is not None else str(subject)
-        if service_id is None:
-            service_id = service_id_of(subject)
-    else:
-        subject_type, subject_id = subject
-        label = subject_label or ""
-    event = Event(
-        actor=actor,
-        actor_label=actor.get_username() if actor is not None else "system",
-        action=action,
-        subject_type=subject_type,
-        subject_id=str(subject_id),
-        subject_label=label[:200],
-        service_id=service_id,
-        payload=canonical_json(payload),
-    )
+    events = [_prepare(actor, entry) for entry in entries]
+    if not events:
+        return []
     # Everything above is prepared before the lock; what follows holds it.
     _lock_chain()
     with connection.cursor() as cursor:
         cursor.execute("SELECT sequence, hash FROM ledger_event ORDER BY sequence DESC LIMIT 1")
         head = cursor.fetchone()
-    event.sequence, event.prev_hash = (head[0] + 1, head[1]) if head else (1, GENESIS_HASH)
-    event.created_at = timezone.now()
-    event.hash = compute_hash(
-        sequence=event.sequence,
-        created_at=event.created_at,
-        actor_label=event.actor_label,
-        action=action,
+    sequence, prev_hash = head if head else (0, GENESIS_HASH)
+    for event in events:
+        sequence += 1
+        event.sequence, event.prev_hash = sequence, prev_hash
+        event.created_at = timezone.now()
+        event.hash = prev_hash = compute_hash(
+            sequence=event.sequence,
+            created_at=event.created_at,
+            actor_label=event.actor_label,
+            action=event.action,
+            subject_type=event.subject_type,
+            subject_id=event.subject_id,
+            payload=event.payload,
+            prev_hash=event.prev_hash,
+            service_id=event.service_id,
+        )
+    _insert(events)
+    # Counted once the events are there for good: a rolled-back append was never in the chain.
+    for action, count in Counter(event.action for event in events).items():
+        transaction.on_commit(
+            functools.partial(metrics.CHAIN_APPENDS.labels(action=action).inc, count)
+        )
+    return events
+
+
+def _prepare(actor: Actor, entry: NewEvent) -> Event:
+    subject, service_id = entry.subject, entry.service_id
+    if isinstance(subject, models.Model):
+        subject_type, subject_id = subject_of(subject)
+        label = entry.subject_label if entry.subject_label is not None else str(subject)
+        if service_id is None:
+            service_id = service_id_of(subject)
+    else:
+        subject_type, subject_id = subject
+        label = entry.subject_label or ""
+    return Event(
+        actor=actor,
+        actor_label=actor.get_username() if actor is not None else "system",
+        action=entry.action,
         subject_type=subject_type,
-        subject_id=event.subject_id,
-        payload=event.payload,
-        prev_hash=event.prev_hash,
+        subject_id=str(subject_id),
+        subject_label=label[:200],
         service_id=service_id,
+        payload=canonical_json(entry.payload),
     )
-    _insert(event)
-    # Counted once the event is there for good: a rolled-back append was never in the chain.
-    transaction.on_commit(metrics.CHAIN_APPENDS.labels(action=action).inc)
-    return event
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Form machinery every app's pages share: inline validation as the user types,
 refused choices that name the value and the allowed ones, live list filters kept
-in the URL, and small fields (comma lists, JSON that can be stored, pretty JSON)."""
+in the URL, and small fields (lists typed by commas or lines, JSON that can be stored, pretty JSON)."""
 
 from __future__ import annotations
 
@@ -133,8 +133,14 @@ class InlineValidationMixin(NamedChoicesMixin):
         return [(field, self.field_warnings.get(field.name, [])) for field in self.visible_fields()]
 
 
-class CommaListField(forms.CharField):
-    """A short list typed as words separated by commas: 'chat, rag, sql'."""
+class TypedListField(forms.CharField):
+    """A list typed as text in one box: split at `separator` (None: one item a line),
+    each item stripped, blank ones dropped (and repeats, when `unique`); a list is
+    shown back joined by `joiner`."""
+
+    separator: str | None = ","
+    joiner = ", "
+    unique = True
 
     def __init__(self, *, item_validator=None, **kwargs: Any) -> None:
         self.item_validator = item_validator
@@ -143,14 +149,15 @@ class CommaListField(forms.CharField):
 
     def prepare_value(self, value: Any) -> Any:
         if isinstance(value, list | tuple):
-            return ", ".join(str(item) for item in value)
+            return self.joiner.join(str(item) for item in value)
         return value
 
     # A list where CharField gives text: the field exists to turn the one into the other.
     def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
         text = super().to_python(value) or ""
-        items = [item.strip() for item in text.split(",")]
-        return list(dict.fromkeys(item for item in items if item))
+        parts = text.splitlines() if self.separator is None else text.split(self.separator)
+        items = [item.strip() for item in parts if item.strip()]
+        return list(dict.fromkeys(items)) if self.unique else items
 
     def validate(self, value: list[str]) -> None:
         if self.required and not value:
@@ -163,6 +170,19 @@ class CommaListField(forms.CharField):
                     raise ValidationError(
                         f"{item!r}: use lowercase letters, digits and hyphens, e.g. chat, rag, sql."
                     ) from error
+
+
+class CommaListField(TypedListField):
+    """A short list typed as words separated by commas: 'chat, rag, sql'."""
+
+
+class LinesField(TypedListField):
+    """A list typed one item a line, kept as typed (a line's number names it in errors)."""
+
+    separator = None
+    joiner = "\n"
+    unique = False
+    widget = forms.Textarea
 
 
 class JSONField(forms.JSONField):

@@ -46,6 +46,8 @@ METRICS_ALL = [
     "error_rate",
 ]
 LOGGING = {"debug_logs": "sampled", "audit_logs": "on", "sensitive_retention_days": 30}
+SHORT_FILE = "vllm_c2_n20_detailed.json"
+BOTH_FILES = {"short": SHORT_FILE, "high_concurrency": "guidellm_rate_sweep.json"}
 
 
 def _guards(ttft: int) -> dict[str, float]:
@@ -195,6 +197,34 @@ def _waive_if_unreachable(release: Release, reached: bool, people: dict[str, Any
         )
 
 
+def _submitted(
+    service: Service,
+    candidate: Revision,
+    people: dict[str, Any],
+    *,
+    evidence: dict[str, str],
+    change_kind: str,
+    summary: str,
+    ttft: int,
+    metrics: list[str],
+) -> Release:
+    """A release of `candidate` filed and submitted once its load-test files are attached
+    and its replays recorded; what the demo cannot show is waived, saying so."""
+    _evidence(candidate, evidence)
+    reached = _replays(service, candidate, people)
+    release = services.create_release(
+        actor=people["owner"],
+        service=service,
+        to_revision=candidate,
+        change_kind=change_kind,
+        summary=summary,
+        **_form(service, ttft, tier_metrics=metrics),
+    )
+    _waive_if_unreachable(release, reached, people)
+    _submit_or_waive(release, people["owner"], people["security"])
+    return release
+
+
 def seed_releases() -> int:
     """Add the demo releases; returns how many were made (0 when they exist)."""
     if Release.objects.filter(service__slug__in=DEMO_SERVICES).exists():
@@ -231,25 +261,16 @@ def seed_releases() -> int:
 
     # 2. Awaiting sign-offs: kb-assistant's vLLM 0.7.3 engine upgrade, model team signed.
     kb = services_by_slug["kb-assistant"]
-    engine = Revision.objects.get(service=kb, number=4)
-    _evidence(
-        engine,
-        {
-            "short": "vllm_c2_n20_detailed.json",
-            "high_concurrency": "guidellm_rate_sweep.json",
-        },
-    )
-    reached = _replays(kb, engine, people)
-    waiting = services.create_release(
-        actor=owner,
-        service=kb,
-        to_revision=engine,
+    waiting = _submitted(
+        kb,
+        Revision.objects.get(service=kb, number=4),
+        people,
+        evidence=BOTH_FILES,
         change_kind=Release.ChangeKind.ENGINE_UPGRADE,
         summary="vLLM 0.6.3 to 0.7.3 with chunked prefill: lower p99 TTFT under long prompts.",
-        **_form(kb, 800, tier_metrics=METRICS_ALL),
+        ttft=800,
+        metrics=METRICS_ALL,
     )
-    _waive_if_unreachable(waiting, reached, people)
-    _submit_or_waive(waiting, owner, security)
     services.sign_off(
         waiting, actor=admin, role="model_team", decision="approve", comment="Replay is clean."
     )
@@ -265,18 +286,16 @@ def seed_releases() -> int:
         gateway_policy_version="gw-2026.02",
         notes="Gateway policy 2026.02: a larger per-tenant queue for the support shift change.",
     )
-    _evidence(wider, {"short": "vllm_c2_n20_detailed.json"})
-    reached = _replays(summ, wider, people)
-    approved = services.create_release(
-        actor=owner,
-        service=summ,
-        to_revision=wider,
+    approved = _submitted(
+        summ,
+        wider,
+        people,
+        evidence={"short": SHORT_FILE},
         change_kind=Release.ChangeKind.ROUTING,
         summary="Gateway policy 2026.02: a larger per-tenant queue at shift change.",
-        **_form(summ, 2000, tier_metrics=["ttft", "tpot", "error_rate"]),
+        ttft=2000,
+        metrics=["ttft", "tpot", "error_rate"],
     )
-    _waive_if_unreachable(approved, reached, people)
-    _submit_or_waive(approved, owner, security)
     services.sign_off(approved, actor=admin, role="model_team", decision="approve")
     services.sign_off(
         approved, actor=sre, role="platform", decision="approve", comment="Rollback path checked."
@@ -285,25 +304,16 @@ def seed_releases() -> int:
 
     # 4. Rejected: dataagent-sql's INT4 AWQ quantization switch, by security & compliance.
     data = services_by_slug["dataagent-sql"]
-    awq = Revision.objects.get(service=data, number=2)
-    _evidence(
-        awq,
-        {
-            "short": "vllm_c2_n20_detailed.json",
-            "high_concurrency": "guidellm_rate_sweep.json",
-        },
-    )
-    reached = _replays(data, awq, people)
-    rejected = services.create_release(
-        actor=owner,
-        service=data,
-        to_revision=awq,
+    rejected = _submitted(
+        data,
+        Revision.objects.get(service=data, number=2),
+        people,
+        evidence=BOTH_FILES,
         change_kind=Release.ChangeKind.QUANTIZATION_SWITCH,
         summary="INT4 AWQ on one H100 instead of two BF16 GPUs.",
-        **_form(data, 1200, tier_metrics=METRICS_ALL),
+        ttft=1200,
+        metrics=METRICS_ALL,
     )
-    _waive_if_unreachable(rejected, reached, people)
-    _submit_or_waive(rejected, owner, security)
     services.sign_off(rejected, actor=admin, role="model_team", decision="approve")
     services.sign_off(
         rejected,

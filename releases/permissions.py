@@ -8,6 +8,7 @@ release needs only to be signed in, like the rest of the ledger.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypeGuard
 
 from django.core.exceptions import PermissionDenied
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
     from ledger.models import Service
-    from releases.models import Release
+    from releases.models import Release, SignOff
 
 # Django permissions of the releases app, and the roles granted each by default (an
 # administrator grants them to anyone else in the admin). `ledger.set_live_revision`
@@ -47,6 +48,14 @@ def can_file_release(user: Requester, service: Service) -> bool:
     return can_edit_team_objects(user, service.team)
 
 
+def can_file_some_release(user: Requester) -> bool:
+    """Whether any service at all has the person as a model owner of its team."""
+    from ledger.models import Service
+    from ledger.permissions import editable_teams
+
+    return _signed_in(user) and Service.objects.filter(team__in=editable_teams(user)).exists()
+
+
 def can_edit_release(user: Requester, release: Release) -> bool:
     """Change the form, submit or withdraw it: a model owner of the team, while it is open."""
     return can_file_release(user, release.service)
@@ -67,8 +76,13 @@ def holds_signer_role(user: Requester, release: Release, role: str) -> bool:
     return True
 
 
-def signoff_refusal(user: Requester, release: Release, role: str) -> str | None:
-    """Why `user` may not sign `role` on `release` now, or None when they may."""
+def signoff_refusal(
+    user: Requester, release: Release, role: str, *, signoffs: Sequence[SignOff] | None = None
+) -> str | None:
+    """Why `user` may not sign `role` on `release` now, or None when they may.
+
+    `signoffs`: the release's sign-offs when the caller has just read them (a page
+    that assessed the release); otherwise the person's are read."""
     from releases.models import SignOff
 
     labels = dict(SignOff.Role.choices)
@@ -82,7 +96,11 @@ def signoff_refusal(user: Requester, release: Release, role: str) -> str | None:
         needed = Role(policy.SIGNER_ROLES[role]).label
         team = " of the service's team" if role == "model_team" else ""
         return f"Only a {needed.lower()}{team} can sign off for {labels[role].lower()}."
-    other = release.signoffs.filter(signer=user, voided_at__isnull=True).exclude(role=role).first()
+    given = release.signoffs.filter(signer=user) if signoffs is None else signoffs
+    other = next(
+        (s for s in given if s.signer_id == user.pk and s.voided_at is None and s.role != role),
+        None,
+    )
     if other is not None:
         return (
             f"You already signed for {labels[other.role].lower()} on this release: "
@@ -91,8 +109,10 @@ def signoff_refusal(user: Requester, release: Release, role: str) -> str | None:
     return None
 
 
-def can_sign(user: Requester, release: Release, role: str) -> bool:
-    return signoff_refusal(user, release, role) is None
+def can_sign(
+    user: Requester, release: Release, role: str, *, signoffs: Sequence[SignOff] | None = None
+) -> bool:
+    return signoff_refusal(user, release, role, signoffs=signoffs) is None
 
 
 def can_waive(user: Requester) -> bool:
@@ -176,6 +196,14 @@ def ensure_can_file(actor: Actor, service: Service) -> None:
     if actor is not None and not can_file_release(actor, service):
         raise PermissionDenied(
             f"Only model owners of team {service.team.slug!r} can file releases of {service.slug}."
+        )
+
+
+def ensure_can_file_some(actor: Actor) -> None:
+    if actor is not None and not can_file_some_release(actor):
+        raise PermissionDenied(
+            "Only model owners file releases, each for the services of their own teams; "
+            "you can file for no service."
         )
 
 

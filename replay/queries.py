@@ -56,33 +56,57 @@ def latest_verdicts(sample_set_names: Iterable[str], revision: Revision) -> dict
 
     Sets with no finished run on the revision are missing from the answer.
     """
-    names = list(dict.fromkeys(sample_set_names))
-    if not names:
+    found = latest_verdicts_of_pairs((name, revision.pk) for name in sample_set_names)
+    return {name: run for (name, _), run in found.items()}
+
+
+def latest_verdicts_of_pairs(pairs: Iterable[tuple[str, int]]) -> dict[tuple[str, int], Run]:
+    """`latest_verdict` of many (set name, revision id) pairs, keyed by the pair: one query
+    however many pairs (the gates of a list of releases).
+
+    Pairs with no finished run are missing from the answer.
+    """
+    wanted = set(pairs)
+    if not wanted:
         return {}
-    newest = Q()
-    for name in names:
-        newest |= Q(
-            pk=Subquery(
-                Run.objects.filter(
-                    sample_set__name=name, revision=revision, state=Run.State.FINISHED
-                )
-                .order_by("-finished_at")
-                .values("pk")[:1]
-            )
-        )
-    runs = Run.objects.filter(newest).select_related("backend", "sample_set", "baseline")
-    return {run.sample_set.name: run for run in runs}
+    runs = Run.objects.filter(
+        revision_id__in={revision for _, revision in wanted},
+        sample_set__name__in={name for name, _ in wanted},
+        state=Run.State.FINISHED,
+        pk=_newest_finished(sample_set__name=OuterRef("sample_set__name")),
+    ).select_related("backend", "sample_set", "baseline")
+    found = {(run.sample_set.name, run.revision_id): run for run in runs}
+    # The filter is the cross product of names and revisions: keep the pairs asked.
+    return {pair: run for pair, run in found.items() if pair in wanted}
 
 
 def last_verification(revision: Revision) -> Run | None:
     """The latest finished rollback-target verification run on a revision ("last verified")."""
-    return (
-        Run.objects.filter(
-            revision=revision, trigger=Run.Trigger.VERIFICATION, state=Run.State.FINISHED
-        )
-        .select_related("backend", "sample_set")
-        .order_by("-finished_at")
-        .first()
+    return last_verifications([revision.pk]).get(revision.pk)
+
+
+def last_verifications(revision_ids: Iterable[int]) -> dict[int, Run]:
+    """`last_verification` of many revisions, by revision id: one query, none for no ids."""
+    ids = set(revision_ids)
+    if not ids:
+        return {}
+    runs = Run.objects.filter(
+        revision_id__in=ids,
+        trigger=Run.Trigger.VERIFICATION,
+        state=Run.State.FINISHED,
+        pk=_newest_finished(trigger=Run.Trigger.VERIFICATION),
+    ).select_related("backend", "sample_set")
+    return {run.revision_id: run for run in runs}
+
+
+def _newest_finished(**alike: Any) -> Subquery:
+    """The id of the newest finished run on the outer run's revision that is `alike` it:
+    a correlated subquery along the "latest verdict" index, cheaper to build than a
+    window over every run of the revisions."""
+    return Subquery(
+        Run.objects.filter(revision_id=OuterRef("revision_id"), state=Run.State.FINISHED, **alike)
+        .order_by("-finished_at", "-pk")
+        .values("pk")[:1]
     )
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from ledger.chain import append_event
+from ledger.chain import NewEvent, append_events
 from ledger.models import Revision, RunSummary, Service
 from ledger.services import record_run_summary, recorded_values
 
@@ -155,20 +155,24 @@ def seed_fleet_run_evidence(
                 _fleet_day(service, today - dt.timedelta(days=back), back)
                 for back in range(DAYS, 0, -1)
             )
-            for summary in days:
-                append_event(
-                    actor=actor,
-                    action="run_summary.recorded",
-                    subject=summary,
-                    subject_label=str(summary),
-                    service_id=service.pk,
-                    payload={
-                        "date": summary.date,
-                        "source": summary.source,
-                        "replaced": False,
-                        **recorded_values(summary),
-                    },
-                )
+            append_events(
+                [
+                    NewEvent(
+                        action="run_summary.recorded",
+                        subject=summary,
+                        subject_label=str(summary),
+                        service_id=service.pk,
+                        payload={
+                            "date": summary.date,
+                            "source": summary.source,
+                            "replaced": False,
+                            **recorded_values(summary),
+                        },
+                    )
+                    for summary in days
+                ],
+                actor=actor,
+            )
         if progress and (count % every == 0 or count == len(todo)):
             progress(count, len(todo))
     return len(todo)

@@ -125,11 +125,14 @@ def license_problems_by_asset(assets: Iterable[ModelAsset]) -> dict[int, list[Fi
     return {asset.pk: license_problems(asset, accepted=asset.pk in accepted) for asset in assets}
 
 
-def license_findings(service: Service, revision: Revision) -> list[Finding]:
+def license_findings(
+    service: Service, revision: Revision, *, accepted: bool | None = None
+) -> list[Finding]:
     """What is wrong with serving `revision` on `service`, license- and lifecycle-wise.
 
     Expects revision.model_asset.license loaded (select_related) and reads the
-    asset's acceptances with one query when the license is gated.
+    asset's acceptances with one query when the license is gated, unless
+    `accepted` already says (from `accepted_asset_ids` over many assets).
     """
     asset: ModelAsset = revision.model_asset
     license_ = asset.license
@@ -145,7 +148,7 @@ def license_findings(service: Service, revision: Revision) -> list[Finding]:
         )
     findings += license_problems(
         asset,
-        accepted=bool(accepted_asset_ids([asset])),
+        accepted=bool(accepted_asset_ids([asset])) if accepted is None else accepted,
         # Production serves nothing whose license nobody has approved.
         pending_severity="breach" if service.tier == Service.Tier.PRODUCTION else "warning",
     )

@@ -18,7 +18,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from ledger import locks, permissions
-from ledger.chain import append_event
+from ledger.chain import NewEvent, append_event, append_events
 from ledger.engines import check_launch_parameters
 from ledger.fingerprint import compute_fingerprint
 from ledger.models import (
@@ -61,6 +61,7 @@ __all__ = [
     "declare_capability",
     "deprecate_asset",
     "lifecycle_refusal",
+    "live_revision_changed",
     "new_revision_from",
     "record_capability_check",
     "register_asset",
@@ -387,8 +388,19 @@ def set_live_revision(
         Revision.objects.filter(pk=revision.pk, served_at__isnull=True).update(
             served_at=timezone.now()
         )
-    append_event(
-        actor=actor,
+    append_events([live_revision_changed(service, before, revision, reason, cause)], actor=actor)
+
+
+def live_revision_changed(
+    service: Service,
+    before: int | None,
+    revision: Revision,
+    reason: str = "",
+    cause: dict[str, Any] | None = None,
+) -> NewEvent:
+    """The event `set_live_revision` appends, from which the serving history is read
+    (the benchmark fleet's history is seeded with the same)."""
+    return NewEvent(
         action="service.live_revision_changed",
         subject=service,
         payload={

@@ -1,13 +1,15 @@
 """Releases over REST, for CI automation: file a draft, fill it in, submit, sign, withdraw.
 
 Anyone signed in reads every release; writes call `releases.services` with the
-caller as actor (`lib.api.DomainVerbMixin`). A transition the release's state
+caller as actor (`lib.api.DomainVerbMixin`). Filing answers 403 before the body is
+validated when the caller may not file for the service it names, or for any. A transition the release's state
 does not allow answers 409 with the reason; a submit with failing gates answers
 422 listing them. Every answer that shows a release shows its waivers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_view
@@ -17,8 +19,9 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from ledger.models import Service
 from lib.api import DomainVerbMixin
-from releases import gates, services
+from releases import gates, permissions, services
 from releases.filters import ReleaseFilter
 from releases.models import Observation, Release
 from releases.queries.rollout import rollout_of
@@ -137,6 +140,12 @@ class ReleaseViewSet(
         return self._detail(self.get_object())
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        # Who may, before the body is validated: a refused caller learns nothing of its
+        # faults. The verb asks again with the service the serializer resolves.
+        self.call_verb(permissions.ensure_can_file_some)
+        service = _named_service(request.data)
+        if service is not None:
+            self.call_verb(permissions.ensure_can_file, service=service)
         serializer = ReleaseWriteSerializer(
             data=request.data, context=self.get_serializer_context()
         )
@@ -339,6 +348,14 @@ class ReleaseViewSet(
             services.record_observation, release, stage_number=int(number), **given.validated_data
         )
         return Response(ObservationSerializer(observation).data, status=status.HTTP_201_CREATED)
+
+
+def _named_service(data: Any) -> Service | None:
+    """The existing service a create body names by its slug, if it names one."""
+    slug = data.get("service") if isinstance(data, Mapping) else None
+    if not isinstance(slug, str) or not slug:
+        return None
+    return Service.objects.select_related("team").filter(slug=slug).first()
 
 
 class _Refusal(Exception):

@@ -18,7 +18,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from ledger.models import Revision, Service
-from lib.forms import CommaListField
+from lib.forms import CommaListField, LinesField
 from releases import policy
 from releases.models import Release, StandardChangeTemplate
 from releases.schemas import (
@@ -91,25 +91,6 @@ def degradation_field_name(sample_set: str, sample: str) -> str:
 
 def stage_field_name(row: int, part: str) -> str:
     return f"stage_{row}_{part}"
-
-
-class LinesField(forms.CharField):
-    """One item a line; blank lines dropped."""
-
-    widget = forms.Textarea
-
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("required", False)
-        super().__init__(**kwargs)
-
-    def prepare_value(self, value: Any) -> Any:
-        if isinstance(value, list | tuple):
-            return "\n".join(str(item) for item in value)
-        return value
-
-    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
-        text = super().to_python(value) or ""
-        return [line.strip() for line in text.splitlines() if line.strip()]
 
 
 class MovesField(LinesField):

@@ -48,6 +48,8 @@ class Inputs:
     reports: list[LoadTestReport]
     runs: dict[str, Run]
     verification: Run | None
+    # Whether the candidate's asset has its gated license terms accepted (read only then).
+    license_accepted: bool
     windows: list[BlackoutWindow]
     waivers: list[Waiver]
     signoffs: list[SignOff]

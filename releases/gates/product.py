@@ -16,7 +16,9 @@ def license(inputs: Inputs) -> Verdict:
     release = inputs.release
     revision = release.to_revision
     asset = revision.model_asset
-    findings = ledger_queries.license_findings(release.service, revision)
+    findings = ledger_queries.license_findings(
+        release.service, revision, accepted=inputs.license_accepted
+    )
     breaches = [f for f in findings if f.severity == "breach"]
     ref = cite(
         "model_asset",

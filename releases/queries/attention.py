@@ -92,7 +92,7 @@ def _service_items(service: Service, now: dt.datetime) -> list[AttentionItem]:
 def _signoff_items(user: Requester, now: dt.datetime) -> list[AttentionItem]:
     """Releases waiting for this person's sign-off; overdue emergency ones ask to act."""
     items = []
-    for waiting in waiting_for(user)[:MAX_SIGNOFFS_LISTED]:
+    for waiting in waiting_for(user, limit=MAX_SIGNOFFS_LISTED)[0]:
         release = waiting.release
         roles = ", ".join(dict(SignOff.Role.choices)[role].lower() for role in waiting.roles)
         text = f"release #{release.pk} ({release.to_revision.label}) waits for your sign-off as {roles}"

@@ -13,6 +13,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from ledger.models import Event, Service
+from releases.gates import read_releases
 from releases.models import BlackoutWindow, Comment, Release
 
 RELEASE_SUBJECT = "releases.release"
@@ -31,12 +32,11 @@ def release_list_queryset() -> QuerySet[Release]:
     ).order_by("-created_at", "-id")
 
 
-def release_for_page(pk: int) -> QuerySet[Release]:
-    return (
-        Release.objects.for_gates()
-        .select_related("reopened_from", "to_revision__model_asset__license")
-        .filter(pk=pk)
-    )
+def release_for_page(pk: int) -> Release | None:
+    """The release page's release, as the gates read it (so they need not read it again:
+    `assess(release, reload=False)`); that has every part the page shows, the diff's
+    revisions with their assets and runtimes included."""
+    return read_releases([pk]).get(pk)
 
 
 def timeline(release: Release, limit: int = 200) -> list[Event]:
@@ -54,6 +54,9 @@ def comments(release: Release) -> list[Comment]:
 
 
 def reopened_as(release: Release) -> list[Release]:
+    """The drafts reopened from a release: only a rejected or withdrawn one has any."""
+    if release.state not in (Release.State.REJECTED, Release.State.WITHDRAWN):
+        return []
     return list(Release.objects.filter(reopened_from=release).only("pk", "state").order_by("pk"))
 
 

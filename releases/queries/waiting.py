@@ -5,13 +5,13 @@ Gates and snapshots are in `releases.gates`; this holds the lists.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
-
-from django.db.models import Prefetch, QuerySet
 
 from ledger.roles import roles_of
 from lib.actors import Requester
 from releases import policy
+from releases.gates import read_releases
 from releases.models import Release, SignOff
 
 # States in which a release can wait for a signature.
@@ -35,52 +35,60 @@ def signer_roles_of(user: Requester) -> list[str]:
     return [role for role, needs in policy.SIGNER_ROLES.items() if needs in held]
 
 
-def _candidates() -> QuerySet[Release]:
-    standing = SignOff.objects.filter(voided_at__isnull=True).only(
-        "release_id", "role", "signer_id"
-    )
-    return (
-        Release.objects.filter(state__in=AWAITING_STATES)
-        .select_related("service", "to_revision", "filed_by")
-        .prefetch_related(Prefetch("signoffs", queryset=standing, to_attr="standing_signoffs"))
-        .order_by("signoffs_due_at", "submitted_at", "pk")
-    )
+def waiting_for(user: Requester, *, limit: int | None = None) -> tuple[list[Awaiting], int]:
+    """Releases awaiting a sign-off this person may give, most urgent first: the first
+    `limit` of them (all with None) and how many there are.
 
-
-def waiting_for(user: Requester) -> list[Awaiting]:
-    """Releases awaiting a sign-off this person may give, most urgent first.
-
-    Four queries whatever the number of releases: the person's roles (cached on
-    the user afterwards), their teams, the releases, their standing sign-offs. Sign-offs voided by a change made
+    Six queries whatever the number of releases: the person's roles (cached on
+    the user afterwards), their teams, the awaiting releases and their standing
+    sign-offs as plain values (a fleet can have thousands; only the values are
+    judged), then the releases listed, read as the gates read them (two queries,
+    `releases.gates.read_releases`), so a page can assess them without reading them again
+    (`assess_many(releases, reload=False)`). Sign-offs voided by a change made
     elsewhere (new evidence) count once `revalidate_release` recorded the void;
     the release page shows them voided at once.
     """
     roles = signer_roles_of(user)
     if not roles or user is None or not user.is_authenticated:
-        return []
+        return [], 0
     teams: set[int] = set()
     if "model_team" in roles:
         teams = set(user.teams.values_list("pk", flat=True))
-    found = []
-    for release in _candidates().exclude(filed_by=user.pk):
-        standing = release.standing_signoffs  # type: ignore[attr-defined]
-        if any(s.signer_id == user.pk for s in standing):
+    candidates = (
+        Release.objects.filter(state__in=AWAITING_STATES)
+        .exclude(filed_by=user.pk)
+        .order_by("signoffs_due_at", "submitted_at", "pk")
+        .values_list("pk", "service__tier", "path", "service__team_id")
+    )
+    standing: dict[int, list[tuple[str, int]]] = defaultdict(list)
+    for release_id, role, signer_id in SignOff.objects.filter(
+        release__state__in=AWAITING_STATES, voided_at__isnull=True
+    ).values_list("release_id", "role", "signer_id"):
+        standing[release_id].append((role, signer_id))
+    found: list[tuple[int, tuple[str, ...]]] = []
+    for pk, tier, path, team_id in candidates:
+        signed = standing[pk]
+        if any(signer_id == user.pk for _, signer_id in signed):
             continue  # one person signs one role
-        required = policy.required_signoffs(release.service.tier, release.path)
-        signed = {s.role for s in standing}
         mine = tuple(
             role
-            for role in required
+            for role in policy.required_signoffs(tier, path)
             if role in roles
-            and role not in signed
-            and (role != "model_team" or user.is_superuser or release.service.team_id in teams)
+            and all(role != given for given, _ in signed)
+            and (role != "model_team" or user.is_superuser or team_id in teams)
         )
         if mine:
-            interest = tuple(
-                dict.fromkeys(g for role in mine for g in policy.GATES_OF_INTEREST[role])
-            )
-            found.append(Awaiting(release, mine, interest))
-    return found
+            found.append((pk, mine))
+    listed = found if limit is None else found[:limit]
+    releases = read_releases(pk for pk, _ in listed) if listed else {}
+    return [
+        Awaiting(
+            releases[pk],
+            mine,
+            tuple(dict.fromkeys(g for role in mine for g in policy.GATES_OF_INTEREST[role])),
+        )
+        for pk, mine in listed
+    ], len(found)
 
 
 __all__ = ["AWAITING_STATES", "Awaiting", "signer_roles_of", "waiting_for"]

@@ -11,6 +11,7 @@ from releases.gates import Assessment
 from releases.models import Comment, Release, SignOff, StandardChangeTemplate, Waiver
 from releases.policy import GATES
 from releases.schemas import EXAMPLES
+from releases.snapshot import FORM_FIELDS
 
 
 def _username() -> serializers.SlugRelatedField:
@@ -51,35 +52,8 @@ class ReleaseWriteSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Release
-        fields = [
-            "service",
-            "to_revision",
-            "change_kind",
-            "summary",
-            "risk",
-            "risk_override_reason",
-            "impact_tenants",
-            "impact_task_types",
-            "impact_downstream",
-            "required_sample_sets",
-            "known_limitations",
-            "compatible_request_formats",
-            "metrics_declared",
-            "failure_classifications",
-            "gray_stages",
-            "rollback_target",
-            "rollback_kind",
-            "rollback_triggers",
-            "rollback_expected_minutes",
-            "rollback_impact_scope",
-            "rollback_verification_set",
-            "decommission_moves",
-            "logging_policy",
-            "path",
-            "standard_template",
-            "emergency_reason",
-            "planned_start",
-        ]
+        # The release form, as the snapshot a signer approves and the events record it.
+        fields = list(FORM_FIELDS)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if self.instance is not None and "service" in attrs:

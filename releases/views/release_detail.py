@@ -22,7 +22,6 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ledger import queries as ledger_queries
-from ledger.models import Revision
 from lib.actors import AuthenticatedHttpRequest
 from lib.pages import apply_errors
 from releases import gates as release_gates
@@ -40,22 +39,18 @@ from releases.services.signoffs import SIGNABLE_STATES, WAIVABLE_STATES
 
 
 def _release(pk: int) -> Release:
-    release = page_queries.release_for_page(pk).first()
+    release = page_queries.release_for_page(pk)
     if release is None:
         raise Http404(f"No release #{pk}.")
     return release
 
 
 def _diff(release: Release) -> dict[str, Any]:
-    if release.from_revision_id is None:
-        return {"from_revision": None, "to_revision": release.to_revision, "changes": []}
-    pair = {
-        r.pk: r
-        for r in Revision.objects.with_parts().filter(
-            pk__in=[release.from_revision_id, release.to_revision_id]
-        )
-    }
-    a, b = pair[release.from_revision_id], pair[release.to_revision_id]
+    """The diff of the release's revisions, as `release_for_page` read them with their
+    parts (only their capabilities are left to read)."""
+    a, b = release.from_revision, release.to_revision
+    if a is None:
+        return {"from_revision": None, "to_revision": b, "changes": []}
     changes = ledger_queries.revision_diff(a, b)
     return {
         "from_revision": a,
@@ -66,15 +61,16 @@ def _diff(release: Release) -> dict[str, Any]:
 
 
 def _signable_roles(
-    request: AuthenticatedHttpRequest, release: Release, required: tuple[str, ...]
+    request: AuthenticatedHttpRequest, release: Release, assessment: release_gates.Assessment
 ) -> list[str]:
     if release.state not in SIGNABLE_STATES:
         return []
     held = signer_roles_of(request.user)
+    signoffs = [state.signoff for state in assessment.signoffs]
     return [
         role
-        for role in required
-        if role in held and permissions.can_sign(request.user, release, role)
+        for role in assessment.required_roles
+        if role in held and permissions.can_sign(request.user, release, role, signoffs=signoffs)
     ]
 
 
@@ -189,8 +185,8 @@ def _rollout_context(request: AuthenticatedHttpRequest, release: Release) -> dic
 def _page_context(
     request: AuthenticatedHttpRequest, release: Release, **forms: Any
 ) -> dict[str, Any]:
-    assessment = release_gates.assess(release)
-    signable = _signable_roles(request, release, assessment.required_roles)
+    assessment = release_gates.assess(release, reload=False)
+    signable = _signable_roles(request, release, assessment)
     waivable = _waivable_gates(request, release, assessment)
     can_edit = permissions.can_edit_release(request.user, release)
     return {

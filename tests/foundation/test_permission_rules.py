@@ -43,6 +43,7 @@ class Rule:
     allows: Callable[[Any, Any], bool]  # (user, world) -> bool
     page: Callable[[Any], str]  # world -> URL of the page offering the action
     api: Callable[[Any], tuple[str, str]]  # world -> (method, URL) performing it
+    body: Callable[[Any], dict[str, Any]] = lambda w: {}  # world -> what the API is sent
 
 
 RULES: dict[str, Rule] = {
@@ -90,6 +91,13 @@ RULES: dict[str, Rule] = {
         allows=lambda user, w: release_rules.can_manage_webhooks(user),
         page=lambda w: "/webhooks/new/",
         api=lambda w: ("post", "/api/webhooks/"),
+    ),
+    "file a release": Rule(
+        allows=lambda user, w: release_rules.can_file_release(user, w.service),
+        page=lambda w: f"/services/{w.service.slug}/releases/new/",
+        api=lambda w: ("post", "/api/releases/"),
+        # Naming the service, and nothing else a draft needs: a 400 for who may.
+        body=lambda w: {"service": w.service.slug},
     ),
     "change a release form": Rule(
         allows=lambda user, w: release_rules.can_edit_release(user, w.release),
@@ -150,7 +158,7 @@ def test_page_and_api_follow_the_one_rule(client, world, rule_name, who):
 
     page = client.get(rule.page(world))
     method, url = rule.api(world)
-    api = getattr(client, method)(url, {}, content_type="application/json")
+    api = getattr(client, method)(url, rule.body(world), content_type="application/json")
 
     allowed = rule.allows(user, world)
     assert (page.status_code != 403, api.status_code != 403) == (allowed, allowed), (

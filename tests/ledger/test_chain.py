@@ -10,7 +10,14 @@ from django.core.management import call_command
 from django.db import DatabaseError, connection, connections, transaction
 
 from ledger import services
-from ledger.chain import GENESIS_HASH, append_event, canonical_json, verify_chain
+from ledger.chain import (
+    GENESIS_HASH,
+    NewEvent,
+    append_event,
+    append_events,
+    canonical_json,
+    verify_chain,
+)
 from ledger.models import Event
 from tests.ledger.factories import ModelAssetFactory, ServiceFactory
 from tests.support.processes import ROOT, child_env, database_url, run_manage
@@ -71,6 +78,34 @@ def test_a_refused_change_leaves_no_event_and_no_row(team):
     with pytest.raises(ValidationError, match="weights_digest"):
         ModelAssetFactory(team=team, weights_digest="nope")
     assert Event.objects.count() == count
+
+
+def test_many_events_append_in_order_in_a_few_statements(team, django_assert_num_queries):
+    service = ServiceFactory(team=team)
+    before = Event.objects.order_by("-sequence").first()
+    entries = [
+        NewEvent(action="test.bulk", subject=("test.thing", str(i)), payload={"i": i})
+        for i in range(1500)
+    ]
+    entries.append(NewEvent(action="test.bulk_service", subject=service, payload={}))
+
+    # The chain lock, the head, and the rows 1,000 an INSERT.
+    with transaction.atomic(), django_assert_num_queries(4):
+        events = append_events(entries, actor=None)
+
+    first = (before.sequence if before else 0) + 1
+    assert [e.sequence for e in events] == list(range(first, first + 1501))
+    assert events[0].prev_hash == (before.hash if before else GENESIS_HASH)
+    stored = dict(Event.objects.filter(action="test.bulk").values_list("pk", "payload"))
+    assert [stored[e.pk] for e in events[:3]] == ['{"i":0}', '{"i":1}', '{"i":2}']
+    assert events[-1].service_id == service.pk  # as append_event would say
+    # The next single append links onto the last of them.
+    with transaction.atomic():
+        after = append_event(actor=None, action="test.one", subject=service, payload={})
+    assert after.prev_hash == events[-1].hash
+    assert verify_chain().ok
+    with transaction.atomic(), django_assert_num_queries(0):
+        assert append_events([], actor=None) == []
 
 
 def test_appending_outside_a_transaction_is_refused(transactional_db):

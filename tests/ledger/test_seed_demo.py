@@ -11,7 +11,7 @@ from django.test import RequestFactory
 from ledger.chain import verify_chain
 from ledger.models import Capability, Event, LicenseAcceptance, ModelAsset, Revision, Service
 from ledger.permissions import can_edit_team_objects
-from ledger.queries import license_findings
+from ledger.queries import license_findings, serving_history
 
 DEMO_SERVICES = {
     "kb-assistant": ("production", "customer_data"),
@@ -119,6 +119,11 @@ def test_seed_demo_scale_adds_services_with_history_and_the_chain_verifies(db):
             subject_id__in=[str(pk) for pk in service.revisions.values_list("pk", flat=True)],
         ).count()
         assert subject_events == 24
+        # The live-revision events tell the serving history, newest first.
+        history = serving_history(service)
+        assert [interval.revision.number for interval in history] == [21, 18, 15, 12, 9, 6, 3]
+        assert history[0].reason == "fleet history" and history[0].until is None
+        assert service.revisions.get(number=24).based_on.number == 23
     assert Event.objects.count() - before > 3 * 100
     assert "fleet: 3 services created" in output
     assert verify_chain().ok

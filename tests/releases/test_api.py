@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 
 from ledger.models import Event
 from releases.models import Release
+from releases.snapshot import FORM_FIELDS
 
 pytestmark = pytest.mark.django_db
 
@@ -43,6 +44,7 @@ def test_ci_files_a_draft_with_four_fields_then_fills_it_in(world, owner):
     assert response.status_code == 201, response.json()
     body = response.json()
     assert body["state"] == "draft"
+    assert set(FORM_FIELDS) <= set(body)  # the whole form, as a signer's snapshot has it
     assert body["from_revision"] == world.live.pk
     assert len(body["snapshot_hash"]) == 64
     gates = {g["key"]: g for g in body["gates"]}
@@ -63,6 +65,53 @@ def test_ci_files_a_draft_with_four_fields_then_fills_it_in(world, owner):
     load = next(g for g in response.json()["gates"] if g["key"] == "load_evidence")
     assert load["evidence"][0]["kind"] == "loadtest_report"
     assert load["evidence"][0]["url"].startswith("/services/kb-assistant/r2/loadtests/")
+
+
+def test_filing_for_a_service_of_another_team_answers_403_before_the_body_is_checked(world, owner):
+    from tests.factories import UserFactory
+    from tests.ledger.factories import ServiceFactory, TeamFactory
+
+    other = UserFactory(username="oscar", roles=["model_owner"])
+    ServiceFactory(slug="dataagent-sql", team=TeamFactory(slug="data-team", members=[other]))
+    api = client_for(other)
+    incomplete = {"service": "kb-assistant", "summary": ""}
+    complete = {
+        "service": "kb-assistant",
+        "to_revision": world.candidate.pk,
+        "change_kind": "model_upgrade",
+        "summary": "not my team's",
+    }
+    for body in (incomplete, complete):
+        response = api.post("/api/releases/", body, format="json")
+        assert response.status_code == 403, response.json()
+        assert response.json()["detail"] == (
+            "Only model owners of team 'kb-team' can file releases of kb-assistant."
+        )
+    # Their own service, or one that does not exist: what is wrong with the body.
+    own = api.post("/api/releases/", {**incomplete, "service": "dataagent-sql"}, format="json")
+    assert own.status_code == 400
+    assert set(own.json()) == {"to_revision", "change_kind", "summary"}
+    unknown = api.post("/api/releases/", {"service": "no-such-service"}, format="json")
+    assert unknown.status_code == 400
+    assert "service" in unknown.json()
+    assert Release.objects.count() == 0
+
+
+@pytest.mark.parametrize("who", ["sre", "outsider", "owner_without_team"])
+def test_who_can_file_for_no_service_gets_403_whatever_the_body(world, who, sre, outsider):
+    from tests.factories import UserFactory
+
+    people = {
+        "sre": sre,
+        "outsider": outsider,
+        "owner_without_team": UserFactory(username="nina", roles=["model_owner"]),
+    }
+    api = client_for(people[who])
+    for body in ({}, {"service": "no-such-service"}, {"service": ["kb-assistant"]}, [1]):
+        response = api.post("/api/releases/", body, format="json")
+        assert response.status_code == 403, (body, response.json())
+        assert response.json()["detail"].endswith("you can file for no service.")
+    assert Release.objects.count() == 0
 
 
 def test_bad_json_in_a_patch_names_the_field_and_path(release, owner):
@@ -208,8 +257,8 @@ def test_release_detail_answers_in_a_constant_number_of_queries(
 ):
     api = client_for(owner)
     api.post(f"/api/releases/{release.pk}/submit/")
-    # token and user, the release, then the gates' seven (see releases/gates/__init__.py)
-    with django_assert_num_queries(9):
+    # token and user, the release, then the gates' eight (see releases/gates/__init__.py)
+    with django_assert_num_queries(10):
         api.get(f"/api/releases/{release.pk}/")
     for role in ("platform", "security_compliance"):
         client_for(signers[role]).post(
@@ -217,6 +266,6 @@ def test_release_detail_answers_in_a_constant_number_of_queries(
             {"role": role, "decision": "approve"},
             format="json",
         )
-    with django_assert_num_queries(9):
+    with django_assert_num_queries(10):
         api.get(f"/api/releases/{release.pk}/")
     assert Release.objects.get(pk=release.pk).state == "submitted"

@@ -77,8 +77,9 @@ def test_a_complete_release_passes_every_gate_but_signoffs(release):
 
 def test_all_gates_take_a_constant_number_of_queries(world, owner, django_assert_num_queries):
     release = file_release(world, owner)
-    # release + joins, reports, latest runs, verification, windows, waivers, sign-offs
-    with django_assert_num_queries(7):
+    # release + its joins, its revisions + theirs, reports, latest runs, verification,
+    # windows, waivers, sign-offs
+    with django_assert_num_queries(8):
         gates.assess(release)
     more_sets = [world.sample_set.name]
     for n in range(5):
@@ -88,8 +89,67 @@ def test_all_gates_take_a_constant_number_of_queries(world, owner, django_assert
     for _ in range(5):
         report(world.candidate, "batch")
     services.update_release(release, actor=owner, required_sample_sets=more_sets)
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(8):
         gates.assess(release)
+
+
+def test_assess_many_judges_each_release_as_assess_does_in_as_many_queries(
+    world, team, owner, sre, security, django_assert_num_queries
+):
+    other = build_world(team, tier="internal", slug="dataagent-sql")
+    start = timezone.now() + dt.timedelta(days=3)
+    services.create_blackout_window(
+        actor=sre,
+        name="Month-end close",
+        service=other.service,
+        starts_at=start - dt.timedelta(hours=1),
+        ends_at=start + dt.timedelta(days=1),
+    )
+    signed = file_release(world, owner, planned_start=start)
+    services.submit_release(signed, actor=owner)
+    services.sign_off(signed, actor=sre, role="platform", decision="approve")
+    waived = file_release(other, owner, planned_start=start, metrics_declared=[])
+    services.grant_waiver(
+        waived,
+        actor=security,
+        gate="metrics_coverage",
+        reason="exported from next week",
+        expires_at=timezone.now() + dt.timedelta(days=7),
+    )
+    bare = services.create_release(
+        actor=owner,
+        service=world.service,
+        to_revision=RevisionFactory(service=world.service),
+        change_kind="capacity",
+        summary="nothing filled in",
+    )
+    releases = [waived, signed, bare, signed]
+    now = timezone.now()
+    one_by_one = [gates.assess(release, now=now) for release in releases]
+
+    # As many as for one release: the releases, their revisions, reports, latest runs,
+    # verifications, windows, waivers and sign-offs of all of them.
+    with django_assert_num_queries(8):
+        together = gates.assess_many(releases, now=now)
+
+    def seen(assessment):
+        return (
+            assessment.release.pk,
+            assessment.gates,
+            assessment.snapshot_hash,
+            [(s.signoff.pk, s.standing) for s in assessment.signoffs],
+            [w.pk for w in assessment.waivers],
+        )
+
+    assert [seen(a) for a in together] == [seen(a) for a in one_by_one]
+    # Each release read only its own service's window, waivers and sign-offs.
+    assert together[0].gate("blackout")["status"] == "fail"
+    assert together[1].gate("blackout")["status"] == "pass"
+    assert together[0].gate("metrics_coverage")["status"] == "waived"
+    assert [s.signoff.role for s in together[1].signoffs] == ["platform"]
+    assert together[2].signoffs == [] and together[2].waivers == []
+    assert together[2].gate("replay")["status"] == "fail"
+    assert gates.assess_many([]) == []
 
 
 # ---------------------------------------------------------------- license

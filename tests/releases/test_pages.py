@@ -478,6 +478,33 @@ def test_service_page_shows_open_and_recent_releases_in_constant_queries(
     assert len(response.context["recent_releases"]) == extra
 
 
+@pytest.mark.parametrize("count", [1, 10])
+def test_waiting_for_me_query_count_is_constant(
+    client, owner, world, sre, count, django_assert_num_queries
+):
+    for _ in range(count):
+        services.submit_release(file_release(world, owner), actor=owner)
+    client.force_login(sre)
+    url = reverse("releases:waiting_for_me")
+    client.get(url)  # warm the content types
+    # Whatever the number of releases listed: 1 session, 2 user, 3 the reader's
+    # roles, 4 the releases awaiting a signature and 5 their standing sign-offs (as
+    # values), 6 the releases listed and 7 their revisions, as the gates read them;
+    # then the gates of all of them at once: 8 the candidates' reports, 9 the latest
+    # runs of the required sets, 10 the rollback targets' last verifications, 11
+    # blackout windows, 12 waivers and 13 sign-offs.
+    with django_assert_num_queries(13):
+        response = client.get(url)
+    rows = response.context["rows"]
+    assert len(rows) == count
+    platform_reads = ["image_pinned", "rollback_plan", "gray_plan", "blackout", "load_evidence"]
+    for row in rows:
+        assert [(g["key"], g["status"]) for g in row["gates"]] == [
+            *((key, "pass") for key in platform_reads),
+            ("signoffs", "pending"),
+        ]
+
+
 def _busy(release, owner, signers, comments):
     """A release with sign-offs, comments and events to list."""
     services.submit_release(release, actor=owner)
@@ -494,16 +521,43 @@ def test_release_page_query_count_is_constant(
     _busy(release, owner, signers, comments)
     client.force_login(sre)
     client.get(reverse("releases:release_detail", args=[release.pk]))  # warm the content types
-    # Whatever the number of sign-offs, comments and events: 1 session, 2 user;
-    # the gates' 3 release with every part the page shows, 4 reports, 5 latest
-    # runs, 6 last verification, 7 blackout windows, 8 waivers, 9 sign-offs
-    # and 10 the rollback target's service; the reader's 11 roles, 12 other
-    # sign-offs (one role per person) and 13 permissions (may they waive); 14 the
-    # diff pair and 15 its capabilities; 16 comments, 17 the timeline and 18
-    # reopened copies.
-    with django_assert_num_queries(18):
+    # Whatever the number of sign-offs, comments and events: 1 session, 2 user; 3 the
+    # release and 4 its revisions, with every part the page and the gates show (read
+    # once for both), the gates' 5 reports, 6 latest runs, 7 last verification, 8
+    # blackout windows, 9 waivers and 10 sign-offs (what the reader signed among
+    # them); the reader's 11 roles and 12 permissions (may they waive); 13 the diff's
+    # capabilities; 14 comments and 15 the timeline.
+    with django_assert_num_queries(15):
         response = client.get(reverse("releases:release_detail", args=[release.pk]))
     assert len(response.context["comments"]) == comments
+
+
+def test_the_page_offers_no_other_role_to_who_signed_one(client, owner, release):
+    from tests.factories import UserFactory
+
+    root = UserFactory(username="root-user", is_superuser=True)
+    services.submit_release(release, actor=owner)
+    client.force_login(root)
+    url = reverse("releases:release_detail", args=[release.pk])
+    assert client.get(url).context["signable_roles"] == [
+        "model_team",
+        "platform",
+        "security_compliance",
+        "business_owner",
+    ]
+    services.sign_off(release, actor=root, role="platform", decision="approve")
+    # Only the role they signed stays theirs (where a voided sign-off is given again).
+    assert client.get(url).context["signable_roles"] == ["platform"]
+
+
+def test_a_withdrawn_release_links_the_draft_reopened_from_it(client, owner, release):
+    services.withdraw_release(release, actor=owner)
+    copy = services.reopen_release(release, actor=owner)
+    client.force_login(owner)
+    html = client.get(reverse("releases:release_detail", args=[release.pk])).content.decode()
+    assert f'reopened as <a href="/releases/{copy.pk}/">#{copy.pk}</a>' in html
+    html = client.get(reverse("releases:release_detail", args=[copy.pk])).content.decode()
+    assert f'reopened from <a href="/releases/{release.pk}/">#{release.pk}</a>' in html
 
 
 @pytest.mark.parametrize("count", [3, 30])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 
 import pytest
@@ -13,6 +14,7 @@ from replay import queries, services
 from replay.models import Run
 from replay.services import verdicts
 from tests.ledger.factories import RevisionFactory
+from tests.replay.factories import BackendFactory, RunFactory, SampleSetFactory
 from tests.replay.helpers import backend_on, go_live, make_set, replay_now, sample
 from tests.support.fake_openai import FakeOpenAI
 
@@ -203,6 +205,58 @@ def test_last_verification_is_the_latest_verification_run(fake, live):
     run = replay_now(backend, sample_set, trigger=Run.Trigger.VERIFICATION)
 
     assert queries.last_verification(backend.revision) == run
+
+
+def _finished(backend, sample_set, minutes_ago: int, **fields) -> Run:
+    at = timezone.now() - dt.timedelta(minutes=minutes_ago)
+    values = {"state": Run.State.FINISHED, "verdict": Run.Verdict.PASSED, **fields}
+    return RunFactory(
+        backend=backend, sample_set=sample_set, started_at=at, finished_at=at, **values
+    )
+
+
+def test_latest_verdicts_of_many_pairs_take_one_query(django_assert_num_queries):
+    one, two = BackendFactory(), BackendFactory()
+    golden, golden_v2, other = (
+        SampleSetFactory(name="golden"),
+        SampleSetFactory(name="golden", version=2),
+        SampleSetFactory(name="other"),
+    )
+    _finished(one, golden, 30)
+    newest_on_one = _finished(one, golden_v2, 10)
+    _finished(one, golden, 1, state=Run.State.RUNNING)  # not finished: no verdict
+    on_two = _finished(two, golden, 20)
+    other_on_two = _finished(two, other, 5)
+    _finished(one, other, 5)  # a pair nobody asked for
+    asked = [("golden", one.revision_id), ("golden", two.revision_id), ("other", two.revision_id)]
+
+    with django_assert_num_queries(1):
+        found = queries.latest_verdicts_of_pairs([*asked, ("never", one.revision_id)])
+
+    assert found == {asked[0]: newest_on_one, asked[1]: on_two, asked[2]: other_on_two}
+    assert found[asked[0]].sample_set.version == 2  # related rows came with it
+    assert queries.latest_verdicts(["golden", "other"], two.revision) == {
+        "golden": on_two,
+        "other": other_on_two,
+    }
+
+
+def test_last_verifications_of_many_revisions_take_one_query(django_assert_num_queries):
+    one, two, never = BackendFactory(), BackendFactory(), BackendFactory()
+    check = SampleSetFactory()
+    verify = {"trigger": Run.Trigger.VERIFICATION}
+    _finished(one, check, 60, **verify)
+    latest = _finished(one, check, 30, **verify)
+    _finished(one, check, 5)  # a manual run is no verification
+    on_two = _finished(two, check, 40, **verify, verdict=Run.Verdict.FAILED)
+
+    with django_assert_num_queries(1):
+        found = queries.last_verifications([one.revision_id, two.revision_id, never.revision_id])
+
+    assert found == {one.revision_id: latest, two.revision_id: on_two}
+    assert queries.last_verification(one.revision) == latest
+    with django_assert_num_queries(0):
+        assert queries.last_verifications([]) == {}
 
 
 def test_backend_trend_lists_finished_runs_oldest_first(fake, live):
