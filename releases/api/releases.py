@@ -258,6 +258,9 @@ class ReleaseViewSet(
     @action(detail=True, methods=["post"])
     def start(self, request: Request, pk: str | None = None) -> Response:
         release = self.get_object()
+        self.call_verb(
+            permissions.ensure_can_start_rollout, release=release
+        )  # who may, before the body
         self._verb(services.start_rollout, release)
         return self._rollout(release)
 
@@ -270,6 +273,7 @@ class ReleaseViewSet(
     @action(detail=True, methods=["post"])
     def promote(self, request: Request, pk: str | None = None) -> Response:
         release = self.get_object()
+        self.call_verb(permissions.ensure_can_promote, release=release)  # who may, before the body
         given = PromoteSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         self._verb(services.promote_release, release, note=given.validated_data["note"])
@@ -283,6 +287,7 @@ class ReleaseViewSet(
     @action(detail=True, methods=["post"])
     def hold(self, request: Request, pk: str | None = None) -> Response:
         release = self.get_object()
+        self.call_verb(permissions.ensure_can_hold, release=release)  # who may, before the body
         given = ReasonSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         self._verb(services.hold_release, release, reason=given.validated_data["reason"])
@@ -296,6 +301,7 @@ class ReleaseViewSet(
     @action(detail=True, methods=["post"])
     def abort(self, request: Request, pk: str | None = None) -> Response:
         release = self.get_object()
+        self.call_verb(permissions.ensure_can_promote, release=release)  # who may, before the body
         given = ReasonSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         self._verb(services.abort_release, release, reason=given.validated_data["reason"])
@@ -309,6 +315,7 @@ class ReleaseViewSet(
     @action(detail=True, methods=["post"])
     def close(self, request: Request, pk: str | None = None) -> Response:
         release = self.get_object()
+        self.call_verb(permissions.ensure_can_close, release=release)  # who may, before the body
         given = CloseSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         self._verb(services.close_release, release, **given.validated_data)
@@ -342,6 +349,7 @@ class ReleaseViewSet(
             )
             page = self.paginate_queryset(found)
             return self.get_paginated_response(ObservationSerializer(page, many=True).data)
+        self.call_verb(permissions.ensure_can_post_observation, release=release)
         given = ObservationRequestSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         observation = self._verb(

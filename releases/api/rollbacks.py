@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from ledger.models import Service
 from lib.api import DomainVerbMixin
-from releases import services
+from releases import permissions, services
 from releases.api.releases import CONFLICT
 from releases.models import RollbackEvent
 from releases.serializers.rollout import (
@@ -61,6 +61,7 @@ class ServiceRollbacksView(DomainVerbMixin, APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         service = _service(slug)
+        self.call_verb(permissions.ensure_can_record_rollback, service=service)
         given = RollbackRequestSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         try:
@@ -77,9 +78,10 @@ class RollbackConfirmView(DomainVerbMixin, APIView):
         responses={200: RollbackEventSerializer},
     )
     def post(self, request: Request, pk: int) -> Response:
-        rollback = RollbackEvent.objects.filter(pk=pk).first()
+        rollback = RollbackEvent.objects.select_related("service__team").filter(pk=pk).first()
         if rollback is None:
             raise exceptions.NotFound(f"There is no rollback #{pk}.")
+        self.call_verb(permissions.ensure_can_record_rollback, service=rollback.service)
         given = ConfirmRollbackSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         rollback = self.call_verb(services.confirm_rollback, rollback, **given.validated_data)

@@ -56,14 +56,14 @@ def load_inputs(release: Release, *, now: dt.datetime | None = None) -> Inputs:
 
 
 def read_releases(pks: Iterable[int]) -> dict[int, Release]:
-    """Releases by id with every part the gates read (the parts
-    `Release.objects.for_gates()` names), in two statements: the releases with their
-    service, team, standard template and filer; then their from-, to- and rollback
-    revisions at once, each with its service, asset, license, parent asset and runtime.
+    """Releases by id with every part the gates read, in two statements: the releases
+    with their service, team, standard template and filer; then their from-, to- and
+    rollback revisions at once, each with its service, asset, license, parent asset and
+    runtime.
 
-    Not for_gates()'s one statement: joining all sixteen tables, it took PostgreSQL
-    about 5 ms to plan and under 1 ms to run, at every page view; two statements of
-    five and seven tables plan in a fraction of that, and Django builds them faster.
+    Not one statement joining all sixteen tables: that took PostgreSQL about 5 ms to
+    plan and under 1 ms to run, at every page view; two statements of five and seven
+    tables plan in a fraction of that, and Django builds them faster.
     """
     releases = (
         Release.objects.select_related("service__team", "standard_template", "filed_by")
@@ -98,8 +98,7 @@ def load_inputs_many(
     """What the gates of each release read, in the order given (see the module's queries).
 
     `reload=False` takes the releases as given, saving the first two queries: for a
-    page that has just read its release with `read_releases` (or
-    `Release.objects.for_gates()`).
+    page that has just read its release with `read_releases`.
     """
     now = now or timezone.now()
     pks = [release.pk for release in releases]

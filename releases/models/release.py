@@ -28,24 +28,6 @@ class ReleaseQuerySet(models.QuerySet):
         """Not yet finished: a draft, or on its way (submitted, approved, rolling out)."""
         return self.filter(state__in=Release.OPEN_STATES)
 
-    def for_gates(self) -> ReleaseQuerySet:
-        """Everything `releases.gates.compute_gates` reads through foreign keys."""
-        return self.select_related(
-            "service",
-            "service__team",
-            "from_revision__service",
-            "from_revision__model_asset",
-            "from_revision__runtime",
-            "to_revision",
-            "to_revision__model_asset",
-            "to_revision__model_asset__license",
-            "to_revision__model_asset__derived_from",
-            "to_revision__runtime",
-            "rollback_target__service",
-            "standard_template",
-            "filed_by",
-        )
-
 
 class Release(models.Model):
     class State(models.TextChoices):

@@ -62,7 +62,7 @@ def audit(request: AuthenticatedHttpRequest) -> HttpResponse:
 @require_GET
 @login_required
 def change_record(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
-    release = page_queries.release_for_page(pk).first()
+    release = page_queries.release_for_page(pk)
     if release is None:
         raise Http404(f"No release #{pk}.")
     if not permissions.can_view_release(request.user, release):

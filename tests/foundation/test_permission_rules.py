@@ -99,6 +99,21 @@ RULES: dict[str, Rule] = {
         # Naming the service, and nothing else a draft needs: a 400 for who may.
         body=lambda w: {"service": w.service.slug},
     ),
+    "record a rollback": Rule(
+        allows=lambda user, w: release_rules.can_record_rollback(user, w.service),
+        page=lambda w: f"/services/{w.service.slug}/rollbacks/new/",
+        api=lambda w: ("post", f"/api/services/{w.service.slug}/rollbacks/"),
+    ),
+    "abort a rollout": Rule(
+        allows=lambda user, w: release_rules.can_promote(user, w.release),
+        page=lambda w: f"/releases/{w.release.pk}/rollout/abort/",
+        api=lambda w: ("post", f"/api/releases/{w.release.pk}/abort/"),
+    ),
+    "hold a rollout": Rule(
+        allows=lambda user, w: release_rules.can_hold(user, w.release),
+        page=lambda w: f"/releases/{w.release.pk}/rollout/hold/",
+        api=lambda w: ("post", f"/api/releases/{w.release.pk}/hold/"),
+    ),
     "change a release form": Rule(
         allows=lambda user, w: release_rules.can_edit_release(user, w.release),
         page=lambda w: f"/releases/{w.release.pk}/edit/",
