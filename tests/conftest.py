@@ -124,6 +124,16 @@ def outsider(db):
     return UserFactory(username="otto", roles=[])
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _patient_browser_expectations():
+    """Playwright's `expect` gives up after 5 s; a save that parses a file on a machine
+    busy with another suite can take longer. The deadline only bounds a hang: each
+    expectation still returns as soon as the page shows what it waits for."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=60_000)
+
+
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
     # Playwright cannot download its own browser here: drive Debian's chromium.

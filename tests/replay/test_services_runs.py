@@ -281,7 +281,7 @@ def test_start_run_binds_the_revision_and_fingerprint_and_enqueues_on_commit(
 
     # run_replay.delay, sent once the transaction commits (beside the metrics' counts of
     # the appended events, which wait for the commit too).
-    enqueued = [c for c in callbacks if getattr(c, "__name__", "") != "inc"]
+    enqueued = [c for c in callbacks if getattr(getattr(c, "func", c), "__name__", "") != "inc"]
     assert len(enqueued) == 1
     assert (run.state, run.revision, run.fingerprint) == (
         "queued",
