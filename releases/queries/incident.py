@@ -134,7 +134,15 @@ def incident_service(slug: str) -> Service:
             "live_revision__service",
         )
         .annotate(
-            task_type_list=ListAgg("task_types__slug"),
+            # An aggregate in a subquery: on the service row itself it would GROUP BY
+            # every column of six joined tables, which PostgreSQL plans slowly.
+            task_type_list=Subquery(
+                Service.task_types.through.objects.filter(service=OuterRef("pk"))
+                .order_by()
+                .values("service")
+                .annotate(slugs=ListAgg("tasktype__slug"))
+                .values("slugs")
+            ),
             open_findings=Subquery(
                 findings.order_by().values("service").annotate(n=Count("pk")).values("n")[:1]
             ),

@@ -46,13 +46,13 @@ class RollbackPlan:
         return Release.RollbackKind(self.kind).label if self.kind else ""
 
 
+# What judging the target reads (its asset's lifecycle, its runtime's image, the diff
+# from live); each further join costs PostgreSQL planning time on every incident.
 _TARGET_PARTS = (
-    "rollback_target__model_asset__license",
+    "rollback_target__model_asset",
     "rollback_target__runtime",
-    "rollback_target__service",
-    "from_revision__model_asset__license",
+    "from_revision__model_asset",
     "from_revision__runtime",
-    "from_revision__service",
 )
 
 
