@@ -141,7 +141,7 @@ def incident_service(slug: str) -> Service:
                 .order_by()
                 .values("service")
                 .annotate(slugs=ListAgg("tasktype__slug"))
-                .values("slugs")
+                .values("slugs")  # type: ignore[misc]  # the stubs do not see the annotation
             ),
             open_findings=Subquery(
                 findings.order_by().values("service").annotate(n=Count("pk")).values("n")[:1]
