@@ -96,7 +96,9 @@ def sweep_context(*, now: dt.datetime | None = None) -> SweepContext:
     """Two queries: the engine versions of every runtime, and who holds platform SRE."""
     now = now or timezone.now()
     versions: dict[str, set[str]] = defaultdict(set)
-    for engine, version in Runtime.objects.values_list("engine", "engine_version").distinct():
+    for engine, version in (
+        Runtime.objects.order_by().values_list("engine", "engine_version").distinct()
+    ):
         versions[engine].add(version)
     User = get_user_model()
     people: dict[int, tuple[str, set[int]]] = {}

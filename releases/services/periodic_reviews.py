@@ -437,7 +437,7 @@ def answer_checklist(
     return changed
 
 
-def _owners(actions: Sequence[ActionInput], problems: dict[str, str]) -> dict[str, Any]:
+def _owners(actions: Sequence[ActionInput]) -> dict[str, Any]:
     names = {str(a.get("owner") or "") for a in actions} - {""}
     User = get_user_model()
     return {u.get_username(): u for u in User.objects.filter(username__in=names, is_active=True)}
@@ -487,7 +487,7 @@ def _conclusion_problems(
             f"The next review must be due after today ({today:%Y-%m-%d}); "
             f"{next_due_on:%Y-%m-%d} is not."
         )
-    owners = _owners(actions, problems)
+    owners = _owners(actions)
     for n, action in enumerate(actions):
         if not str(action.get("description") or "").strip():
             problems[f"actions[{n}].description"] = "Say what is to be done."
@@ -530,7 +530,9 @@ def conclude_review(
     conclusion = (conclusion or "").strip()
     next_due_on = next_due_on or today + dt.timedelta(days=review.service.review_cadence_days)
     items = list(
-        review.items.select_for_update().select_related("answered_by").order_by("position")
+        review.items.select_for_update(of=("self",))
+        .select_related("answered_by")
+        .order_by("position")
     )
     problems, owners = _conclusion_problems(
         review,
