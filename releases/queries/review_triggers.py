@@ -183,7 +183,9 @@ def cadence(facts: ServiceFacts, context: SweepContext) -> Finding | None:
     after the service was created."""
     service = facts.service
     last = facts.last_concluded
+    last_review = None
     if last is not None and last.next_due_on is not None and last.concluded_at is not None:
+        last_review = last.pk
         due, since, since_what = (
             last.next_due_on,
             last.concluded_at.date(),
@@ -204,6 +206,7 @@ def cadence(facts: ServiceFacts, context: SweepContext) -> Finding | None:
             "cadence_days": service.review_cadence_days,
             "since": since.isoformat(),
             "since_what": since_what,
+            "last_review": last_review,
             "due_on": due.isoformat(),
             "days_past_due": late,
         },
@@ -255,6 +258,7 @@ def latency_drift(facts: ServiceFacts, context: SweepContext) -> Finding | None:
             "above_slo": above_slo,
             "above_baseline": above_baseline,
             "revision": facts.live.label,
+            "revision_number": facts.live.number,
         },
     )
 
@@ -378,7 +382,7 @@ def rollback_verification(facts: ServiceFacts, context: SweepContext) -> Finding
         f"Rollback target {plan.target.label}: {reasons[0].text}.",
         {
             "target": plan.target.label,
-            "target_id": plan.target.pk,
+            "target_number": plan.target.number,
             "run": run.pk,
             "verdict": run.verdict,
             "finished_at": finished.isoformat(),
@@ -415,6 +419,7 @@ def evidence_expired(facts: ServiceFacts, context: SweepContext) -> Finding | No
         + ".",
         {
             "revision": live.label,
+            "revision_number": live.number,
             "reports": [
                 {
                     "report": report.pk,
@@ -496,6 +501,7 @@ def engine_outdated(facts: ServiceFacts, context: SweepContext) -> Finding | Non
         f"newer: {', '.join(newer)}); the limit is {limit}.",
         {
             "engine": runtime.engine,
+            "runtime": runtime.name,
             "version": runtime.engine_version,
             "newest": newer[-1],
             "newer": newer,

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -47,16 +47,10 @@ SWEEP_BATCH = 250
 NOTE_MAX_CHARS = 5000
 
 
-class AnswerInput(TypedDict, total=False):
-    key: str
-    answer: str
-    note: str
-
-
-class ActionInput(TypedDict):
-    description: str
-    owner: str  # a username
-    due_on: dt.date
+# An answer: {"key", "answer", "note"}; an action: {"description", "owner" (a username),
+# "due_on" (a date)}.
+Answer = Mapping[str, Any]
+Action = Mapping[str, Any]
 
 
 def _today(now: dt.datetime) -> dt.date:
@@ -351,7 +345,7 @@ def _start(review: Review, actor: Actor) -> str:
 
 
 def _answer_problems(
-    items: dict[str, ReviewChecklistItem], answers: Sequence[AnswerInput]
+    items: dict[str, ReviewChecklistItem], answers: Sequence[Answer]
 ) -> dict[str, str]:
     problems: dict[str, str] = {}
     allowed = ReviewChecklistItem.Answer.values
@@ -384,7 +378,7 @@ def _answer_problems(
 
 @transaction.atomic
 def answer_checklist(
-    review: Review, *, actor: Actor, answers: Sequence[AnswerInput]
+    review: Review, *, actor: Actor, answers: Sequence[Answer]
 ) -> list[ReviewChecklistItem]:
     """Record the reviewer's answers (ok / action needed / not applicable, with a note;
     a note is required unless ok). The first answers start the review. Answers equal to
@@ -437,7 +431,7 @@ def answer_checklist(
     return changed
 
 
-def _owners(actions: Sequence[ActionInput]) -> dict[str, Any]:
+def _owners(actions: Sequence[Action]) -> dict[str, Any]:
     names = {str(a.get("owner") or "") for a in actions} - {""}
     User = get_user_model()
     return {u.get_username(): u for u in User.objects.filter(username__in=names, is_active=True)}
@@ -450,7 +444,7 @@ def _conclusion_problems(
     outcome: str,
     conclusion: str,
     next_due_on: dt.date,
-    actions: Sequence[ActionInput],
+    actions: Sequence[Action],
     today: dt.date,
 ) -> tuple[dict[str, str], dict[str, Any]]:
     problems: dict[str, str] = {}
@@ -514,7 +508,7 @@ def conclude_review(
     outcome: str,
     conclusion: str = "",
     next_due_on: dt.date | None = None,
-    actions: Sequence[ActionInput] = (),
+    actions: Sequence[Action] = (),
 ) -> Review:
     """Conclude: pass, pass with actions or fail, with actions (owner, due date) and the
     next due date (default: the cadence from today). The conclusion, the whole checklist
