@@ -73,13 +73,22 @@ def test_counts_per_record_type_follow_the_filters(client, auditor, record):
         "releases": 1,
         "signoffs": 4,
         "waivers": 1,
+        "rollbacks": 0,
+        "reviews": 0,
         "events": Event.objects.filter(service=record["kb"].service).count(),
     }
     # Sign-offs, waivers and events follow their release's change kind.
     draft_events = Event.objects.filter(
         subject_type="releases.release", subject_id=str(record["draft"].pk)
     ).count()
-    assert _counts(engine) == {"releases": 1, "signoffs": 0, "waivers": 0, "events": draft_events}
+    assert _counts(engine) == {
+        "releases": 1,
+        "signoffs": 0,
+        "waivers": 0,
+        "rollbacks": 0,
+        "reviews": 0,
+        "events": draft_events,
+    }
     assert _counts(november)["releases"] == 1
     assert _counts(november)["signoffs"] == 0
     assert list(november.context["page"].object_list) == [record["draft"]]
@@ -149,8 +158,9 @@ def test_the_page_reads_in_a_constant_number_of_queries(
     client.force_login(auditor)
     client.get(reverse("releases:audit"))  # the session and the user's roles, cached
 
-    # session, user, groups (roles), 4 counts, the page's count, the page's rows
-    with django_assert_num_queries(9):
+    # session, user, groups (roles), 6 counts (releases, sign-offs, waivers, rollbacks,
+    # reviews, events), the page's count, the page's rows
+    with django_assert_num_queries(11):
         response = client.get(reverse("releases:audit"), {"type": "releases"})
     assert response.status_code == 200
 

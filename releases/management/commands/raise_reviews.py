@@ -49,10 +49,15 @@ class Command(BaseCommand):
             for finding in raised.findings:
                 self.stdout.write(f"  {finding.kind}: {finding.summary}")
         new = sum(1 for raised in report.raised if raised.new)
+        added = len(report.raised) - new
         self.stdout.write(
             self.style.SUCCESS(
-                f"{report.scanned} services judged in {report.batches} batches: {new} reviews "
-                f"{would}raised, {len(report.raised) - new} {would}added to, "
+                f"{report.scanned} services judged in {report.batches} batches: "
+                f"{new} review{_s(new)} {would}raised, {added} {would}added to, "
                 f"{len(report.overdue)} {would}marked overdue."
             )
         )
+
+
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"
