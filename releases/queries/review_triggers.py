@@ -35,7 +35,7 @@ DRIFT_WINDOW_DAYS = 7
 DRIFT_MIN_DAYS = 3
 # An error rate must also rise by this many percentage points over its baseline: 0.01 %
 # to 0.02 % doubles, and means nothing.
-ERROR_RATE_FLOOR_POINTS = 0.05
+ERROR_RATE_FLOOR_POINTS = 0.1
 # The load test that stands for "what was measured at release": the first of these
 # workload classes the live revision has a report of.
 BASELINE_WORKLOADS = ("short", "streaming", "high_concurrency", "structured", "long_context")
