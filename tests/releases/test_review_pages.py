@@ -206,6 +206,16 @@ def test_the_checklist_refuses_who_may_not_and_a_get(client, auditor, owner, rev
     assert client.get(url).status_code == 405
 
 
+def test_start_refuses_who_may_not_and_a_get(client, auditor, review):
+    url = reverse("releases:review_start", args=[review.pk])
+    client.force_login(auditor)
+
+    assert client.post(url).status_code == 403
+    assert client.get(url).status_code == 405
+    review.refresh_from_db()
+    assert review.started_at is None
+
+
 def test_start_takes_up_a_review(client, sre, review):
     client.force_login(sre)
 
