@@ -285,14 +285,13 @@ def _sweep_batch(ids: list[int], context: review_facts.SweepContext, report: Swe
                 Raised(service.slug, None, service_facts.open_review is None, found)
             )
             continue
-        checklist = (
-            checklist_of(service_facts, context) if service_facts.open_review is None else []
-        )
+        # Built even when a review is open (no query: pure functions of the facts): it may
+        # be concluded before the service row is locked, and a new review needs its own.
         review, triggers, created = raise_review(
             service,
             actor=None,
             findings=found,
-            checklist=checklist,
+            checklist=checklist_of(service_facts, context),
             assignee_id=default_assignee(service, context),
             now=context.now,
         )

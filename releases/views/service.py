@@ -146,5 +146,6 @@ def service_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse
     context.update(_run_trend_context(service))
     context.update(_rollback_context(request, service, serving))
     context["reviews"] = review_queries.service_reviews(service)
+    context["may_manage_reviews"] = permissions.can_manage_reviews(request.user)
     context["needs_plotly"] = comparison is not None or context["trend_chart"] is not None
     return render(request, "releases/service_detail.html", context)

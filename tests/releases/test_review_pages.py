@@ -327,7 +327,7 @@ def test_the_service_page_shows_the_open_review_and_open_actions(client, sre, ow
     assert "Import a SQL sample set" not in body
 
 
-def test_only_who_may_marks_an_action_done(client, sre, outsider, review):
+def test_only_who_may_marks_an_action_done(client, sre, outsider, auditor, review):
     answer_all(review, sre)
     verbs.conclude_review(
         review,
@@ -343,6 +343,9 @@ def test_only_who_may_marks_an_action_done(client, sre, outsider, review):
 
     assert response.status_code == 403
     assert ReviewAction.objects.get().done_at is None
+    client.force_login(auditor)
+    page = client.get(reverse("releases:service_detail", args=["kb-assistant"])).content.decode()
+    assert "its owner marks it done" in page and "Mark done" not in page
 
 
 def test_the_catalog_shows_and_filters_overdue_reviews(client, auditor, review, team):
