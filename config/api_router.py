@@ -11,6 +11,7 @@ from ledger.api import signing as ledger_signing
 from releases.api import exports as releases_exports
 from releases.api import incident as releases_incident
 from releases.api import releases as releases_api
+from releases.api import reviews as releases_reviews
 from releases.api import rollbacks as releases_rollbacks
 from replay.api import backends as replay_backends
 from replay.api import runs as replay_runs
@@ -35,6 +36,7 @@ router.register("replay/runs", replay_runs.RunViewSet, basename="replay-run")
 router.register("releases", releases_api.ReleaseViewSet, basename="release")
 router.register("exports", releases_exports.ExportViewSet, basename="export")
 router.register("webhooks", releases_exports.WebhookSubscriptionViewSet, basename="webhook")
+router.register("reviews", releases_reviews.ReviewViewSet, basename="review")
 
 app_name = "api"
 urlpatterns = [

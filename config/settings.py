@@ -348,6 +348,12 @@ SPECTACULAR_SETTINGS = {
         "ExportStateEnum": "releases.models.Export.State",
         "WebhookSubscriptionStateEnum": "releases.models.WebhookSubscription.State",
         "DeliveryStateEnum": "releases.models.Delivery.State",
+        # Periodic reviews.
+        "ReviewStateEnum": "releases.models.Review.State",
+        "ReviewOutcomeEnum": "releases.models.Review.Outcome",
+        "ReviewTriggerKindEnum": "releases.models.ReviewTrigger.Kind",
+        "ChecklistKeyEnum": "releases.models.ReviewChecklistItem.Key",
+        "ChecklistAnswerEnum": "releases.models.ReviewChecklistItem.Answer",
     },
 }
 
@@ -612,6 +618,45 @@ CELERY_BEAT_SCHEDULE["sweep-rollback-readiness"] = {
 CELERY_BEAT_SCHEDULE["record-unauthorized-changes"] = {
     "task": "record_unauthorized_changes",
     "schedule": float(RELEASES_DRIFT_EVERY_MINUTES * 60),
+}
+
+# Periodic reviews (releases/services/periodic_reviews.py, docs/reviews.md): the daily
+# sweep at REVIEWS_SWEEP_HOUR:30 (CELERY_TIMEZONE; after the metrics scrape at 00:05)
+# raises a review of each service whose cadence is due or whose behaviour drifted. A
+# review is due REVIEW_DUE_DAYS_<TIER> days after it is raised. Latency drifts when the
+# 7-day p95 TTFT is above the SLO or more than REVIEW_LATENCY_DRIFT_PCT % above the load
+# test measured at release; the error rate when it is above the SLO or more than
+# REVIEW_ERROR_RATE_DRIFT_PCT % above the live revision's first week; the engine when
+# more than REVIEW_ENGINE_RELEASES_BEHIND newer versions of it are in the registry.
+REVIEW_DUE_DAYS = {
+    "production": env_int("REVIEW_DUE_DAYS_PRODUCTION", 14),
+    "internal": env_int("REVIEW_DUE_DAYS_INTERNAL", 30),
+    "experimental": env_int("REVIEW_DUE_DAYS_EXPERIMENTAL", 60),
+}
+REVIEW_LATENCY_DRIFT_PCT = env_int("REVIEW_LATENCY_DRIFT_PCT", 20)
+REVIEW_ERROR_RATE_DRIFT_PCT = env_int("REVIEW_ERROR_RATE_DRIFT_PCT", 50)
+REVIEW_ENGINE_RELEASES_BEHIND = env_int("REVIEW_ENGINE_RELEASES_BEHIND", 2)
+REVIEWS_SWEEP_HOUR = env_int("REVIEWS_SWEEP_HOUR", 1)
+for _tier, _days in REVIEW_DUE_DAYS.items():
+    if _days < 1:
+        raise ImproperlyConfigured(
+            f"REVIEW_DUE_DAYS_{_tier.upper()}={_days} must be at least 1 day."
+        )
+for _name, _value in (
+    ("REVIEW_LATENCY_DRIFT_PCT", REVIEW_LATENCY_DRIFT_PCT),
+    ("REVIEW_ERROR_RATE_DRIFT_PCT", REVIEW_ERROR_RATE_DRIFT_PCT),
+):
+    if _value < 1:
+        raise ImproperlyConfigured(f"{_name}={_value} must be at least 1 (percent).")
+if REVIEW_ENGINE_RELEASES_BEHIND < 0:
+    raise ImproperlyConfigured(
+        f"REVIEW_ENGINE_RELEASES_BEHIND={REVIEW_ENGINE_RELEASES_BEHIND} must be 0 or more."
+    )
+if not 0 <= REVIEWS_SWEEP_HOUR <= 23:
+    raise ImproperlyConfigured(f"REVIEWS_SWEEP_HOUR={REVIEWS_SWEEP_HOUR} must be an hour, 0 to 23.")
+CELERY_BEAT_SCHEDULE["raise-reviews"] = {
+    "task": "raise_reviews",
+    "schedule": crontab(minute=30, hour=REVIEWS_SWEEP_HOUR),
 }
 
 # Auditor exports (releases/services/exports.py): a download link, presigned on S3 or

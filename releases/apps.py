@@ -32,4 +32,8 @@ class ReleasesConfig(AppConfig):
         from releases.locks import referenced_by_release_past_draft
 
         locks.register(referenced_by_release_past_draft)
+        from lib import metrics
+        from releases.queries.reviews import review_work_counts
+
+        metrics.register_gauges("review", review_work_counts)
         post_migrate.connect(grant_default_permissions, sender=self)

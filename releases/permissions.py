@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
     from ledger.models import Service
-    from releases.models import Release, SignOff
+    from releases.models import Release, Review, ReviewAction, SignOff
 
 # Django permissions of the releases app, and the roles granted each by default (an
 # administrator grants them to anyone else in the admin). `ledger.set_live_revision`
@@ -334,3 +334,60 @@ def can_manage_webhooks(user: Requester) -> bool:
 def ensure_can_manage_webhooks(actor: Actor) -> None:
     if actor is not None and not can_manage_webhooks(actor):
         raise PermissionDenied("Only platform can manage webhook subscriptions.")
+
+
+# ---------------------------------------------------------------- periodic reviews
+
+# Who conducts any review and may give one to someone else; a review's assignee conducts
+# their own. Everyone signed in reads reviews (auditors included).
+REVIEW_ROLES = (Role.PLATFORM_SRE, Role.SECURITY_COMPLIANCE)
+
+
+def can_manage_reviews(user: Requester) -> bool:
+    """Conduct any review and reassign it: platform, security & compliance, superusers."""
+    return _signed_in(user) and (
+        user.is_superuser or any(has_role(user, role) for role in REVIEW_ROLES)
+    )
+
+
+def can_conduct_review(user: Requester, review: Review) -> bool:
+    """Start a review, answer its checklist and conclude it: its assignee, platform, or
+    security & compliance."""
+    if not _signed_in(user):
+        return False
+    return review.assignee_id == user.pk or can_manage_reviews(user)
+
+
+def can_complete_review_action(user: Requester, action: ReviewAction) -> bool:
+    """Mark a conclusion's action done: its owner, whoever may conduct reviews, or a model
+    owner of the service's team."""
+    if not _signed_in(user):
+        return False
+    return (
+        action.owner_id == user.pk
+        or can_manage_reviews(user)
+        or can_edit_team_objects(user, action.service.team)
+    )
+
+
+def ensure_can_manage_reviews(actor: Actor) -> None:
+    if actor is not None and not can_manage_reviews(actor):
+        raise PermissionDenied(
+            "Only platform or security & compliance can raise or reassign reviews."
+        )
+
+
+def ensure_can_conduct_review(actor: Actor, review: Review) -> None:
+    if actor is not None and not can_conduct_review(actor, review):
+        raise PermissionDenied(
+            f"Only review #{review.pk}'s assignee, platform or security & compliance can "
+            "answer its checklist or conclude it."
+        )
+
+
+def ensure_can_complete_review_action(actor: Actor, action: ReviewAction) -> None:
+    if actor is not None and not can_complete_review_action(actor, action):
+        raise PermissionDenied(
+            f"Only the action's owner, platform, security & compliance or model owners of "
+            f"team {action.service.team.slug!r} can mark it done."
+        )

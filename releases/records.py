@@ -3,10 +3,10 @@ page (counts, tables), the exports (one file per type) and `manage.py export_aud
 
 Each `RecordType` says how to narrow its rows by the audit filters (period, service,
 tier, change kind, path, release state), which columns its export files have, and which
-template shows a page of it. Post-implementation reviews are not records yet; when they
-land, they join by adding one `RecordType` to `RECORD_TYPES` (and its row template
-`releases/audit/_<key>.html`), as rollbacks did: the page grows a tab with its count,
-and every export format a file, with nothing else to change.
+template shows a page of it. A new kind of record joins by adding one `RecordType` to
+`RECORD_TYPES` (and its row template `releases/audit/_<key>.html`), as rollbacks and
+reviews did: the page grows a tab with its count, and every export format a file, with
+nothing else to change.
 
 Filters on a type that has no such field follow its release: a sign-off or a waiver
 matches "change kind: model upgrade" when its release does; an event matches when its
@@ -25,7 +25,7 @@ from django.db.models.functions import Cast
 
 from ledger.exports.events import EVENT_COLUMNS, event_rows
 from ledger.models import Event
-from releases.models import Release, RollbackEvent, SignOff, Waiver
+from releases.models import Release, Review, ReviewTrigger, RollbackEvent, SignOff, Waiver
 
 RELEASE_SUBJECT = "releases.release"
 # Release filters: a type whose rows belong to a release narrows through it.
@@ -108,6 +108,18 @@ def _rollbacks(filters: AuditFilters) -> QuerySet[RollbackEvent]:
         # release filter.
         rollbacks = rollbacks.filter(filters.release_q("release__") & Q(release__isnull=False))
     return rollbacks
+
+
+def _reviews(filters: AuditFilters) -> QuerySet[Review]:
+    reviews = Review.objects.filter(filters.period_q("raised_at"))
+    if filters.service:
+        reviews = reviews.filter(service__slug=filters.service)
+    if filters.tier:
+        reviews = reviews.filter(service__tier=filters.tier)
+    if filters.narrows_releases:
+        # A review belongs to a service, never to a release: no release filter matches it.
+        reviews = reviews.none()
+    return reviews
 
 
 def _events(filters: AuditFilters) -> QuerySet[Event]:
@@ -282,6 +294,54 @@ def _rollback_rows(rollbacks: QuerySet[RollbackEvent]) -> Iterator[tuple[Any, ..
         yield tuple(values)
 
 
+REVIEW_COLUMNS = (
+    "id",
+    "service",
+    "tier",
+    "state",
+    "triggers",
+    "raised_at",
+    "due_on",
+    "assignee",
+    "overdue_since",
+    "outcome",
+    "conclusion",
+    "concluded_by",
+    "concluded_at",
+    "next_due_on",
+)
+_REVIEW_FIELDS = (
+    "pk",
+    "service__slug",
+    "service__tier",
+    "state",
+    "pk",  # replaced by the trigger kinds
+    "raised_at",
+    "due_on",
+    "assignee__username",
+    "overdue_since",
+    "outcome",
+    "conclusion",
+    "concluded_by__username",
+    "concluded_at",
+    "next_due_on",
+)
+
+
+def _review_rows(reviews: QuerySet[Review]) -> Iterator[tuple[Any, ...]]:
+    kinds: dict[int, list[str]] = {}
+    for review_id, kind in (
+        ReviewTrigger.objects.filter(review__in=reviews.values("pk"))
+        .order_by("review_id", "pk")
+        .values_list("review_id", "kind")
+    ):
+        kinds.setdefault(review_id, []).append(kind)
+    for row in reviews.order_by("pk").values_list(*_REVIEW_FIELDS).iterator(chunk_size=2000):
+        values = list(row)
+        values[4] = " ".join(kinds.get(values[0], []))
+        yield tuple(values)
+
+
 def _values(fields: tuple[str, ...]) -> Callable[[QuerySet], Iterator[tuple[Any, ...]]]:
     def rows(queryset: QuerySet) -> Iterator[tuple[Any, ...]]:
         return queryset.order_by("pk").values_list(*fields).iterator(chunk_size=2000)
@@ -359,6 +419,17 @@ RECORD_TYPES: dict[str, RecordType] = {
             page_related=("service", "release", "from_revision", "to_revision", "recorded_by"),
             page_order=("-started_at", "-id"),
             period_field="started_at",
+        ),
+        RecordType(
+            key="reviews",
+            label="Reviews",
+            singular="review",
+            queryset=_reviews,
+            columns=REVIEW_COLUMNS,
+            rows=_review_rows,
+            page_related=("service", "assignee", "concluded_by"),
+            page_order=("-raised_at", "-id"),
+            period_field="raised_at",
         ),
         RecordType(
             key="events",

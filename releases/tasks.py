@@ -16,7 +16,7 @@ from django.db import transaction
 
 from ledger.models import Service
 from releases.models import RollbackEvent
-from releases.services import drift, exports, readiness, rollbacks, webhooks
+from releases.services import drift, exports, periodic_reviews, readiness, rollbacks, webhooks
 from replay import services as replay_services
 from replay.services.common import try_singleton_lock
 
@@ -74,6 +74,29 @@ def sweep_rollback_readiness() -> dict[str, int]:
 def record_unauthorized_changes() -> list[int]:
     """Periodic: each live backend whose latest probe found drift gets a record, once."""
     return [change.pk for change in drift.record_unauthorized_changes()]
+
+
+@shared_task(name="raise_reviews", acks_late=True)
+def raise_reviews() -> dict[str, int]:
+    """Beat, daily: mark reviews past due overdue, and raise a review of each service whose
+    cadence is due or that drifted (once: new triggers join an open review). A singleton:
+    a second sweep at the same time leaves the work to the first."""
+    report = periodic_reviews.sweep_reviews()
+    new = sum(1 for raised in report.raised if raised.new)
+    logger.info(
+        "raise_reviews: %d services in %d batches, %d reviews raised, %d added to, %d overdue",
+        report.scanned,
+        report.batches,
+        new,
+        len(report.raised) - new,
+        len(report.overdue),
+    )
+    return {
+        "scanned": report.scanned,
+        "raised": new,
+        "added": len(report.raised) - new,
+        "overdue": len(report.overdue),
+    }
 
 
 @shared_task(name="build_export")

@@ -2,8 +2,7 @@
 
 One table: a friendly name a receiver sees (the payload's `type`) → the ledger
 actions (`Event.action`) that are delivered under it, and whether anything
-appends them yet. Reviews are offered so that subscriptions can be set up ahead;
-they are delivered once the review feature appends those actions.
+appends them yet.
 """
 
 from __future__ import annotations
@@ -25,8 +24,8 @@ EVENT_TYPES: dict[str, EventType] = {
     "export.ready": EventType("Audit export ready to download", ("export.ready",)),
     "stage.breached": EventType("Rollout stage breached a guard", ("release.stage_breached",)),
     "rollback.recorded": EventType("Rollback recorded", ("rollback.recorded",)),
-    "review.raised": EventType("Review raised", ("review.raised",), emitted=False),
-    "review.overdue": EventType("Review overdue", ("review.overdue",), emitted=False),
+    "review.raised": EventType("Review raised", ("review.raised",)),
+    "review.overdue": EventType("Review overdue", ("review.overdue",)),
 }
 
 CHOICES = [(key, kind.label) for key, kind in EVENT_TYPES.items()]

@@ -11,6 +11,7 @@ from ledger.models import Service
 from lib.forms import LiveFilterSet
 from releases.models import Release, Stage
 from releases.queries.readiness import VERDICTS
+from releases.queries.reviews import REVIEW_FILTERS, filter_review_status
 
 
 class ReleaseListFilter(LiveFilterSet):
@@ -75,6 +76,17 @@ class ServiceCatalogFilter(CatalogFilter):
         label="Rollout",
         method="by_rollout",
     )
+
+    review = django_filters.ChoiceFilter(
+        choices=REVIEW_FILTERS,
+        empty_label="Any review",
+        label="Review",
+        method="by_review",
+        help_text="Overdue: an open review past its due date.",
+    )
+
+    def by_review(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return filter_review_status(queryset, value)
 
     def by_readiness(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         if value == "unknown":

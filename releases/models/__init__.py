@@ -1,5 +1,6 @@
 from releases.models.calendar import BlackoutWindow, StandardChangeTemplate
 from releases.models.exports import Export
+from releases.models.periodic_review import Review, ReviewAction, ReviewChecklistItem, ReviewTrigger
 from releases.models.release import Release
 from releases.models.review import Comment, SignOff, Waiver
 from releases.models.rollback import ReadinessRecord, RollbackEvent, Runbook, UnauthorizedChange
@@ -14,6 +15,10 @@ __all__ = [
     "Observation",
     "ReadinessRecord",
     "Release",
+    "Review",
+    "ReviewAction",
+    "ReviewChecklistItem",
+    "ReviewTrigger",
     "RollbackEvent",
     "Runbook",
     "SignOff",

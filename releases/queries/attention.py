@@ -21,6 +21,7 @@ from ledger.queries.staleness import evidence_status, newest_by_workload
 from lib.actors import Requester
 from releases import permissions
 from releases.models import Release, RollbackEvent, SignOff, Stage, UnauthorizedChange
+from releases.queries.reviews import attention_items as review_attention
 from releases.queries.waiting import waiting_for
 from replay import queries as replay_queries
 
@@ -203,6 +204,7 @@ def attention_for(user: Requester, *, now: dt.datetime | None = None) -> Attenti
                 )
             )
     items.extend(_signoff_items(user, now))
+    items.extend(AttentionItem(*item) for item in review_attention(user))
     items.sort(key=lambda item: item.urgency != "act")
     return Attention(
         items=items, services_checked=min(total, MAX_SERVICES_CHECKED), services_total=total

@@ -22,6 +22,13 @@ from releases.serializers.releases import (
     WaiverSerializer,
     WithdrawRequestSerializer,
 )
+from releases.serializers.reviews import (
+    ChecklistItemSerializer,
+    ReviewActionSerializer,
+    ReviewDetailSerializer,
+    ReviewSerializer,
+    ReviewTriggerSerializer,
+)
 from releases.serializers.rollout import (
     ObservationSerializer,
     RollbackEventSerializer,
@@ -29,6 +36,7 @@ from releases.serializers.rollout import (
 )
 
 __all__ = [
+    "ChecklistItemSerializer",
     "CommentRequestSerializer",
     "CommentSerializer",
     "DeliverySerializer",
@@ -39,6 +47,10 @@ __all__ = [
     "ReleaseDetailSerializer",
     "ReleaseSerializer",
     "ReleaseWriteSerializer",
+    "ReviewActionSerializer",
+    "ReviewDetailSerializer",
+    "ReviewSerializer",
+    "ReviewTriggerSerializer",
     "RollbackEventSerializer",
     "SignOffRequestSerializer",
     "SignOffSerializer",

@@ -15,6 +15,7 @@ from ledger.roles import Role, has_role
 from lib.actors import AuthenticatedHttpRequest
 from lib.pages import paginate, render_list
 from releases.forms import ServiceCatalogFilter
+from releases.queries import reviews as review_queries
 from releases.queries import rollout as rollout_queries
 
 
@@ -24,7 +25,9 @@ from releases.queries import rollout as rollout_queries
 def service_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     catalog = ServiceCatalogFilter(
         request.GET or None,
-        queryset=Service.objects.for_catalog().select_related("readiness_record").order_by("slug"),
+        queryset=review_queries.with_review_status(
+            Service.objects.for_catalog().select_related("readiness_record")
+        ).order_by("slug"),
         request=request,
     )
     page = paginate(request, catalog.qs)
@@ -37,5 +40,6 @@ def service_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         "filtered": any(request.GET.get(name) for name in catalog.filters),
         "can_create": can_create(request.user),
         "is_model_owner": has_role(request.user, Role.MODEL_OWNER),
+        "today": review_queries.utc_today(),
     }
     return render_list(request, "releases/service_list.html", context)

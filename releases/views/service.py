@@ -20,6 +20,7 @@ from releases import permissions
 from releases.models import RollbackEvent, UnauthorizedChange
 from releases.queries import pages as page_queries
 from releases.queries import plan as plans
+from releases.queries import reviews as review_queries
 from releases.queries import rollout as rollout_queries
 from replay import queries as replay_queries
 
@@ -144,5 +145,7 @@ def service_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse
     }
     context.update(_run_trend_context(service))
     context.update(_rollback_context(request, service, serving))
+    context["reviews"] = review_queries.service_reviews(service)
+    context["may_manage_reviews"] = permissions.can_manage_reviews(request.user)
     context["needs_plotly"] = comparison is not None or context["trend_chart"] is not None
     return render(request, "releases/service_detail.html", context)

@@ -12,12 +12,13 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from ledger import services
-from ledger.models import Event
+from ledger.models import Event, Service
 from releases import services as release_services
 from releases.guards import guard_specs, judge_observation
-from releases.models import Delivery, Observation, Release, RollbackEvent, Stage
+from releases.models import Delivery, Observation, Release, Review, RollbackEvent, Stage
 from releases.records import AuditFilters
 from releases.services import exports, webhooks
+from releases.services.periodic_reviews import sweep_reviews
 from replay import services as replay_services
 from replay.models import Probe, Run
 from tests.factories import UserFactory
@@ -142,6 +143,13 @@ def seed_api_data() -> dict[str, object]:
         event_type="release.submitted",
         message_id="msg_seed",
     )
+    # A review the sweep raised (the service's cadence is due), nobody to assign it to: no
+    # platform SRE exists here, so its assignee is null, and nothing answered yet.
+    Service.objects.filter(pk=service.pk).update(
+        created_at=timezone.now() - dt.timedelta(days=service.review_cadence_days + 1)
+    )
+    sweep_reviews(service_ids=[service.pk])
+    review = Review.objects.get(service=service)
     return {
         "admin": admin,
         "owner": owner,
@@ -151,6 +159,7 @@ def seed_api_data() -> dict[str, object]:
         "release": release,
         "export": export,
         "subscription": subscription,
+        "review": review,
     }
 
 

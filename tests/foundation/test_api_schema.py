@@ -122,6 +122,7 @@ def _detail_parameters(data: dict) -> dict[str, list[dict]]:
         "/api/exports/{id}/": [{"id": data["export"].pk}],
         "/api/webhooks/{id}/": [{"id": data["subscription"].pk}],
         "/api/webhooks/{id}/deliveries/": [{"id": data["subscription"].pk}],
+        "/api/reviews/{id}/": [{"id": data["review"].pk}],
     }
 
 

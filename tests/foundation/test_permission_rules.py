@@ -9,17 +9,21 @@ nothing is written either way.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from ledger import permissions as ledger_rules
 from ledger import services
-from ledger.models import Event
+from ledger.models import Event, Service
 from releases import permissions as release_rules
 from releases import services as release_services
+from releases.models import Review
+from releases.services.periodic_reviews import sweep_reviews
 from replay import permissions as replay_rules
 from tests.factories import UserFactory
 from tests.ledger.factories import RevisionFactory, ServiceFactory, TeamFactory
@@ -114,6 +118,11 @@ RULES: dict[str, Rule] = {
         page=lambda w: f"/releases/{w.release.pk}/rollout/hold/",
         api=lambda w: ("post", f"/api/releases/{w.release.pk}/hold/"),
     ),
+    "conclude a review": Rule(
+        allows=lambda user, w: release_rules.can_conduct_review(user, w.review),
+        page=lambda w: f"/reviews/{w.review.pk}/conclude/",
+        api=lambda w: ("post", f"/api/reviews/{w.review.pk}/conclusion/"),
+    ),
     "change a release form": Rule(
         allows=lambda user, w: release_rules.can_edit_release(user, w.release),
         page=lambda w: f"/releases/{w.release.pk}/edit/",
@@ -128,6 +137,7 @@ class World:
     backend: Any
     people: dict[str, Any]
     release: Any = None
+    review: Any = None
 
     @property
     def asset(self) -> Any:
@@ -160,7 +170,15 @@ def world(db, owner, sre, security, business, auditor, outsider, team):
         change_kind="model_upgrade",
         summary="a candidate",
     )
-    return World(service, BackendFactory(name="kb-vllm", revision=revision), people, release)
+    # A review raised by the sweep, its cadence due: assigned to the platform SRE.
+    Service.objects.filter(pk=service.pk).update(
+        created_at=timezone.now() - dt.timedelta(days=service.review_cadence_days + 1)
+    )
+    sweep_reviews()
+    review = Review.objects.get(service=service)
+    assert review.assignee == sre
+    backend = BackendFactory(name="kb-vllm", revision=revision)
+    return World(service, backend, people, release, review)
 
 
 @pytest.mark.parametrize("who", PEOPLE)

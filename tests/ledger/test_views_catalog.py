@@ -375,9 +375,10 @@ def test_service_page_query_count_does_not_grow_with_revisions_and_events(
     # release past draft" over the revisions listed; the rollback section's 23 plan
     # in force (none here, and no revision served before the live one: no target to
     # judge), 24 rollout in flight, 25 open unauthorized changes, 26 recent rollbacks
-    # and 27 the reader's permissions. The license is not gated, so no acceptance
+    # and 27 the reader's permissions; the reviews section's 28 open review, 29 last
+    # concluded review and 30 open actions. The license is not gated, so no acceptance
     # lookup.
-    with django_assert_num_queries(27):
+    with django_assert_num_queries(30):
         response = client.get("/services/kb-assistant/")
 
     assert len(response.context["revisions"]) == 3 + extra_revisions

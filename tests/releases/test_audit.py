@@ -74,6 +74,7 @@ def test_counts_per_record_type_follow_the_filters(client, auditor, record):
         "signoffs": 4,
         "waivers": 1,
         "rollbacks": 0,
+        "reviews": 0,
         "events": Event.objects.filter(service=record["kb"].service).count(),
     }
     # Sign-offs, waivers and events follow their release's change kind.
@@ -85,6 +86,7 @@ def test_counts_per_record_type_follow_the_filters(client, auditor, record):
         "signoffs": 0,
         "waivers": 0,
         "rollbacks": 0,
+        "reviews": 0,
         "events": draft_events,
     }
     assert _counts(november)["releases"] == 1
@@ -156,8 +158,9 @@ def test_the_page_reads_in_a_constant_number_of_queries(
     client.force_login(auditor)
     client.get(reverse("releases:audit"))  # the session and the user's roles, cached
 
-    # session, user, groups (roles), 5 counts, the page's count, the page's rows
-    with django_assert_num_queries(10):
+    # session, user, groups (roles), 6 counts (releases, sign-offs, waivers, rollbacks,
+    # reviews, events), the page's count, the page's rows
+    with django_assert_num_queries(11):
         response = client.get(reverse("releases:audit"), {"type": "releases"})
     assert response.status_code == 200
 

@@ -103,6 +103,7 @@ def test_csv_has_one_file_per_record_type_spreadsheet_safe(auditor, october):
         "events.csv",
         "manifest.json",
         "releases.csv",
+        "reviews.csv",
         "rollbacks.csv",
         "signoffs.csv",
         "waivers.csv",
@@ -404,6 +405,7 @@ def test_the_command_writes_a_file_per_record_type_and_bundles_them(october, tmp
     assert sorted(p.name for p in out.iterdir()) == [
         "events.csv",
         "releases.csv",
+        "reviews.csv",
         "rollbacks.csv",
         "signoffs.csv",
         "waivers.csv",

@@ -1,14 +1,17 @@
-"""seed_demo leaves releases in every state the flow has, each through the verbs."""
+"""seed_demo leaves releases and reviews in every state the flow has, each through the
+verbs (reviews raised by the sweep itself)."""
 
 from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.utils import timezone
 
 from ledger.chain import verify_chain
+from ledger.models import Event
 from releases import gates
-from releases.models import Release, RollbackEvent
+from releases.models import Release, Review, ReviewAction, RollbackEvent
 
 pytestmark = pytest.mark.django_db
 
@@ -79,3 +82,36 @@ def test_seed_demo_shows_every_variant_of_the_incident_screen(client):
     never = screen("doc-translate")
     assert never["rollback"]["plan_release"] is None
     assert not Release.objects.filter(service__slug="doc-translate", state="released").exists()
+
+
+def test_seed_demo_leaves_a_review_in_each_state_one_raised_by_the_latency_drift(client):
+    call_command("seed_demo", "--quiet-logins")
+    reviews = {r.service.slug: r for r in Review.objects.select_related("service")}
+
+    assert {slug: r.state for slug, r in reviews.items()} == {
+        "kb-assistant": "open",
+        "dataagent-sql": "in_progress",
+        "support-faq": "overdue",
+        "support-summarizer": "concluded",
+    }
+    drift = reviews["kb-assistant"].triggers.get(kind="latency_drift")
+    assert drift.numbers["above_slo"] is True
+    assert drift.numbers["ttft_p95_7d_ms"] > drift.numbers["slo_ttft_p95_ms"] == 800
+    assert reviews["support-faq"].due_on < timezone.now().date()
+    assert Event.objects.filter(action="review.overdue").count() == 1
+    concluded = reviews["support-summarizer"]
+    assert concluded.outcome == "pass_with_actions"
+    assert concluded.triggers.get().kind == "rollback_verification"
+    assert ReviewAction.objects.get().service.slug == "support-summarizer"
+
+    client.force_login(get_user_model().objects.get(username="sre"))
+    mine = client.get("/reviews/mine/").content.decode()
+    assert "kb-assistant" in mine and '<span class="badge bad">overdue</span>' in mine
+    page = client.get("/services/support-summarizer/").content.decode()
+    assert "Replay the verification set against support-summarizer r1" in page
+
+    events = Event.objects.count()
+    call_command("seed_demo", "--quiet-logins")
+    assert Review.objects.count() == 4
+    assert Event.objects.count() == events
+    assert verify_chain().ok

@@ -3,8 +3,9 @@
 Demo users of each role (password "demo"), then the demo registry of
 `ledger.demo` applied through `apply_document` — so through the domain verbs,
 with every event in the chain, then demo evidence, replay sets and releases in
-every state (`releases.demo`). `--scale N` adds N fleet services with two
-dozen revisions each, for benchmarks.
+every state (`releases.demo`), rollouts, rollbacks and reviews in every state
+(`releases.demo_rollouts`, `releases.demo_reviews`). `--scale N` adds N fleet
+services with two dozen revisions each, for benchmarks.
 
 Idempotent: running it again changes nothing and appends no event.
 """
@@ -25,6 +26,7 @@ from ledger.demo.run_evidence import seed_fleet_run_evidence, seed_run_evidence
 from ledger.models import Event, Service
 from ledger.roles import Role
 from releases.demo import seed_releases
+from releases.demo_reviews import seed_reviews
 from releases.demo_rollouts import seed_rollouts
 from replay.demo import seed_replay
 
@@ -144,6 +146,12 @@ class Command(BaseCommand):
             f"demo rollouts and rollbacks: {rollouts} added"
             if rollouts
             else "demo rollouts and rollbacks: kept as they are"
+        )
+        reviews = seed_reviews()
+        self.stdout.write(
+            f"demo reviews: {reviews} raised by the sweep"
+            if reviews
+            else "demo reviews: kept as they are"
         )
 
     def _fleet(self, count: int) -> None:
