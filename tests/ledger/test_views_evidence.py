@@ -651,8 +651,9 @@ def test_service_page_query_count_does_not_grow_with_reports(
     # closed releases, 22 the lock rule over the revisions listed, and the rollback
     # section's 23 plan in force (none; nothing served before the live revision: no
     # target to judge), 24 rollout in flight, 25 unauthorized changes, 26 recent
-    # rollbacks and 27 the reader's permissions.
-    with django_assert_num_queries(27):
+    # rollbacks and 27 the reader's permissions; the reviews section's 28 open review,
+    # 29 last concluded review and 30 open actions.
+    with django_assert_num_queries(30):
         response = client.get("/services/kb-assistant/")
 
     assert len(response.context["matrix_blocks"]) == 2
