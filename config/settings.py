@@ -83,9 +83,11 @@ MIDDLEWARE = [
     "lib.compression.PagesGZipMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "lib.i18n.UserPreferencesMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "lib.errors.UnstorableRequestMiddleware",
     "lib.errors.MethodNotAllowedPageMiddleware",
@@ -109,6 +111,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.i18n",
+                "django.template.context_processors.tz",
             ],
         },
     },
@@ -162,9 +166,15 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
-LANGUAGE_CODE = "en-us"
+# English and 简体中文: chosen by the user's preference, else the language switcher's
+# cookie, else the browser's Accept-Language (lib/i18n.py). Times are stored in UTC
+# and shown in the user's zone: their preference, else the browser's (a cookie set
+# by static/js/timezone.js), else TIME_ZONE.
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
-USE_I18N = False
+USE_I18N = True
 USE_TZ = True
 DATETIME_FORMAT = "Y-m-d H:i T"
 DATE_FORMAT = "Y-m-d"

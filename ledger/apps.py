@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.contrib.auth.signals import user_logged_in
 from django.db.models.signals import post_migrate
 
 
@@ -18,9 +19,11 @@ class LedgerConfig(AppConfig):
 
     def ready(self) -> None:
         from ledger import checks, locks  # noqa: F401 - checks registers itself
+        from ledger.preferences import load_into_session
         from ledger.queries.staleness import live_evidence_counts
         from lib import metrics
 
         post_migrate.connect(create_role_groups, sender=self)
+        user_logged_in.connect(load_into_session, dispatch_uid="ledger.preferences")
         locks.register(locks.has_served)
         metrics.register_gauges("live_revision_evidence", live_evidence_counts)

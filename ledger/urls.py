@@ -9,6 +9,7 @@ from ledger.views import (
     events,
     licenses,
     loadtests,
+    preferences,
     revisions,
     runtimes,
     serving,
@@ -17,6 +18,8 @@ from ledger.views import (
 app_name = "ledger"
 
 urlpatterns = [
+    path("preferences/", preferences.preferences, name="preferences"),
+    path("preferences/language", preferences.set_language, name="set_language"),
     path("services/new", catalog.service_create, name="service_create"),
     path("services/new/validate", catalog.service_create_validate, name="service_create_validate"),
     path("services/<slug:slug>/edit", catalog.service_edit, name="service_edit"),

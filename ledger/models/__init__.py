@@ -1,5 +1,6 @@
 from ledger.models.events import Event
 from ledger.models.evidence import LoadTestReport, LoadTestRequestData, RequestLevel
+from ledger.models.preferences import UserPreference
 from ledger.models.registry import (
     Capability,
     License,
@@ -28,4 +29,5 @@ __all__ = [
     "Service",
     "TaskType",
     "Team",
+    "UserPreference",
 ]
