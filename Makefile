@@ -9,7 +9,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_WORKERS ?= 2
 
-.PHONY: run test install services chromium lint format bench clean plotly-css
+.PHONY: run test install services chromium lint format bench clean plotly-css messages
 
 install: $(STAMP)
 
@@ -25,6 +25,12 @@ $(STAMP): pyproject.toml requirements.lock
 # static/vendor/plotly-basic-X.min.js); after upgrading it run this and commit.
 plotly-css: install chromium
 	$(PY) scripts/extract-plotly-css.py static/vendor
+
+# The zh-hans catalog: collect every marked string, keep the translations, compile,
+# list what is still untranslated (docs/glossary.md has the terms).
+messages: install
+	@command -v xgettext >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gettext)
+	$(PY) scripts/translations.py
 
 # The embedded default: SQLite, a filesystem broker, a local media folder.
 run: install
