@@ -277,6 +277,9 @@ class Release(models.Model):
                 fields=["service", "state", "-created_at", "-id"],
                 name="releases_release_service_idx",
             ),
+            # The unfiltered list, newest first: a page is the index's first rows, not a
+            # sort of every release (22 ms at 20,000 releases without it).
+            models.Index(fields=["-created_at", "-id"], name="releases_release_newest_idx"),
             # The lock rule: "is this revision referenced by a release past draft?"
             models.Index(fields=["to_revision", "state"], name="releases_release_to_rev_idx"),
             # Lists filtered by state alone (waiting for me, in flight).
