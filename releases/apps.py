@@ -28,10 +28,12 @@ class ReleasesConfig(AppConfig):
     verbose_name = "Releases and rollbacks"
 
     def ready(self) -> None:
-        from ledger import locks
+        from ledger import locks, queries
         from releases.locks import referenced_by_release_past_draft
+        from releases.queries.rollout_shares import rollout_shares
 
         locks.register(referenced_by_release_past_draft)
+        queries.register_share_reader(rollout_shares)
         from lib import metrics
         from releases.queries.reviews import review_work_counts
 

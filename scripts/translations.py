@@ -26,12 +26,21 @@ from babel.messages.pofile import read_po, write_po
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG = ROOT / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po"
 FRAGMENTS = ROOT / "locale" / "fragments"
-IGNORED = ["locale/*", "bench/*", "docs/*", "scripts/*", "staticfiles/*", "tests/*", "var/*", "docker/*"]
+IGNORED = [
+    "locale/*",
+    "bench/*",
+    "docs/*",
+    "scripts/*",
+    "staticfiles/*",
+    "tests/*",
+    "var/*",
+    "docker/*",
+]
 
 
 def _manage(*args: str) -> None:
     env = {**os.environ, "DEBUG": "true"}
-    subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True)
+    subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True)  # noqa: S603 - our own manage.py
 
 
 def _read(path: Path) -> Catalog:
@@ -61,8 +70,14 @@ def _fill_from_fragments() -> None:
 def rebuild() -> None:
     ignore = [arg for pattern in IGNORED for arg in ("--ignore", pattern)]
     _manage(
-        "makemessages", "--locale", "zh_Hans", "--no-obsolete", "--no-wrap",
-        "--add-location", "file", *ignore,
+        "makemessages",
+        "--locale",
+        "zh_Hans",
+        "--no-obsolete",
+        "--no-wrap",
+        "--add-location",
+        "file",
+        *ignore,
     )
     _fill_from_fragments()
     _manage("compilemessages", "--locale", "zh_Hans", "--ignore", ".venv")

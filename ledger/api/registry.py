@@ -317,7 +317,8 @@ class ServiceViewSet(RegistryViewSet):
         self.call_verb(services.update_service, serializer.instance, **serializer.validated_data)
 
     @extend_schema(
-        summary="What was serving at a moment: the live revision, since, until and what set it",
+        summary="What was serving at a moment: the live revision, since, until and what set "
+        "it, and any rollout's candidate with its share",
         description="Read from the event chain (the `service.live_revision_changed` events), "
         "so it agrees with verify_ledger. Without `at`, what serves now.",
         parameters=[ServingQuerySerializer],
@@ -341,7 +342,8 @@ class ServiceViewSet(RegistryViewSet):
                 f"Nothing was live on {service.slug} at {at.isoformat()}: its first live "
                 "revision was set later, or never."
             )
-        return Response(ServingSerializer(ServingSerializer.shape(interval, at)).data)
+        shares = queries.shares_at(service, at)
+        return Response(ServingSerializer(ServingSerializer.shape(interval, at, shares)).data)
 
 
 # ---------------------------------------------------------------- model assets

@@ -1,8 +1,11 @@
-"""The user's language and time zone, on their preferences page."""
+"""The user's language and time zone, on their preferences page, and the top bar's switcher."""
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from django import forms
+from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
 from ledger.models import UserPreference
@@ -14,11 +17,14 @@ class PreferenceForm(InlineValidationMixin, forms.ModelForm):
     class Meta:
         model = UserPreference
         fields = ["language", "time_zone"]
-        widgets = {"time_zone": forms.TextInput(attrs={"list": "time-zones", "autocomplete": "off"})}
+        widgets = {
+            "time_zone": forms.TextInput(attrs={"list": "time-zones", "autocomplete": "off"})
+        }
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["language"].choices = [("", _("As my browser asks")), *self.fields["language"].choices[1:]]
+        language = cast(forms.ChoiceField, self.fields["language"])
+        language.choices = [("", _("As my browser asks")), *settings.LANGUAGES]
 
     @staticmethod
     def time_zone_names() -> list[str]:
@@ -26,11 +32,5 @@ class PreferenceForm(InlineValidationMixin, forms.ModelForm):
 
 
 class LanguageSwitchForm(forms.Form):
-    language = forms.ChoiceField(label=_("Language"), choices=())
+    language = forms.ChoiceField(label=_("Language"), choices=settings.LANGUAGES)
     next = forms.CharField(required=False, widget=forms.HiddenInput)
-
-    def __init__(self, *args, **kwargs) -> None:
-        from django.conf import settings
-
-        super().__init__(*args, **kwargs)
-        self.fields["language"].choices = settings.LANGUAGES

@@ -83,7 +83,15 @@ from ledger.queries.run_evidence import (
     run_summary_json,
     run_trend,
 )
-from ledger.queries.serving import ServingInterval, serving_at, serving_history
+from ledger.queries.serving import (
+    ServingInterval,
+    ServingShare,
+    register_share_reader,
+    serving_at,
+    serving_history,
+    share_history,
+    shares_at,
+)
 from ledger.queries.slo_matrix import (
     MATRIX_COLUMNS,
     Attainment,
@@ -131,6 +139,7 @@ __all__ = [
     "Mismatch",
     "RevisionReports",
     "ServingInterval",
+    "ServingShare",
     "SloMatrix",
     "StatusWord",
     "Trend",
@@ -175,6 +184,7 @@ __all__ = [
     "normalise_gpu",
     "normalise_model_name",
     "pct",
+    "register_share_reader",
     "register_trend_markers",
     "report_capacity",
     "report_goodput",
@@ -188,6 +198,8 @@ __all__ = [
     "serving_at",
     "serving_history",
     "shaped_levels",
+    "share_history",
+    "shares_at",
     "slo_matrix",
     "subject_type_choices",
     "subject_type_names",

@@ -6,11 +6,17 @@ Each `service.live_revision_changed` event opens an interval that the next one c
 Its payload says which revision, why (`reason`), what set it (`cause`: e.g.
 ``{"release": 12}`` or ``{"rollback": 3}``, filled in by the releases app) and, since
 the event carried it, the revision's fingerprint at that moment.
+
+Beside the live revision, another may carry a share of the traffic (a gray rollout's
+candidate). The ledger knows only the shape of such a share; the app that records
+them registers a reader (`register_share_reader`, as `ledger.locks.register`), and
+`shares_at` / `share_history` ask every reader.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,3 +96,38 @@ def serving_at(service: Service, at: dt.datetime) -> ServingInterval | None:
         _live_changes(service).filter(sequence__gt=opened.sequence).order_by("sequence").first()
     )
     return _interval(opened, closed, _revisions([opened]))
+
+
+@dataclass(frozen=True)
+class ServingShare:
+    """A revision carrying part of the traffic beside the live one, from `since` to `until`."""
+
+    revision_id: int
+    revision_label: str
+    traffic_pct: float
+    since: dt.datetime
+    until: dt.datetime | None  # None: still carrying it
+    cause: dict[str, Any]  # e.g. {"release": 12, "stage": 2}
+    event_sequence: int
+
+
+ShareReader = Callable[[Service, dt.datetime | None, int | None], list[ServingShare]]
+_share_readers: list[ShareReader] = []
+
+
+def register_share_reader(reader: ShareReader) -> ShareReader:
+    """`reader(service, at, limit)`: the shares in force at `at` (with `at`), or the
+    newest `limit` shares over time (without)."""
+    if reader not in _share_readers:
+        _share_readers.append(reader)
+    return reader
+
+
+def shares_at(service: Service, at: dt.datetime) -> list[ServingShare]:
+    return [share for reader in _share_readers for share in reader(service, at, None)]
+
+
+def share_history(service: Service, *, limit: int = 50) -> list[ServingShare]:
+    """Shares over time, newest first."""
+    found = [share for reader in _share_readers for share in reader(service, None, limit)]
+    return sorted(found, key=lambda share: share.event_sequence, reverse=True)[:limit]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
 from django.utils import timezone
@@ -56,17 +57,46 @@ class ServingSetBySerializer(serializers.Serializer):
     )
 
 
+class ServingShareSerializer(serializers.Serializer):
+    revision_id = serializers.IntegerField()
+    revision = serializers.CharField(help_text="e.g. r4")
+    traffic_pct = serializers.FloatField(help_text="Its share of the traffic, 0 to 100.")
+    since = serializers.DateTimeField()
+    until = serializers.DateTimeField(allow_null=True, help_text="null: still carrying it.")
+    cause = serializers.JSONField(
+        help_text='What gave it the share, e.g. {"release": 12, "stage": 1}.'
+    )
+    event = serializers.IntegerField(help_text="Sequence of the ledger event that opened it.")
+
+
 class ServingSerializer(serializers.Serializer):
     at = serializers.DateTimeField()
     revision = ServingRevisionSerializer()
     since = serializers.DateTimeField()
     until = serializers.DateTimeField(allow_null=True, help_text="null: still serving.")
     set_by = ServingSetBySerializer()
+    shares = ServingShareSerializer(
+        many=True,
+        help_text="Other revisions carrying part of the traffic at that moment (a gray "
+        "rollout's candidate); the live revision carries the rest.",
+    )
 
     @staticmethod
-    def shape(interval: Any, at: dt.datetime) -> dict[str, Any]:
+    def shape(interval: Any, at: dt.datetime, shares: Sequence[Any] = ()) -> dict[str, Any]:
         revision = interval.revision
         return {
+            "shares": [
+                {
+                    "revision_id": share.revision_id,
+                    "revision": share.revision_label,
+                    "traffic_pct": share.traffic_pct,
+                    "since": share.since,
+                    "until": share.until,
+                    "cause": share.cause,
+                    "event": share.event_sequence,
+                }
+                for share in shares
+            ],
             "at": at,
             "revision": {
                 "id": interval.revision_id,

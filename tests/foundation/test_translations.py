@@ -49,12 +49,54 @@ KEYWORDS = {
 
 # Words that read the same in both languages: units, metrics, formats, protocols.
 SAME_IN_BOTH = {
-    "api", "csv", "cyclonedx", "dsse", "gpu", "gpus", "http", "https", "id", "json", "jsonl",
-    "llm", "ms", "openapi", "p50", "p90", "p95", "p99", "qps", "s3", "sha256", "slo", "slos",
-    "sre", "tpot", "ttft", "url", "utc", "uuid", "webhook", "webhooks", "yaml", "ok", "mib",
-    "gib", "kib", "mb", "kb", "gb", "bom", "ml", "pdf", "sse", "itl", "rps", "tps",
+    "api",
+    "csv",
+    "cyclonedx",
+    "dsse",
+    "gpu",
+    "gpus",
+    "http",
+    "https",
+    "id",
+    "json",
+    "jsonl",
+    "llm",
+    "ms",
+    "openapi",
+    "p50",
+    "p90",
+    "p95",
+    "p99",
+    "qps",
+    "s3",
+    "sha256",
+    "slo",
+    "slos",
+    "sre",
+    "tpot",
+    "ttft",
+    "url",
+    "utc",
+    "uuid",
+    "webhook",
+    "webhooks",
+    "yaml",
+    "ok",
+    "mib",
+    "gib",
+    "kib",
+    "mb",
+    "kb",
+    "gb",
+    "bom",
+    "ml",
+    "pdf",
+    "sse",
+    "itl",
+    "rps",
+    "tps",
 }
-LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’_-]*")
+LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'\u2019_-]*")
 SHOWN_ATTRIBUTES = {"title", "aria-label", "placeholder", "alt"}
 SKIPPED_BLOCKS = {
     "blocktranslate": "endblocktranslate",
@@ -97,7 +139,11 @@ class _ShownText(HTMLParser):
         for name, value in attrs:
             if value and name in SHOWN_ATTRIBUTES:
                 self.shown.append(value)
-        if tag == "input" and attributes.get("type") in {"submit", "button"} and attributes.get("value"):
+        if (
+            tag == "input"
+            and attributes.get("type") in {"submit", "button"}
+            and attributes.get("value")
+        ):
             self.shown.append(attributes["value"] or "")
 
     def handle_endtag(self, tag: str) -> None:
@@ -138,10 +184,22 @@ def test_no_english_outside_translation_tags(name: str) -> None:
     assert english_left(source) == [], f"{name}: mark these with {{% translate %}}"
 
 
+def _hashable(value: object) -> object:
+    # read_mo gives a plural message's ids and strings as lists, read_po as tuples.
+    return tuple(value) if isinstance(value, list | tuple) else value
+
+
+def _by_key(catalog: object) -> dict[object, object]:
+    return {
+        (_hashable(message.id), message.context): _hashable(message.string)
+        for message in catalog  # type: ignore[attr-defined]
+        if message.id
+    }
+
+
 def _zh_catalog() -> dict[object, object]:
     with (CATALOG_DIR / "django.mo").open("rb") as handle:
-        catalog = read_mo(handle)
-    return {(message.id, message.context): message.string for message in catalog if message.id}
+        return _by_key(read_mo(handle))
 
 
 def _is_translated(catalog: dict[object, object], msgid: object, context: str | None) -> bool:
@@ -174,7 +232,11 @@ def _template_messages(name: str) -> list[tuple[object, str | None]]:
 @pytest.mark.parametrize("name", TEMPLATES)
 def test_template_messages_are_translated(name: str) -> None:
     catalog = _zh_catalog()
-    missing = [msgid for msgid, context in _template_messages(name) if not _is_translated(catalog, msgid, context)]
+    missing = [
+        msgid
+        for msgid, context in _template_messages(name)
+        if not _is_translated(catalog, msgid, context)
+    ]
     assert missing == [], f"{name}: no zh-hans translation in the compiled catalog"
 
 
@@ -198,12 +260,15 @@ def test_compiled_catalog_is_built_from_the_po_and_complete() -> None:
     untranslated = [
         message.id
         for message in source
-        if message.id and (message.fuzzy or not all(message.string if isinstance(message.string, tuple) else (message.string,)))
+        if message.id
+        and (
+            message.fuzzy
+            or not all(message.string if isinstance(message.string, tuple) else (message.string,))
+        )
     ]
     assert untranslated == []
     assert not source.fuzzy, "the catalog's header is marked fuzzy: msgfmt would drop its charset"
-    from_po = {(message.id, message.context): message.string for message in source if message.id}
-    assert _zh_catalog() == from_po, "django.mo is out of date: run scripts/translations.py"
+    assert _zh_catalog() == _by_key(source), "django.mo is out of date: run scripts/translations.py"
 
 
 # Where a module hands the reader text: a form's or model's label and help, a flash
@@ -218,9 +283,13 @@ NOT_UI = ("/api/", "/serializers/", "/management/", "/migrations/", "/demo", "co
 
 def _is_plain_text(node: ast.AST) -> bool:
     if isinstance(node, ast.JoinedStr):
-        return any(isinstance(part, ast.Constant) and str(part.value).strip() for part in node.values)
+        return any(
+            isinstance(part, ast.Constant) and str(part.value).strip() for part in node.values
+        )
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return bool(LATIN_WORD.search(node.value)) and " " in node.value.strip() or node.value[:1].isupper()
+        text = node.value.strip()
+        is_sentence = bool(LATIN_WORD.search(text)) and " " in text
+        return is_sentence or text[:1].isupper()
     if isinstance(node, ast.BinOp):  # "..." % args
         return _is_plain_text(node.left)
     return False
@@ -237,7 +306,11 @@ def untranslated_python_text(source: str) -> list[tuple[int, str]]:
         if isinstance(node, ast.ClassDef) and _choices_class(node):
             for statement in node.body:
                 value = getattr(statement, "value", None)
-                if isinstance(value, ast.Tuple) and len(value.elts) >= 2 and _is_plain_text(value.elts[-1]):
+                if (
+                    isinstance(value, ast.Tuple)
+                    and len(value.elts) >= 2
+                    and _is_plain_text(value.elts[-1])
+                ):
                     found.append((statement.lineno, "choice label"))
         if not isinstance(node, ast.Call):
             continue

@@ -16,6 +16,7 @@ from django.utils import timezone
 from ledger import services
 from ledger.exports.tabular import csv_lines
 from ledger.models import UserPreference
+from tests.factories import PASSWORD
 from tests.ledger.factories import RevisionFactory, ServiceFactory
 
 
@@ -29,7 +30,7 @@ def march_event(owner, team):
     return service
 
 
-def _login(client: Client, user, password: str = "a long test password") -> None:
+def _login(client: Client, user, password: str = PASSWORD) -> None:
     """Through the login page, as a person does: the preference is read at login."""
     user.set_password(password)
     user.save()
@@ -89,9 +90,7 @@ def test_the_language_follows_the_browser_then_the_users_preference(client, audi
 def test_the_switcher_sets_the_cookie_and_the_users_preference(client, auditor):
     client.force_login(auditor)
 
-    response = client.post(
-        "/preferences/language", {"language": "zh-hans", "next": "/events/"}
-    )
+    response = client.post("/preferences/language", {"language": "zh-hans", "next": "/events/"})
 
     assert response.status_code == 302
     assert response["Location"] == "/events/"

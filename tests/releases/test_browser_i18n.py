@@ -17,11 +17,13 @@ pytestmark = pytest.mark.browser
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # Latin words a Chinese page still shows on purpose: identifiers, units, metric names.
-IDENTIFIER = re.compile(r"^(r\d+|[a-z0-9._/-]*[-_./\d][a-z0-9._/-]*|[A-Z0-9]{2,}|ms|s|GiB|UTC|CST)$")
+IDENTIFIER = re.compile(
+    r"^(r\d+|[a-z0-9._/-]*[-_./\d][a-z0-9._/-]*|[A-Z0-9]{2,}|ms|s|GiB|UTC|CST)$"
+)
 
 
 def english_words(text: str) -> list[str]:
-    words = re.findall(r"[A-Za-z][A-Za-z'’]+", text)
+    words = re.findall(r"[A-Za-z][A-Za-z'\u2019]+", text)
     return [word for word in words if not IDENTIFIER.match(word)]
 
 
@@ -45,9 +47,7 @@ def assert_reads_chinese(page, *, slugs: tuple[str, ...] = ()) -> None:
     assert chinese > 10 * len(left), (chinese, left)
 
 
-def test_the_switcher_turns_the_pages_into_chinese_and_remembers_it(
-    live_server, page, owner, team
-):
+def test_the_switcher_turns_the_pages_into_chinese_and_remembers_it(live_server, page, owner, team):
     world = build_world(team)
     log_in(page, live_server, owner)
     expect(page.locator("html")).to_have_attribute("lang", "en")
