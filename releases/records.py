@@ -18,14 +18,18 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import CharField, Q, QuerySet
 from django.db.models.functions import Cast
+from django.utils.translation import gettext_lazy as _
 
 from ledger.exports.events import EVENT_COLUMNS, event_rows
 from ledger.models import Event
 from releases.models import Release, Review, ReviewTrigger, RollbackEvent, SignOff, Waiver
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 RELEASE_SUBJECT = "releases.release"
 # Release filters: a type whose rows belong to a release narrows through it.
@@ -356,8 +360,9 @@ def _event_rows(events: QuerySet[Event]) -> Iterator[tuple[Any, ...]]:
 @dataclass(frozen=True)
 class RecordType:
     key: str
-    label: str  # "Sign-offs"
-    singular: str  # "sign-off"
+    # Shown on the auditor's page only (exports name a type by its key), so translated.
+    label: StrOrPromise  # "Sign-offs"
+    singular: StrOrPromise  # "sign-off"
     queryset: Callable[[AuditFilters], QuerySet]
     columns: tuple[str, ...]
     rows: Callable[[QuerySet], Iterator[tuple[Any, ...]]]
@@ -379,8 +384,8 @@ RECORD_TYPES: dict[str, RecordType] = {
     for record in (
         RecordType(
             key="releases",
-            label="Releases",
-            singular="release",
+            label=_("Releases"),
+            singular=_("release"),
             queryset=_releases,
             columns=RELEASE_COLUMNS,
             rows=_release_rows,
@@ -389,8 +394,8 @@ RECORD_TYPES: dict[str, RecordType] = {
         ),
         RecordType(
             key="signoffs",
-            label="Sign-offs",
-            singular="sign-off",
+            label=_("Sign-offs"),
+            singular=_("sign-off"),
             queryset=_signoffs,
             columns=SIGNOFF_COLUMNS,
             rows=_values(_SIGNOFF_FIELDS),
@@ -400,8 +405,8 @@ RECORD_TYPES: dict[str, RecordType] = {
         ),
         RecordType(
             key="waivers",
-            label="Waivers",
-            singular="waiver",
+            label=_("Waivers"),
+            singular=_("waiver"),
             queryset=_waivers,
             columns=WAIVER_COLUMNS,
             rows=_values(_WAIVER_FIELDS),
@@ -411,8 +416,8 @@ RECORD_TYPES: dict[str, RecordType] = {
         ),
         RecordType(
             key="rollbacks",
-            label="Rollbacks",
-            singular="rollback",
+            label=_("Rollbacks"),
+            singular=_("rollback"),
             queryset=_rollbacks,
             columns=ROLLBACK_COLUMNS,
             rows=_rollback_rows,
@@ -422,8 +427,8 @@ RECORD_TYPES: dict[str, RecordType] = {
         ),
         RecordType(
             key="reviews",
-            label="Reviews",
-            singular="review",
+            label=_("Reviews"),
+            singular=_("review"),
             queryset=_reviews,
             columns=REVIEW_COLUMNS,
             rows=_review_rows,
@@ -433,8 +438,8 @@ RECORD_TYPES: dict[str, RecordType] = {
         ),
         RecordType(
             key="events",
-            label="Events",
-            singular="event",
+            label=_("Events"),
+            singular=_("event"),
             queryset=_events,
             columns=EVENT_COLUMNS,
             rows=_event_rows,

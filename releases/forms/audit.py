@@ -6,6 +6,8 @@ import datetime as dt
 from typing import Any
 
 from django import forms
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from ledger.models import Service
 from lib.forms import NamedChoicesMixin
@@ -14,8 +16,14 @@ from releases.records import RECORD_TYPES, AuditFilters
 from releases.webhook_types import EVENT_TYPES
 
 
-def _any(choices: Any, word: str) -> list[tuple[str, str]]:
-    return [("", f"Any {word}"), *choices]
+def _any(choices: Any, any_label: Any) -> list[tuple[str, Any]]:
+    return [("", any_label), *choices]
+
+
+def _shown(choices: Any) -> list[tuple[str, Any]]:
+    """Choices whose labels stay English where they are written (gettext_noop in the
+    model), translated here, where they are shown."""
+    return [(value, _(label)) for value, label in choices]
 
 
 class AuditFilterForm(NamedChoicesMixin, forms.Form):
@@ -24,30 +32,39 @@ class AuditFilterForm(NamedChoicesMixin, forms.Form):
 
     date_from = forms.DateField(
         required=False,
-        label="From",
+        label=_("From"),
         widget=forms.DateInput(attrs={"type": "date"}),
-        help_text="On or after this day (UTC).",
+        help_text=_("On or after this day (UTC)."),
     )
     date_to = forms.DateField(
         required=False,
-        label="To",
+        label=_("To"),
         widget=forms.DateInput(attrs={"type": "date"}),
-        help_text="On or before this day (UTC).",
+        help_text=_("On or before this day (UTC)."),
     )
     service = forms.CharField(
-        required=False, max_length=100, help_text="A service slug, e.g. kb-assistant."
+        required=False,
+        max_length=100,
+        label=_("Service"),
+        help_text=_("A service slug, e.g. kb-assistant."),
     )
-    tier = forms.ChoiceField(required=False, choices=_any(Service.Tier.choices, "tier"))
+    tier = forms.ChoiceField(
+        required=False, label=_("Tier"), choices=_any(Service.Tier.choices, _("Any tier"))
+    )
     change_kind = forms.ChoiceField(
         required=False,
-        label="Change kind",
-        choices=_any(Release.ChangeKind.choices, "change kind"),
+        label=_("Change kind"),
+        choices=_any(_shown(Release.ChangeKind.choices), _("Any change kind")),
     )
-    path = forms.ChoiceField(required=False, choices=_any(Release.Path.choices, "path"))
+    path = forms.ChoiceField(
+        required=False,
+        label=_("Path"),
+        choices=_any(_shown(Release.Path.choices), _("Any path")),
+    )
     state = forms.ChoiceField(
         required=False,
-        label="Release state",
-        choices=_any(Release.State.choices, "state"),
+        label=_("Release state"),
+        choices=_any(Release.State.choices, _("Any state")),
     )
     type = forms.ChoiceField(
         required=False,
@@ -82,7 +99,7 @@ class AuditFilterForm(NamedChoicesMixin, forms.Form):
         data = super().clean() or {}
         start, end = data.get("date_from"), data.get("date_to")
         if start and end and start > end:
-            self.add_error("date_to", "The period ends before it starts.")
+            self.add_error("date_to", _("The period ends before it starts."))
         return data
 
     def filters(self) -> AuditFilters:
@@ -118,29 +135,46 @@ class ExportRequestForm(AuditFilterForm):
 
     format = forms.ChoiceField(
         choices=Export.Format.choices,
-        help_text="CSV or JSON Lines for a spreadsheet or a script; the evidence bundle to "
-        "prove the record to someone who does not trust this server.",
+        label=_("Format"),
+        help_text=_(
+            "CSV or JSON Lines for a spreadsheet or a script; the evidence bundle to "
+            "prove the record to someone who does not trust this server."
+        ),
     )
     field_order = ["format"]
 
 
+def _event_type_choices() -> list[tuple[str, str]]:
+    """Read when a form is made, so the note is in the reader's language."""
+    return [
+        (
+            key,
+            kind.label
+            if kind.emitted
+            else gettext("%(label)s (not emitted yet)") % {"label": kind.label},
+        )
+        for key, kind in EVENT_TYPES.items()
+    ]
+
+
 class WebhookSubscriptionForm(NamedChoicesMixin, forms.Form):
     name = forms.CharField(
-        max_length=120, help_text="What receives the events, e.g. Change board bot."
+        max_length=120,
+        label=_("Name"),
+        help_text=_("What receives the events, e.g. Change board bot."),
     )
     url = forms.URLField(
-        label="URL",
+        label=_("URL"),
         max_length=500,
         assume_scheme="https",
-        help_text="Where events are POSTed. Its host must be on the outbound allow-list "
-        "(REPLAY_ALLOWED_HOSTS).",
+        help_text=_(
+            "Where events are POSTed. Its host must be on the outbound allow-list "
+            "(REPLAY_ALLOWED_HOSTS)."
+        ),
     )
     event_types = forms.MultipleChoiceField(
-        label="Event types",
-        choices=[
-            (key, kind.label + ("" if kind.emitted else " (not emitted yet)"))
-            for key, kind in EVENT_TYPES.items()
-        ],
+        label=_("Event types"),
+        choices=_event_type_choices,
         widget=forms.CheckboxSelectMultiple,
-        help_text="Types marked “not emitted yet” are delivered once their feature lands.",
+        help_text=_("Types marked “not emitted yet” are delivered once their feature lands."),
     )

@@ -10,6 +10,8 @@ import django_filters
 from django import forms
 from django.db.models import QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from ledger.models import Service
 from lib.forms import LiveFilterSet
@@ -20,35 +22,42 @@ ACTION_ROWS = 3
 
 
 class ReviewListFilter(LiveFilterSet):
-    state = django_filters.ChoiceFilter(choices=Review.State.choices, empty_label="Any state")
+    state = django_filters.ChoiceFilter(
+        choices=Review.State.choices, label=_("State"), empty_label=_("Any state")
+    )
     service = django_filters.CharFilter(
-        field_name="service__slug", label="Service", help_text="A service slug, e.g. kb-assistant."
+        field_name="service__slug",
+        label=_("Service"),
+        help_text=_("A service slug, e.g. kb-assistant."),
     )
     tier = django_filters.ChoiceFilter(
-        field_name="service__tier", choices=Service.Tier.choices, empty_label="Any tier"
+        field_name="service__tier",
+        choices=Service.Tier.choices,
+        label=_("Service tier"),
+        empty_label=_("Any tier"),
     )
     trigger = django_filters.ChoiceFilter(
         choices=ReviewTrigger.Kind.choices,
-        empty_label="Any trigger",
-        label="Raised for",
+        empty_label=_("Any trigger"),
+        label=_("Raised for"),
         method="by_trigger",
     )
     assignee = django_filters.CharFilter(
-        field_name="assignee__username", label="Assignee", help_text="A username."
+        field_name="assignee__username", label=_("Assignee"), help_text=_("A username.")
     )
     date_from = django_filters.DateFilter(
         field_name="raised_at",
         lookup_expr="date__gte",
-        label="Raised from",
+        label=_("Raised from"),
         widget=forms.DateInput(attrs={"type": "date"}),
-        help_text="Raised on or after this day.",
+        help_text=_("Raised on or after this day."),
     )
     date_to = django_filters.DateFilter(
         field_name="raised_at",
         lookup_expr="date__lte",
-        label="Raised to",
+        label=_("Raised to"),
         widget=forms.DateInput(attrs={"type": "date"}),
-        help_text="Raised on or before this day.",
+        help_text=_("Raised on or before this day."),
     )
 
     class Meta:
@@ -61,7 +70,7 @@ class ReviewListFilter(LiveFilterSet):
     def filter_queryset(self, queryset: QuerySet) -> QuerySet:
         start, end = self.form.cleaned_data.get("date_from"), self.form.cleaned_data.get("date_to")
         if start and end and start > end:
-            self.form.add_error("date_to", "The period ends before it starts.")
+            self.form.add_error("date_to", gettext("The period ends before it starts."))
         return super().filter_queryset(queryset)
 
 
@@ -84,17 +93,18 @@ class ChecklistForm(forms.Form):
                 choices=ReviewChecklistItem.Answer.choices,
                 widget=forms.RadioSelect,
                 required=False,
-                label=item.get_key_display(),
+                # The title stays English in the ledger (gettext_noop); shown, it is translated.
+                label=_(item.get_key_display()),
                 initial=item.answer or None,
-                help_text="OK, action needed, or not applicable to this service.",
+                help_text=_("OK, action needed, or not applicable to this service."),
             )
             self.fields[note_field(item.key)] = forms.CharField(
                 widget=forms.Textarea(attrs={"rows": 2}),
                 required=False,
                 max_length=NOTE_MAX_CHARS,
-                label="Note",
+                label=_("Note"),
                 initial=item.note,
-                help_text="Required unless OK: what you found, what must be done.",
+                help_text=_("Required unless OK: what you found, what must be done."),
             )
 
     def answers(self) -> list[dict[str, str]]:
@@ -119,20 +129,20 @@ class ConclusionForm(forms.Form):
     outcome = forms.ChoiceField(
         choices=Review.Outcome.choices,
         widget=forms.RadioSelect,
-        label="Outcome",
-        help_text="Pass only when no item needs an action; pass with actions names them below.",
+        label=_("Outcome"),
+        help_text=_("Pass only when no item needs an action; pass with actions names them below."),
     )
     conclusion = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 4}),
         required=False,
         max_length=NOTE_MAX_CHARS,
-        label="Conclusion",
-        help_text="What you found, in a few sentences; required to fail.",
+        label=_("Conclusion"),
+        help_text=_("What you found, in a few sentences; required to fail."),
     )
     next_due_on = forms.DateField(
-        label="Next review due",
+        label=_("Next review due"),
         widget=forms.DateInput(attrs={"type": "date"}),
-        help_text="Defaults to the service's cadence from today; choose sooner after a fail.",
+        help_text=_("Defaults to the service's cadence from today; choose sooner after a fail."),
     )
 
     def __init__(self, *args: Any, review: Review, **kwargs: Any) -> None:
@@ -145,20 +155,20 @@ class ConclusionForm(forms.Form):
             self.fields[f"action_{n}_description"] = forms.CharField(
                 required=False,
                 max_length=NOTE_MAX_CHARS,
-                label=f"Action {n}",
-                help_text="What is to be done (leave empty for no action).",
+                label=_("Action %(n)s") % {"n": n},
+                help_text=_("What is to be done (leave empty for no action)."),
             )
             self.fields[f"action_{n}_owner"] = forms.CharField(
                 required=False,
                 max_length=150,
-                label=f"Action {n}: owner",
-                help_text="The username of who does it.",
+                label=_("Action %(n)s: owner") % {"n": n},
+                help_text=_("The username of who does it."),
             )
             self.fields[f"action_{n}_due_on"] = forms.DateField(
                 required=False,
-                label=f"Action {n}: due",
+                label=_("Action %(n)s: due") % {"n": n},
                 widget=forms.DateInput(attrs={"type": "date"}),
-                help_text="By when.",
+                help_text=_("By when."),
             )
 
     def clean(self) -> dict[str, Any]:
@@ -168,11 +178,11 @@ class ConclusionForm(forms.Form):
             due = cleaned.get(f"action_{n}_due_on")
             if any(given) or due:
                 if not given[0]:
-                    self.add_error(f"action_{n}_description", "Say what is to be done.")
+                    self.add_error(f"action_{n}_description", gettext("Say what is to be done."))
                 if not given[1]:
-                    self.add_error(f"action_{n}_owner", "Name who does it (a username).")
+                    self.add_error(f"action_{n}_owner", gettext("Name who does it (a username)."))
                 if not due:
-                    self.add_error(f"action_{n}_due_on", "Say by when.")
+                    self.add_error(f"action_{n}_due_on", gettext("Say by when."))
         return cleaned
 
     def actions(self) -> list[dict[str, Any]]:
@@ -217,15 +227,17 @@ class ActionDoneForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 2}),
         required=False,
         max_length=NOTE_MAX_CHARS,
-        label="Note",
-        help_text="How it was done (a link, a set imported, a ticket).",
+        label=_("Note"),
+        help_text=_("How it was done (a link, a set imported, a ticket)."),
     )
 
 
 class ReassignForm(forms.Form):
     assignee = forms.CharField(
         max_length=150,
-        label="Assignee",
-        help_text="The username of a platform SRE, someone of security & compliance, or a "
-        "model owner of the service's team.",
+        label=_("Assignee"),
+        help_text=_(
+            "The username of a platform SRE, someone of security & compliance, or a "
+            "model owner of the service's team."
+        ),
     )

@@ -8,6 +8,7 @@ import datetime as dt
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 
 class StandardChangeTemplateQuerySet(models.QuerySet):
@@ -23,11 +24,11 @@ class StandardChangeTemplate(models.Model):
     they were filed under.
     """
 
-    key = models.SlugField(max_length=64, help_text="e.g. internal-launch-parameters")
+    key = models.SlugField(max_length=64, help_text=_("e.g. internal-launch-parameters"))
     version = models.PositiveIntegerField()
     title = models.CharField(max_length=160)
     description = models.TextField(blank=True)
-    tier = models.CharField(max_length=16, help_text="The service tier it applies to.")
+    tier = models.CharField(max_length=16, help_text=_("The service tier it applies to."))
     change_kind = models.CharField(max_length=20)
     max_risk = models.CharField(max_length=8, default="low")
     created_by = models.ForeignKey(
@@ -73,19 +74,19 @@ class BlackoutWindow(models.Model):
     """
 
     class Recurrence(models.TextChoices):
-        NONE = "none", "One-off"
-        WEEKLY = "weekly", "Every week"
-        MONTHLY = "monthly", "Every month"
-        YEARLY = "yearly", "Every year"
+        NONE = "none", _("One-off")
+        WEEKLY = "weekly", _("Every week")
+        MONTHLY = "monthly", _("Every month")
+        YEARLY = "yearly", _("Every year")
 
-    name = models.CharField(max_length=120, help_text="e.g. Month-end close")
+    name = models.CharField(max_length=120, help_text=_("e.g. Month-end close"))
     service = models.ForeignKey(
         "ledger.Service",
         null=True,
         blank=True,
         on_delete=models.CASCADE,
         related_name="blackout_windows",
-        help_text="Empty: every service.",
+        help_text=_("Empty: every service."),
     )
     starts_at = models.DateTimeField()
     ends_at = models.DateTimeField()

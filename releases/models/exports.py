@@ -13,6 +13,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 
 class ExportQuerySet(models.QuerySet):
@@ -22,15 +23,15 @@ class ExportQuerySet(models.QuerySet):
 
 class Export(models.Model):
     class Format(models.TextChoices):
-        CSV = "csv", "CSV (one file per record type, zipped)"
-        JSONL = "jsonl", "JSON Lines (one file per record type, zipped)"
-        BUNDLE = "bundle", "Evidence bundle (signed, verifiable offline)"
+        CSV = "csv", _("CSV (one file per record type, zipped)")
+        JSONL = "jsonl", _("JSON Lines (one file per record type, zipped)")
+        BUNDLE = "bundle", _("Evidence bundle (signed, verifiable offline)")
 
     class State(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        BUILDING = "building", "Building"
-        READY = "ready", "Ready"
-        FAILED = "failed", "Failed"
+        QUEUED = "queued", _("Queued")
+        BUILDING = "building", _("Building")
+        READY = "ready", _("Ready")
+        FAILED = "failed", _("Failed")
 
     FINISHED_STATES = ("ready", "failed")
 
@@ -38,24 +39,26 @@ class Export(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="exports"
     )
     format = models.CharField(max_length=8, choices=Format.choices)
-    period_start = models.DateTimeField(help_text="Records from this moment, inclusive.")
-    period_end = models.DateTimeField(help_text="Records before this moment.")
+    period_start = models.DateTimeField(help_text=_("Records from this moment, inclusive."))
+    period_end = models.DateTimeField(help_text=_("Records before this moment."))
     filters = models.JSONField(
         default=dict,
         blank=True,
-        help_text="The filters besides the period: service, tier, change_kind, path, state.",
+        help_text=_("The filters besides the period: service, tier, change_kind, path, state."),
     )
     state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
-    progress = models.PositiveSmallIntegerField(default=0, help_text="Percent done.")
+    progress = models.PositiveSmallIntegerField(default=0, help_text=_("Percent done."))
     progress_note = models.CharField(max_length=200, blank=True)
     file = models.FileField(upload_to="exports/", blank=True, max_length=300)
-    filename = models.CharField(max_length=200, blank=True, help_text="The name it downloads as.")
+    filename = models.CharField(
+        max_length=200, blank=True, help_text=_("The name it downloads as.")
+    )
     sha256 = models.CharField(max_length=64, blank=True)
     size = models.PositiveBigIntegerField(null=True, blank=True)
     chain_head_sequence = models.PositiveBigIntegerField(null=True, blank=True)
     chain_head_hash = models.CharField(max_length=64, blank=True)
     record_counts = models.JSONField(
-        default=dict, blank=True, help_text="Records written, per record type."
+        default=dict, blank=True, help_text=_("Records written, per record type.")
     )
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -15,6 +15,8 @@ import pgtrigger
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
 
 
 class ReviewQuerySet(models.QuerySet):
@@ -27,15 +29,15 @@ class ReviewQuerySet(models.QuerySet):
 
 class Review(models.Model):
     class State(models.TextChoices):
-        OPEN = "open", "Open"
-        IN_PROGRESS = "in_progress", "In progress"
-        OVERDUE = "overdue", "Overdue"
-        CONCLUDED = "concluded", "Concluded"
+        OPEN = "open", _("Open")
+        IN_PROGRESS = "in_progress", _("In progress")
+        OVERDUE = "overdue", _("Overdue")
+        CONCLUDED = "concluded", _("Concluded")
 
     class Outcome(models.TextChoices):
-        PASS = "pass", "Pass"
-        PASS_WITH_ACTIONS = "pass_with_actions", "Pass with actions"
-        FAIL = "fail", "Fail"
+        PASS = "pass", _("Pass")
+        PASS_WITH_ACTIONS = "pass_with_actions", _("Pass with actions")
+        FAIL = "fail", _("Fail")
 
     # Not concluded: what "open review" means on every page and in the one-per-service rule.
     OPEN_STATES = (State.OPEN, State.IN_PROGRESS, State.OVERDUE)
@@ -43,14 +45,14 @@ class Review(models.Model):
     service = models.ForeignKey("ledger.Service", on_delete=models.PROTECT, related_name="reviews")
     state = models.CharField(max_length=12, choices=State.choices, default=State.OPEN)
     raised_at = models.DateTimeField()
-    due_on = models.DateField(help_text="Concluded by this day, or overdue the day after.")
+    due_on = models.DateField(help_text=_("Concluded by this day, or overdue the day after."))
     assignee = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
         on_delete=models.PROTECT,
         related_name="+",
-        help_text="Who conducts it: the service's platform owner by default.",
+        help_text=_("Who conducts it: the service's platform owner by default."),
     )
     started_at = models.DateTimeField(null=True, blank=True)
     started_by = models.ForeignKey(
@@ -62,9 +64,9 @@ class Review(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     outcome = models.CharField(max_length=20, choices=Outcome.choices, blank=True)
-    conclusion = models.TextField(blank=True, help_text="The reviewer's summary.")
+    conclusion = models.TextField(blank=True, help_text=_("The reviewer's summary."))
     next_due_on = models.DateField(
-        null=True, blank=True, help_text="When the next periodic review of the service is due."
+        null=True, blank=True, help_text=_("When the next periodic review of the service is due.")
     )
 
     objects = ReviewQuerySet.as_manager()
@@ -144,21 +146,21 @@ class ReviewTrigger(models.Model):
     """
 
     class Kind(models.TextChoices):
-        CADENCE = "cadence", "Cadence due"
-        LATENCY_DRIFT = "latency_drift", "Latency drift"
-        ERROR_RATE_DRIFT = "error_rate_drift", "Error-rate drift"
-        LICENSE = "license", "License changed or approval revoked"
-        ROLLBACK_VERIFICATION = "rollback_verification", "Rollback target verification"
-        EVIDENCE_EXPIRED = "evidence_expired", "Live evidence expired"
-        REPLAY_REGRESSION = "replay_regression", "Replay regression"
-        ASSET_DEPRECATED = "asset_deprecated", "Live asset deprecated"
-        ENGINE_OUTDATED = "engine_outdated", "Engine version behind"
+        CADENCE = "cadence", _("Cadence due")
+        LATENCY_DRIFT = "latency_drift", _("Latency drift")
+        ERROR_RATE_DRIFT = "error_rate_drift", _("Error-rate drift")
+        LICENSE = "license", _("License changed or approval revoked")
+        ROLLBACK_VERIFICATION = "rollback_verification", _("Rollback target verification")
+        EVIDENCE_EXPIRED = "evidence_expired", _("Live evidence expired")
+        REPLAY_REGRESSION = "replay_regression", _("Replay regression")
+        ASSET_DEPRECATED = "asset_deprecated", _("Live asset deprecated")
+        ENGINE_OUTDATED = "engine_outdated", _("Engine version behind")
 
     review = models.ForeignKey(Review, on_delete=models.CASCADE, related_name="triggers")
     kind = models.CharField(max_length=24, choices=Kind.choices)
     key = models.CharField(max_length=200)
-    summary = models.TextField(help_text="The finding in one sentence, with its numbers.")
-    numbers = models.JSONField(default=dict, help_text="What was measured and compared.")
+    summary = models.TextField(help_text=_("The finding in one sentence, with its numbers."))
+    numbers = models.JSONField(default=dict, help_text=_("What was measured and compared."))
     detected_at = models.DateTimeField()
 
     class Meta:
@@ -200,31 +202,39 @@ class ReviewChecklistItem(models.Model):
     """One question of a review's checklist: the facts the system found, then the
     reviewer's answer and note."""
 
+    # English wherever it is written (the review.concluded event's checklist titles, the
+    # API): gettext_noop only puts it in the catalog; pages translate it when they show it.
     class Key(models.TextChoices):
-        VERSIONS = "versions", "Model and engine versions still maintained"
-        LICENSE = "license", "License and weights source still acceptable"
-        SAMPLE_SETS = "sample_sets", "Evaluation sample sets cover the task types served"
-        COST_LATENCY = "cost_latency", "Cost and latency against the baseline at release"
-        ROLLBACK_TARGET = "rollback_target", "Rollback target still bootable"
-        CAPABILITIES = "capabilities", "Capability claims still verified"
-        EVIDENCE = "evidence", "Evidence still current"
+        VERSIONS = "versions", gettext_noop("Model and engine versions still maintained")
+        LICENSE = "license", gettext_noop("License and weights source still acceptable")
+        SAMPLE_SETS = (
+            "sample_sets",
+            gettext_noop("Evaluation sample sets cover the task types served"),
+        )
+        COST_LATENCY = (
+            "cost_latency",
+            gettext_noop("Cost and latency against the baseline at release"),
+        )
+        ROLLBACK_TARGET = "rollback_target", gettext_noop("Rollback target still bootable")
+        CAPABILITIES = "capabilities", gettext_noop("Capability claims still verified")
+        EVIDENCE = "evidence", gettext_noop("Evidence still current")
 
     class Answer(models.TextChoices):
-        OK = "ok", "OK"
-        ACTION_NEEDED = "action_needed", "Action needed"
-        NOT_APPLICABLE = "not_applicable", "Not applicable"
+        OK = "ok", _("OK")
+        ACTION_NEEDED = "action_needed", _("Action needed")
+        NOT_APPLICABLE = "not_applicable", _("Not applicable")
 
     class Suggestion(models.TextChoices):
-        CLEAR = "clear", "Nothing found"
-        ATTENTION = "attention", "Look at this"
+        CLEAR = "clear", _("Nothing found")
+        ATTENTION = "attention", _("Look at this")
 
     review = models.ForeignKey(Review, on_delete=models.CASCADE, related_name="items")
     key = models.CharField(max_length=20, choices=Key.choices)
     position = models.PositiveSmallIntegerField()
     facts = models.JSONField(
-        default=list, help_text='What the system found: [{"label", "value", "url"}].'
+        default=list, help_text=_('What the system found: [{"label", "value", "url"}].')
     )
-    flags = models.JSONField(default=list, help_text="What the system thinks needs a look.")
+    flags = models.JSONField(default=list, help_text=_("What the system thinks needs a look."))
     suggestion = models.CharField(max_length=10, choices=Suggestion.choices)
     answer = models.CharField(max_length=16, choices=Answer.choices, blank=True)
     note = models.TextField(blank=True)
@@ -232,7 +242,7 @@ class ReviewChecklistItem(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     answered_at = models.DateTimeField(null=True, blank=True)
-    frozen = models.BooleanField(default=False, help_text="Its review is concluded.")
+    frozen = models.BooleanField(default=False, help_text=_("Its review is concluded."))
 
     class Meta:
         ordering = ["review", "position"]

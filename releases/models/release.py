@@ -14,6 +14,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
 
 
 class ReleaseQuerySet(models.QuerySet):
@@ -31,45 +33,51 @@ class ReleaseQuerySet(models.QuerySet):
 
 class Release(models.Model):
     class State(models.TextChoices):
-        DRAFT = "draft", "Draft"
-        SUBMITTED = "submitted", "Submitted"
-        APPROVED = "approved", "Approved"
-        ROLLING_OUT = "rolling_out", "Rolling out"
-        RELEASED = "released", "Released"
-        REJECTED = "rejected", "Rejected"
-        WITHDRAWN = "withdrawn", "Withdrawn"
-        ABORTED = "aborted", "Aborted"
-        ROLLED_BACK = "rolled_back", "Rolled back"
+        DRAFT = "draft", _("Draft")
+        SUBMITTED = "submitted", _("Submitted")
+        APPROVED = "approved", _("Approved")
+        ROLLING_OUT = "rolling_out", _("Rolling out")
+        RELEASED = "released", _("Released")
+        REJECTED = "rejected", _("Rejected")
+        WITHDRAWN = "withdrawn", _("Withdrawn")
+        ABORTED = "aborted", _("Aborted")
+        ROLLED_BACK = "rolled_back", _("Rolled back")
 
+    # English wherever it is written (gate reasons and so the snapshot hash, emails, the
+    # API): gettext_noop only puts it in the catalog; pages translate it when they show it.
     class ChangeKind(models.TextChoices):
-        MODEL_UPGRADE = "model_upgrade", "Model upgrade"
-        ENGINE_UPGRADE = "engine_upgrade", "Engine upgrade"
-        QUANTIZATION_SWITCH = "quantization_switch", "Quantization switch"
-        LAUNCH_PARAMETERS = "launch_parameters", "Launch-parameter change"
-        ROUTING = "routing", "Routing change"
-        CAPACITY = "capacity", "Capacity change"
-        DECOMMISSION = "decommission", "Decommission"
+        MODEL_UPGRADE = "model_upgrade", gettext_noop("Model upgrade")
+        ENGINE_UPGRADE = "engine_upgrade", gettext_noop("Engine upgrade")
+        QUANTIZATION_SWITCH = "quantization_switch", gettext_noop("Quantization switch")
+        LAUNCH_PARAMETERS = "launch_parameters", gettext_noop("Launch-parameter change")
+        ROUTING = "routing", gettext_noop("Routing change")
+        CAPACITY = "capacity", gettext_noop("Capacity change")
+        DECOMMISSION = "decommission", gettext_noop("Decommission")
 
     class Risk(models.TextChoices):
-        LOW = "low", "Low"
-        MEDIUM = "medium", "Medium"
-        HIGH = "high", "High"
+        LOW = "low", _("Low")
+        MEDIUM = "medium", _("Medium")
+        HIGH = "high", _("High")
 
+    # English wherever it is written (gate reasons and so the snapshot hash, emails, the
+    # API): gettext_noop only puts it in the catalog; pages translate it when they show it.
     class Path(models.TextChoices):
-        STANDARD = "standard", "Standard (pre-approved change)"
-        NORMAL = "normal", "Normal"
-        EMERGENCY = "emergency", "Emergency"
+        STANDARD = "standard", gettext_noop("Standard (pre-approved change)")
+        NORMAL = "normal", gettext_noop("Normal")
+        EMERGENCY = "emergency", gettext_noop("Emergency")
 
+    # English wherever it is written (gate reasons and so the snapshot hash, emails, the
+    # API): gettext_noop only puts it in the catalog; pages translate it when they show it.
     class RollbackKind(models.TextChoices):
-        ENGINE = "engine", "Engine"
-        MODEL = "model", "Model"
-        GATEWAY_POLICY = "gateway_policy", "Gateway policy"
+        ENGINE = "engine", gettext_noop("Engine")
+        MODEL = "model", gettext_noop("Model")
+        GATEWAY_POLICY = "gateway_policy", gettext_noop("Gateway policy")
 
     class CloseCode(models.TextChoices):
-        SUCCESSFUL = "successful", "Successful"
-        SUCCESSFUL_WITH_ISSUES = "successful_with_issues", "Successful with issues"
-        FAILED = "failed", "Failed"
-        ROLLED_BACK = "rolled_back", "Rolled back"
+        SUCCESSFUL = "successful", _("Successful")
+        SUCCESSFUL_WITH_ISSUES = "successful_with_issues", _("Successful with issues")
+        FAILED = "failed", _("Failed")
+        ROLLED_BACK = "rolled_back", _("Rolled back")
 
     OPEN_STATES = ("draft", "submitted", "approved", "rolling_out")
     # States a release ends in once it went live or tried to.
@@ -83,53 +91,59 @@ class Release(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="+",
-        help_text="The live revision when the release was filed (set by the ledger).",
+        help_text=_("The live revision when the release was filed (set by the ledger)."),
     )
     to_revision = models.ForeignKey(
         "ledger.Revision",
         on_delete=models.PROTECT,
         related_name="releases",
-        help_text="The candidate revision.",
+        help_text=_("The candidate revision."),
     )
     change_kind = models.CharField(max_length=20, choices=ChangeKind.choices)
     risk = models.CharField(
         max_length=8,
         choices=Risk.choices,
         blank=True,
-        help_text="Empty: the risk suggested from the change kind and tier applies.",
+        help_text=_("Empty: the risk suggested from the change kind and tier applies."),
     )
     risk_override_reason = models.TextField(
-        blank=True, help_text="Why the risk differs from the one suggested."
+        blank=True, help_text=_("Why the risk differs from the one suggested.")
     )
-    summary = models.TextField(help_text="What changes and why, for the reviewers.")
+    summary = models.TextField(help_text=_("What changes and why, for the reviewers."))
 
     # -- impact
-    impact_tenants = models.JSONField(default=list, blank=True, help_text="Tenant names.")
-    impact_task_types = models.JSONField(default=list, blank=True, help_text="Task type slugs.")
+    impact_tenants = models.JSONField(default=list, blank=True, help_text=_("Tenant names."))
+    impact_task_types = models.JSONField(default=list, blank=True, help_text=_("Task type slugs."))
     impact_downstream = models.JSONField(
         default=list,
         blank=True,
-        help_text="Downstream systems touched: front_end, agent_runtime, tool_registry, "
-        "dataagent, trace, eval, security, cost_view.",
+        help_text=_(
+            "Downstream systems touched: front_end, agent_runtime, tool_registry, "
+            "dataagent, trace, eval, security, cost_view."
+        ),
     )
 
     # -- evidence
     required_sample_sets = models.JSONField(
-        default=list, blank=True, help_text="Names of the replay sample sets that must pass."
+        default=list, blank=True, help_text=_("Names of the replay sample sets that must pass.")
     )
     known_limitations = models.TextField(blank=True)
     compatible_request_formats = models.TextField(blank=True)
     metrics_declared = models.JSONField(
         default=list,
         blank=True,
-        help_text="Metrics the revision exports: ttft, tpot, tokens_per_s, queue_length, "
-        "gpu_memory, kv_cache_usage, error_rate.",
+        help_text=_(
+            "Metrics the revision exports: ttft, tpot, tokens_per_s, queue_length, "
+            "gpu_memory, kv_cache_usage, error_rate."
+        ),
     )
     failure_classifications = models.JSONField(
         default=list,
         blank=True,
-        help_text='[{"sample_set", "sample", "classification": "blocks" | "degradation" | '
-        '"risk_accepted", "degradation": "which", "note"}]',
+        help_text=_(
+            '[{"sample_set", "sample", "classification": "blocks" | "degradation" | '
+            '"risk_accepted", "degradation": "which", "note"}]'
+        ),
     )
 
     # -- gray plan: [{"traffic_pct", "observation_minutes", "guards": {...}}] in order
@@ -142,16 +156,16 @@ class Release(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="+",
-        help_text="Empty: the live revision.",
+        help_text=_("Empty: the live revision."),
     )
     rollback_kind = models.CharField(max_length=16, choices=RollbackKind.choices, blank=True)
     rollback_triggers = models.JSONField(
-        default=list, blank=True, help_text="Conditions that trigger a rollback, one a line."
+        default=list, blank=True, help_text=_("Conditions that trigger a rollback, one a line.")
     )
     rollback_expected_minutes = models.PositiveIntegerField(null=True, blank=True)
     rollback_impact_scope = models.TextField(blank=True)
     rollback_verification_set = models.CharField(
-        max_length=100, blank=True, help_text="Sample set that verifies the rollback target."
+        max_length=100, blank=True, help_text=_("Sample set that verifies the rollback target.")
     )
 
     # -- decommission: [{"kind": "tenant" | "task_type" | "sample_set", "name", "moved_to"}]
@@ -175,7 +189,7 @@ class Release(models.Model):
         null=True,
         blank=True,
         editable=False,
-        help_text="Emergency path: when the sign-offs skipped at rollout are due.",
+        help_text=_("Emergency path: when the sign-offs skipped at rollout are due."),
     )
 
     # -- state
@@ -190,17 +204,17 @@ class Release(models.Model):
     approved_at = models.DateTimeField(null=True, blank=True, editable=False)
     rollout_started_at = models.DateTimeField(null=True, blank=True, editable=False)
     closed_at = models.DateTimeField(
-        null=True, blank=True, editable=False, help_text="Released, rejected, withdrawn, …"
+        null=True, blank=True, editable=False, help_text=_("Released, rejected, withdrawn, …")
     )
     close_code = models.CharField(
         max_length=24,
         choices=CloseCode.choices,
         blank=True,
-        help_text="How a finished release ended; set when it finishes, correctable after.",
+        help_text=_("How a finished release ended; set when it finishes, correctable after."),
     )
     close_note = models.TextField(blank=True)
     incidents = models.JSONField(
-        default=list, blank=True, help_text='Linked incidents: [{"ticket", "url"}].'
+        default=list, blank=True, help_text=_('Linked incidents: [{"ticket", "url"}].')
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

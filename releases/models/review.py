@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
 
 
 class SignOff(models.Model):
@@ -15,15 +17,17 @@ class SignOff(models.Model):
     was approved, and a new sign-off is asked for.
     """
 
+    # English wherever it is written (gate reasons and so the snapshot hash, emails, the
+    # API): gettext_noop only puts it in the catalog; pages translate it when they show it.
     class Role(models.TextChoices):
-        MODEL_TEAM = "model_team", "Model team"
-        PLATFORM = "platform", "Platform"
-        SECURITY_COMPLIANCE = "security_compliance", "Security & compliance"
-        BUSINESS_OWNER = "business_owner", "Business owner"
+        MODEL_TEAM = "model_team", gettext_noop("Model team")
+        PLATFORM = "platform", gettext_noop("Platform")
+        SECURITY_COMPLIANCE = "security_compliance", gettext_noop("Security & compliance")
+        BUSINESS_OWNER = "business_owner", gettext_noop("Business owner")
 
     class Decision(models.TextChoices):
-        APPROVE = "approve", "Approve"
-        REJECT = "reject", "Reject"
+        APPROVE = "approve", _("Approve")
+        REJECT = "reject", _("Reject")
 
     release = models.ForeignKey(
         "releases.Release", on_delete=models.CASCADE, related_name="signoffs"
@@ -33,7 +37,7 @@ class SignOff(models.Model):
     decision = models.CharField(max_length=8, choices=Decision.choices)
     comment = models.TextField(blank=True)
     snapshot_hash = models.CharField(max_length=64)
-    snapshot = models.JSONField(help_text="The canonical snapshot the hash was computed from.")
+    snapshot = models.JSONField(help_text=_("The canonical snapshot the hash was computed from."))
     signed_at = models.DateTimeField()
     voided_at = models.DateTimeField(null=True, blank=True)
     void_reason = models.TextField(blank=True)
@@ -78,7 +82,7 @@ class Waiver(models.Model):
     release = models.ForeignKey(
         "releases.Release", on_delete=models.CASCADE, related_name="waivers"
     )
-    gate = models.CharField(max_length=40, help_text="The gate key, e.g. load_evidence.")
+    gate = models.CharField(max_length=40, help_text=_("The gate key, e.g. load_evidence."))
     reason = models.TextField()
     expires_at = models.DateTimeField()
     granted_by = models.ForeignKey(

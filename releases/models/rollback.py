@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 
 class RollbackEvent(models.Model):
@@ -17,10 +18,10 @@ class RollbackEvent(models.Model):
     """
 
     class State(models.TextChoices):
-        VERIFYING = "verifying", "Verifying"
-        AWAITING_CONFIRMATION = "awaiting_confirmation", "Awaiting confirmation"
-        SUCCEEDED = "succeeded", "Succeeded"
-        FAILED = "failed", "Failed"
+        VERIFYING = "verifying", _("Verifying")
+        AWAITING_CONFIRMATION = "awaiting_confirmation", _("Awaiting confirmation")
+        SUCCEEDED = "succeeded", _("Succeeded")
+        FAILED = "failed", _("Failed")
 
     FINISHED_STATES = ("succeeded", "failed")
 
@@ -33,7 +34,7 @@ class RollbackEvent(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="rollbacks",
-        help_text="The release rolled back, when there was one.",
+        help_text=_("The release rolled back, when there was one."),
     )
     from_revision = models.ForeignKey(
         "ledger.Revision",
@@ -41,14 +42,16 @@ class RollbackEvent(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="+",
-        help_text="What was live when the rollback started.",
+        help_text=_("What was live when the rollback started."),
     )
     to_revision = models.ForeignKey(
-        "ledger.Revision", on_delete=models.PROTECT, related_name="+", help_text="The target."
+        "ledger.Revision", on_delete=models.PROTECT, related_name="+", help_text=_("The target.")
     )
-    kind = models.CharField(max_length=16, blank=True, help_text="engine, model or gateway_policy")
+    kind = models.CharField(
+        max_length=16, blank=True, help_text=_("engine, model or gateway_policy")
+    )
     reason = models.TextField()
-    symptom = models.CharField(max_length=40, blank=True, help_text="The failure mode seen.")
+    symptom = models.CharField(max_length=40, blank=True, help_text=_("The failure mode seen."))
     recorded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
@@ -116,13 +119,13 @@ class UnauthorizedChange(models.Model):
     expected_revision = models.ForeignKey(
         "ledger.Revision", on_delete=models.PROTECT, related_name="+"
     )
-    found = models.JSONField(help_text="Each disagreement: what, registered, reported.")
+    found = models.JSONField(help_text=_("Each disagreement: what, registered, reported."))
     detected_at = models.DateTimeField()
     reconciled_at = models.DateTimeField(null=True, blank=True)
     reconciled_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
-    reconciliation = models.TextField(blank=True, help_text="How it was reconciled.")
+    reconciliation = models.TextField(blank=True, help_text=_("How it was reconciled."))
 
     class Meta:
         ordering = ["-detected_at", "-id"]

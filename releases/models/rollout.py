@@ -12,37 +12,40 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 
 class Stage(models.Model):
     class State(models.TextChoices):
-        PENDING = "pending", "Pending"
-        OBSERVING = "observing", "Observing"
-        HELD = "held", "Held"
-        BREACHED = "breached", "Breached"
-        PROMOTED = "promoted", "Promoted"
-        COMPLETED = "completed", "Completed"
-        ABORTED = "aborted", "Aborted"
-        ROLLED_BACK = "rolled_back", "Rolled back"
+        PENDING = "pending", _("Pending")
+        OBSERVING = "observing", _("Observing")
+        HELD = "held", _("Held")
+        BREACHED = "breached", _("Breached")
+        PROMOTED = "promoted", _("Promoted")
+        COMPLETED = "completed", _("Completed")
+        ABORTED = "aborted", _("Aborted")
+        ROLLED_BACK = "rolled_back", _("Rolled back")
 
     # The stage carries traffic in these states.
     ACTIVE_STATES = ("observing", "held", "breached")
 
     release = models.ForeignKey("releases.Release", on_delete=models.CASCADE, related_name="stages")
-    number = models.PositiveSmallIntegerField(help_text="1 for the first stage of the plan.")
+    number = models.PositiveSmallIntegerField(help_text=_("1 for the first stage of the plan."))
     traffic_pct = models.DecimalField(max_digits=5, decimal_places=2)
     observation_minutes = models.PositiveIntegerField()
     guards = models.JSONField(
         default=list,
         blank=True,
-        help_text="The stage's guards as judged: [{metric, max, max_increase_pct, min_requests, "
-        "critical, dry_run}] (releases.guards.GuardSpec).",
+        help_text=_(
+            "The stage's guards as judged: [{metric, max, max_increase_pct, min_requests, "
+            "critical, dry_run}] (releases.guards.GuardSpec)."
+        ),
     )
     failure_limit = models.PositiveSmallIntegerField(
-        default=1, help_text="Failed observations tolerated; one more breaches the stage."
+        default=1, help_text=_("Failed observations tolerated; one more breaches the stage.")
     )
     error_limit = models.PositiveSmallIntegerField(
-        default=2, help_text="Observations whose metrics source failed, tolerated."
+        default=2, help_text=_("Observations whose metrics source failed, tolerated.")
     )
     state = models.CharField(max_length=12, choices=State.choices, default=State.PENDING)
     state_reason = models.TextField(blank=True)
@@ -52,7 +55,7 @@ class Stage(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="+",
-        help_text="Who held the stage; empty while an inconclusive observation holds it.",
+        help_text=_("Who held the stage; empty while an inconclusive observation holds it."),
     )
     started_at = models.DateTimeField(null=True, blank=True)
     started_by = models.ForeignKey(
@@ -124,23 +127,23 @@ class Observation(models.Model):
     """
 
     class Verdict(models.TextChoices):
-        PASS = "pass", "Pass"
-        FAIL = "fail", "Fail"
-        INCONCLUSIVE = "inconclusive", "Inconclusive"
-        ERROR = "error", "Error"
+        PASS = "pass", _("Pass")
+        FAIL = "fail", _("Fail")
+        INCONCLUSIVE = "inconclusive", _("Inconclusive")
+        ERROR = "error", _("Error")
 
     stage = models.ForeignKey(Stage, on_delete=models.CASCADE, related_name="observations")
     window_start = models.DateTimeField()
     window_end = models.DateTimeField()
     source = models.CharField(
-        max_length=60, blank=True, help_text="Who measured: gateway, prometheus, a person, …"
+        max_length=60, blank=True, help_text=_("Who measured: gateway, prometheus, a person, …")
     )
     candidate = models.JSONField(default=dict)
     baseline = models.JSONField(default=dict, blank=True)
     candidate_ttft_ms = models.JSONField(default=list, blank=True)
     baseline_ttft_ms = models.JSONField(default=list, blank=True)
     source_error = models.TextField(
-        blank=True, help_text="The metrics source failed: why. The observation is an error."
+        blank=True, help_text=_("The metrics source failed: why. The observation is an error.")
     )
     verdict = models.CharField(max_length=12, choices=Verdict.choices)
     guard_results = models.JSONField(default=list, blank=True)

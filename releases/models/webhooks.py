@@ -13,24 +13,25 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 
 class WebhookSubscription(models.Model):
     class State(models.TextChoices):
-        ACTIVE = "active", "Active"
-        PAUSED = "paused", "Paused"
+        ACTIVE = "active", _("Active")
+        PAUSED = "paused", _("Paused")
 
-    name = models.CharField(max_length=120, help_text="What receives it, e.g. Change board bot.")
-    url = models.URLField(max_length=500, help_text="Where events are POSTed.")
-    event_types = models.JSONField(default=list, help_text="Friendly event type names.")
+    name = models.CharField(max_length=120, help_text=_("What receives it, e.g. Change board bot."))
+    url = models.URLField(max_length=500, help_text=_("Where events are POSTed."))
+    event_types = models.JSONField(default=list, help_text=_("Friendly event type names."))
     secret = models.CharField(max_length=100, editable=False)
     state = models.CharField(max_length=8, choices=State.choices, default=State.ACTIVE)
     paused_reason = models.CharField(max_length=300, blank=True)
     failing_since = models.DateTimeField(
-        null=True, blank=True, help_text="The first failed attempt since the last success."
+        null=True, blank=True, help_text=_("The first failed attempt since the last success.")
     )
     cursor = models.PositiveBigIntegerField(
-        default=0, help_text="The last event sequence the dispatcher has looked at."
+        default=0, help_text=_("The last event sequence the dispatcher has looked at.")
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -60,10 +61,10 @@ class WebhookSubscription(models.Model):
 
 class Delivery(models.Model):
     class State(models.TextChoices):
-        PENDING = "pending", "Pending"
-        RETRYING = "retrying", "Retrying"
-        SUCCEEDED = "succeeded", "Delivered"
-        FAILED = "failed", "Failed"
+        PENDING = "pending", _("Pending")
+        RETRYING = "retrying", _("Retrying")
+        SUCCEEDED = "succeeded", _("Delivered")
+        FAILED = "failed", _("Failed")
 
     subscription = models.ForeignKey(
         WebhookSubscription, on_delete=models.CASCADE, related_name="deliveries"
@@ -74,7 +75,7 @@ class Delivery(models.Model):
     )
     event_type = models.CharField(max_length=40)
     message_id = models.CharField(
-        max_length=80, help_text="The webhook-id header: same on retries."
+        max_length=80, help_text=_("The webhook-id header: same on retries.")
     )
     state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
     attempts = models.PositiveSmallIntegerField(default=0)

@@ -16,6 +16,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
@@ -66,7 +67,7 @@ def change_record(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     if release is None:
         raise Http404(f"No release #{pk}.")
     if not permissions.can_view_release(request.user, release):
-        raise PermissionDenied("Sign in to read releases.")
+        raise PermissionDenied(_("Sign in to read releases."))
     return render(request, "releases/change_record.html", {"record": build_change_record(release)})
 
 
@@ -106,7 +107,10 @@ def export_request(request: AuthenticatedHttpRequest) -> HttpResponse:
         except ValidationError as error:
             apply_errors(form, error)
         else:
-            messages.success(request, f"Export #{export.pk} is queued: a worker builds it now.")
+            messages.success(
+                request,
+                _("Export #%(pk)s is queued: a worker builds it now.") % {"pk": export.pk},
+            )
             return redirect("releases:export_detail", pk=export.pk)
     return render(request, "releases/export_request.html", {"form": form}, status=400)
 

@@ -13,6 +13,8 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
@@ -125,9 +127,10 @@ def review_checklist(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse
         else:
             messages.success(
                 request,
-                f"{len(changed)} answer{'s' if len(changed) != 1 else ''} saved."
+                ngettext("%(count)d answer saved.", "%(count)d answers saved.", len(changed))
+                % {"count": len(changed)}
                 if changed
-                else "Nothing changed.",
+                else _("Nothing changed."),
             )
             return redirect(reverse("releases:review_detail", args=[pk]) + "#checklist")
     context = _page_context(request, _review(pk), form)
@@ -153,7 +156,7 @@ def review_start(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     except TransitionRefused as refused:
         messages.error(request, refused.message)
     else:
-        messages.success(request, f"Review #{pk} is in progress.")
+        messages.success(request, _("Review #%(pk)s is in progress.") % {"pk": pk})
     return redirect("releases:review_detail", pk=pk)
 
 
@@ -170,9 +173,10 @@ def review_conclude(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         "items": list(review.items.all()),
     }
     if not review.is_open:
-        context["refusal"] = (
-            f"Review #{pk} was concluded on {review.concluded_at:%Y-%m-%d}: it is read-only."
-        )
+        context["refusal"] = _("Review #%(pk)s was concluded on %(day)s: it is read-only.") % {
+            "pk": pk,
+            "day": f"{review.concluded_at:%Y-%m-%d}",
+        }
         return render(request, "releases/review_conclude.html", context, status=409)
     form = ConclusionForm(request.POST or None, review=review)
     context["form"] = form
@@ -213,7 +217,10 @@ def review_conclude(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
             else:
                 form.add_error(None, found)
         return render(request, "releases/review_conclude.html", context, status=400)
-    messages.success(request, f"Review #{pk} concluded: {review.service.slug}.")
+    messages.success(
+        request,
+        _("Review #%(pk)s concluded: %(service)s.") % {"pk": pk, "service": review.service.slug},
+    )
     return redirect("releases:review_detail", pk=pk)
 
 
@@ -235,7 +242,9 @@ def review_reassign(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     assignee = User.objects.filter(username=form.cleaned_data["assignee"]).first()
     try:
         if assignee is None:
-            raise ValidationError({"assignee": f"No user {form.cleaned_data['assignee']!r}."})
+            raise ValidationError(
+                {"assignee": _("No user %(name)s.") % {"name": repr(form.cleaned_data["assignee"])}}
+            )
         verbs.reassign_review(review, actor=request.user, assignee=assignee)
     except TransitionRefused as refused:
         messages.error(request, refused.message)
@@ -243,7 +252,10 @@ def review_reassign(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     except ValidationError as error:
         apply_errors(form, error)
         return render(request, "releases/review_reassign.html", context, status=400)
-    messages.success(request, f"Review #{pk} is now {assignee.get_username()}'s.")
+    messages.success(
+        request,
+        _("Review #%(pk)s is now %(user)s's.") % {"pk": pk, "user": assignee.get_username()},
+    )
     return redirect("releases:review_detail", pk=pk)
 
 
@@ -256,8 +268,10 @@ def review_action_done(request: AuthenticatedHttpRequest, pk: int) -> HttpRespon
     action = get_object_or_404(ReviewAction.objects.select_related("service__team", "owner"), pk=pk)
     if not permissions.can_complete_review_action(request.user, action):
         raise PermissionDenied(
-            "Only the action's owner, platform, security & compliance or the service's model "
-            "owners can mark it done."
+            _(
+                "Only the action's owner, platform, security & compliance or the service's model "
+                "owners can mark it done."
+            )
         )
     form = ActionDoneForm(request.POST)
     back = reverse("releases:service_detail", args=[action.service.slug]) + "#reviews"
@@ -269,5 +283,5 @@ def review_action_done(request: AuthenticatedHttpRequest, pk: int) -> HttpRespon
     except TransitionRefused as refused:
         messages.error(request, refused.message)
     else:
-        messages.success(request, f"Action #{pk} is done.")
+        messages.success(request, _("Action #%(pk)s is done.") % {"pk": pk})
     return redirect(back)

@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
 from lib.actors import AuthenticatedHttpRequest
@@ -83,7 +84,10 @@ def webhook_pause(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     subscription = webhook_services.pause_subscription(
         _subscription(request, pk), actor=request.user
     )
-    messages.success(request, f"Paused {subscription.name}: nothing is sent until you resume it.")
+    messages.success(
+        request,
+        _("Paused %(name)s: nothing is sent until you resume it.") % {"name": subscription.name},
+    )
     return redirect("releases:webhook_detail", pk=pk)
 
 
@@ -93,7 +97,10 @@ def webhook_resume(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     subscription = webhook_services.resume_subscription(
         _subscription(request, pk), actor=request.user
     )
-    messages.success(request, f"Resumed {subscription.name}: what happened meanwhile is sent next.")
+    messages.success(
+        request,
+        _("Resumed %(name)s: what happened meanwhile is sent next.") % {"name": subscription.name},
+    )
     return redirect("releases:webhook_detail", pk=pk)
 
 
@@ -111,7 +118,7 @@ def webhook_delete(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         )
     name = subscription.name
     webhook_services.delete_subscription(subscription, actor=request.user)
-    messages.success(request, f"Deleted {name} and its delivery log.")
+    messages.success(request, _("Deleted %(name)s and its delivery log.") % {"name": name})
     return redirect("releases:webhook_list")
 
 
@@ -127,6 +134,8 @@ def webhook_resend(request: AuthenticatedHttpRequest, pk: int, delivery_id: int)
         raise Http404(f"No delivery #{delivery_id} of this subscription.")
     webhook_services.resend_delivery(delivery, actor=request.user)
     messages.success(
-        request, f"Delivery #{delivery.pk} (event #{delivery.event.sequence}) is being sent again."
+        request,
+        _("Delivery #%(pk)s (event #%(sequence)s) is being sent again.")
+        % {"pk": delivery.pk, "sequence": delivery.event.sequence},
     )
     return redirect("releases:webhook_detail", pk=pk)
