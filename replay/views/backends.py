@@ -95,7 +95,15 @@ def capability_checks(probe: Probe | None) -> list[dict[str, str]]:
 def backend_detail(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     backend = backend_for(request, name)
     trend = queries.backend_trend(backend, limit=TREND_RUNS)
-    figure = charts.trend_figure(trend, title=f"{backend.name}: last {len(trend)} finished runs")
+    figure = charts.trend_figure(
+        trend,
+        title=ngettext(
+            "%(name)s: last %(count)d finished runs",
+            "%(name)s: last %(count)d finished runs",
+            len(trend),
+        )
+        % {"name": backend.name, "count": len(trend)},
+    )
     schedules = list(
         Schedule.objects.filter(backend=backend)
         .select_related("periodic_task__crontab")
