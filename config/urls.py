@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from django.utils.translation import gettext_lazy
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from config import health, metrics
@@ -40,5 +41,5 @@ handler403 = "lib.errors.permission_denied"
 handler404 = "lib.errors.page_not_found"
 handler500 = "lib.errors.server_error"
 
-admin.site.site_header = "Inference Release Ledger administration"
-admin.site.site_title = "Ledger admin"
+admin.site.site_header = gettext_lazy("Inference Release Ledger administration")
+admin.site.site_title = gettext_lazy("Ledger admin")

@@ -31,6 +31,13 @@ from rest_framework.settings import api_settings
 from lib.storable import TOO_DEEP_TO_PARSE, find_unstorable, offset_problem, text_problem
 
 
+def api_text(text: str) -> str:
+    """Text of the API and its schema (a filter's help, a serializer field's), which
+    stays English in every language (docs/glossary.md): the call says it is not for
+    the translation catalog, where a bare literal would look forgotten."""
+    return text
+
+
 def field_errors(exc: DjangoValidationError) -> dict[str, Any]:
     detail = get_error_detail(exc)
     if isinstance(detail, list):

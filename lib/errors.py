@@ -26,6 +26,7 @@ does and where its button is). lib/log_filters.py logs a refusal as one line.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from django.core.exceptions import SuspiciousOperation
@@ -39,6 +40,9 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from lib.storable import ALLOWED_TEXT, text_problem
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 log = logging.getLogger("lib.errors")
 
@@ -152,7 +156,7 @@ def method_not_allowed(
     request: HttpRequest,
     allowed: list[str],
     *,
-    action: str = "",
+    action: StrOrPromise = "",
     page: str | None = None,
 ) -> HttpResponse:
     """The 405 page: what the address is for, and where its button is."""

@@ -11,6 +11,8 @@ import django_filters
 from django import forms
 from django.core.exceptions import ValidationError
 from django.forms.utils import pretty_name
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from lib.storable import TOO_DEEP_TO_PARSE, find_unstorable, validate_storable
 
@@ -56,11 +58,19 @@ def invalid_choice_message(field: forms.Field, value: Any, *, label: str | None 
     allowed = allowed_choices(field)
     listed = ", ".join(allowed[:_CHOICES_LISTED])
     if len(allowed) > _CHOICES_LISTED:
-        listed += f", and {len(allowed) - _CHOICES_LISTED} more"
-    label = label or str(field.label or "this field")
+        more = len(allowed) - _CHOICES_LISTED
+        listed += ngettext(", and %(count)d more", ", and %(count)d more", more) % {"count": more}
+    label = label or str(field.label or _("this field"))
     if not allowed:
-        return f"{_shown(value)} is not one of the choices of {label}; there is none to choose."
-    return f"{_shown(value)} is not one of the choices of {label}; choose one of: {listed}."
+        return _("%(value)s is not one of the choices of %(label)s; there is none to choose.") % {
+            "value": _shown(value),
+            "label": label,
+        }
+    return _("%(value)s is not one of the choices of %(label)s; choose one of: %(listed)s.") % {
+        "value": _shown(value),
+        "label": label,
+        "listed": listed,
+    }
 
 
 class NamedChoicesMixin(_FormBase):
@@ -168,7 +178,10 @@ class TypedListField(forms.CharField):
                     self.item_validator(item)
                 except ValidationError as error:
                     raise ValidationError(
-                        f"{item!r}: use lowercase letters, digits and hyphens, e.g. chat, rag, sql."
+                        _(
+                            "%(item)s: use lowercase letters, digits and hyphens, e.g. chat, rag, sql."
+                        )
+                        % {"item": repr(item)}
                     ) from error
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.http import HttpRequest, HttpResponse
 from django.urls import NoReverseMatch, reverse
@@ -24,10 +24,13 @@ from django.utils.log import log_response
 
 from lib.errors import method_not_allowed
 
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
+
 PageOf = str | Callable[..., str] | None
 
 
-def post_only(action: str, *, page: PageOf = None) -> Callable:
+def post_only(action: StrOrPromise, *, page: PageOf = None) -> Callable:
     def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @wraps(view)
         def inner(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:

@@ -25,9 +25,11 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 from rest_framework.permissions import SAFE_METHODS
 
+from lib.api import api_text
+
 
 class ErrorSerializer(serializers.Serializer):
-    detail = serializers.CharField(help_text="What went wrong, in a sentence.")
+    detail = serializers.CharField(help_text=api_text("What went wrong, in a sentence."))
 
 
 VALIDATION_ERROR = {

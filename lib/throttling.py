@@ -28,6 +28,7 @@ from axes.helpers import get_cool_off, get_failure_limit
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from rest_framework import authentication, exceptions
 from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
 
@@ -53,8 +54,10 @@ def _in_words(delta: dt.timedelta) -> str:
     """ "15 min", "1 h 30 min", "2 h"."""
     hours, minutes = divmod(max(1, round(delta.total_seconds() / 60)), 60)
     if not hours:
-        return f"{minutes} min"
-    return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+        return _("%(minutes)d min") % {"minutes": minutes}
+    if minutes:
+        return _("%(hours)d h %(minutes)d min") % {"hours": hours, "minutes": minutes}
+    return _("%(hours)d h") % {"hours": hours}
 
 
 def lockout_response(

@@ -9,7 +9,7 @@ django-celery-beat admin stays registered for looking at beat itself.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from django import forms
 from django.contrib import admin
@@ -17,6 +17,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Count
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from ledger.admin import LedgerAdmin, ReadOnlyAdmin
 from lib.actors import admin_actor
@@ -28,7 +29,7 @@ from replay.views.schedules import crontab_text, next_run
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
 
-READ_ONLY_NOTICE = (
+READ_ONLY_NOTICE = _(
     "Read-only in the admin. Replay changes go through the app (the replay pages, the REST "
     "API or `manage.py apply`), which validate them and record each one as an event in the "
     "hash-chained ledger."
@@ -36,7 +37,8 @@ READ_ONLY_NOTICE = (
 
 
 class ReplayReadOnlyAdmin(ReadOnlyAdmin):
-    notice = READ_ONLY_NOTICE
+    # Lazy: the admin renders it in the reader's language.
+    notice = cast(str, READ_ONLY_NOTICE)
 
 
 @admin.register(Backend)
@@ -71,7 +73,7 @@ class ProbeAdmin(ReplayReadOnlyAdmin):
     list_select_related = ["backend"]
     date_hierarchy = "started_at"
 
-    @admin.display(description="drift flags")
+    @admin.display(description=_("drift flags"))
     def drift_count(self, probe: Probe) -> int:
         return len(probe.drift or [])
 
@@ -92,7 +94,7 @@ class SampleSetAdmin(ReplayReadOnlyAdmin):
     def get_queryset(self, request: HttpRequest):
         return super().get_queryset(request).annotate(sample_total=Count("samples"))
 
-    @admin.display(description="samples", ordering="sample_total")
+    @admin.display(description=_("samples"), ordering="sample_total")
     def sample_count(self, sample_set: WithAnnotations[SampleSet, SampleSetAnnotations]) -> int:
         return sample_set.sample_total
 
@@ -154,9 +156,12 @@ class ResultAdmin(ReplayReadOnlyAdmin):
 
 
 class ScheduleAdminForm(forms.ModelForm):
-    crontab = forms.CharField(label="When (crontab)", max_length=200, help_text=CRONTAB_HELP)
+    crontab = forms.CharField(label=_("When (crontab)"), max_length=200, help_text=CRONTAB_HELP)
     enabled = forms.BooleanField(
-        required=False, initial=True, help_text="A disabled schedule does not fire."
+        required=False,
+        initial=True,
+        label=_("Enabled"),
+        help_text=_("A disabled schedule does not fire."),
     )
 
     class Meta:
@@ -171,9 +176,9 @@ class ScheduleAdminForm(forms.ModelForm):
         if "sample_set_name" in self.fields:
             names = SampleSet.objects.order_by("name").values_list("name", flat=True).distinct()
             self.fields["sample_set_name"] = forms.ChoiceField(
-                label="Sample set",
+                label=_("Sample set"),
                 choices=[(name, name) for name in names],
-                help_text="Each firing replays the latest version of this set.",
+                help_text=_("Each firing replays the latest version of this set."),
             )
 
     def clean_crontab(self) -> str:
@@ -208,20 +213,22 @@ class ScheduleAdmin(LedgerAdmin):
         return ["backend", "sample_set_name", "purpose"] if obj is not None else []
 
     def notice_for(self, request: HttpRequest, obj) -> str:
-        return (
-            "Saved through the replay domain: the change is validated, django-celery-beat's "
-            "periodic task follows, and an event is recorded."
+        return str(
+            _(
+                "Saved through the replay domain: the change is validated, django-celery-beat's "
+                "periodic task follows, and an event is recorded."
+            )
         )
 
-    @admin.display(description="crontab")
+    @admin.display(description=_("crontab"))
     def crontab(self, schedule: Schedule) -> str:
         return crontab_text(schedule)
 
-    @admin.display(description="enabled", boolean=True)
+    @admin.display(description=_("enabled"), boolean=True)
     def enabled(self, schedule: Schedule) -> bool:
         return schedule.periodic_task.enabled
 
-    @admin.display(description="next run")
+    @admin.display(description=_("next run"))
     def next_run_at(self, schedule: Schedule):
         return next_run(schedule, timezone.now()) or "—"
 

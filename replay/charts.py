@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import TypedDict
 
 import plotly.graph_objects as go
+from django.utils.translation import gettext as _
 from plotly.subplots import make_subplots
 
 # Okabe-Ito, as in ledger.charts: distinguishable with common colour-vision deficiencies.
@@ -105,8 +106,9 @@ def trend_rows(points: Sequence[TrendPoint]) -> list[dict]:
     ]
 
 
-def trend_figure(points: Sequence[TrendPoint], *, title: str = "Trend over runs") -> go.Figure:
+def trend_figure(points: Sequence[TrendPoint], *, title: str | None = None) -> go.Figure:
     """Pass rate (%), TTFT p50/p95 and TPOT p50/p95 (ms) against the time each run finished."""
+    title = title or _("Trend over runs")
     rows = trend_rows(points)
     x = [_iso(row["finished_at"]) for row in rows]
     runs = [[f"run {row['run_id']} ({row['sample_set']}, {row['verdict']})"] for row in rows]
@@ -115,18 +117,20 @@ def trend_figure(points: Sequence[TrendPoint], *, title: str = "Trend over runs"
         cols=1,
         shared_xaxes=True,
         vertical_spacing=0.08,
-        subplot_titles=("Pass rate", "Time to first token", "Time per output token"),
+        subplot_titles=(_("Pass rate"), _("Time to first token"), _("Time per output token")),
     )
     fig.add_trace(
         go.Scatter(
-            name="pass rate",
+            name=_("pass rate"),
             x=x,
             y=[row["pass_rate_pct"] for row in rows],
             mode="lines+markers",
             line={"color": COLOURS[2]},
             marker={"symbol": "diamond", "size": 8},
             customdata=runs,
-            hovertemplate="%{customdata[0]}, %{x}<br>pass rate %{y:.1f}%<extra></extra>",
+            hovertemplate="%{customdata[0]}, %{x}<br>"
+            + _("pass rate")
+            + " %{y:.1f}%<extra></extra>",
         ),
         row=1,
         col=1,
@@ -151,10 +155,10 @@ def trend_figure(points: Sequence[TrendPoint], *, title: str = "Trend over runs"
                 row=row_no,
                 col=1,
             )
-    fig.update_yaxes(title_text="Pass rate (%)", range=[0, 105], row=1, col=1)
+    fig.update_yaxes(title_text=_("Pass rate (%)"), range=[0, 105], row=1, col=1)
     fig.update_yaxes(title_text="TTFT (ms)", rangemode="tozero", row=2, col=1)
     fig.update_yaxes(title_text="TPOT (ms)", rangemode="tozero", row=3, col=1)
-    fig.update_xaxes(title_text="Run finished at", row=3, col=1)
+    fig.update_xaxes(title_text=_("Run finished at"), row=3, col=1)
     return _layout(fig, title, height=720)
 
 
@@ -190,11 +194,13 @@ def pass_rate_comparison_rows(samples: Sequence[SampleComparison]) -> list[dict]
 def pass_rate_comparison_figure(
     samples: Sequence[SampleComparison],
     *,
-    label_a: str = "run A",
-    label_b: str = "run B",
-    title: str = "Pass rate per sample",
+    label_a: str | None = None,
+    label_b: str | None = None,
+    title: str | None = None,
 ) -> go.Figure:
     """Horizontal bars, one pair per sample, so long sample keys stay readable on a phone."""
+    label_a, label_b = label_a or _("run A"), label_b or _("run B")
+    title = title or _("Pass rate per sample")
     rows = pass_rate_comparison_rows(samples)
     keys = [row["key"] for row in rows]
     fig = go.Figure()
@@ -210,8 +216,8 @@ def pass_rate_comparison_figure(
             )
         )
     fig.update_layout(barmode="group")
-    fig.update_xaxes(title_text="Pass rate (%)", range=[0, 105])
-    fig.update_yaxes(title_text="Sample", autorange="reversed", automargin=True)
+    fig.update_xaxes(title_text=_("Pass rate (%)"), range=[0, 105])
+    fig.update_yaxes(title_text=_("Sample"), autorange="reversed", automargin=True)
     return _layout(fig, title, height=max(320, 140 + 44 * len(rows)), legend=_LEGEND_ABOVE)
 
 
@@ -236,11 +242,13 @@ def latency_comparison_rows(metrics: Sequence[LatencyComparison]) -> list[dict]:
 def latency_comparison_figure(
     metrics: Sequence[LatencyComparison],
     *,
-    label_a: str = "run A",
-    label_b: str = "run B",
-    title: str = "Latency percentiles",
+    label_a: str | None = None,
+    label_b: str | None = None,
+    title: str | None = None,
 ) -> go.Figure:
     """Grouped bars per percentile; B's bars carry its change against A."""
+    label_a, label_b = label_a or _("run A"), label_b or _("run B")
+    title = title or _("Latency percentiles")
     rows = latency_comparison_rows(metrics)
     names = [row["metric"] for row in rows]
     fig = go.Figure()
@@ -265,8 +273,8 @@ def latency_comparison_figure(
         )
     )
     fig.update_layout(barmode="group")
-    fig.update_xaxes(title_text="Percentile")
-    fig.update_yaxes(title_text="Latency (ms)", rangemode="tozero")
+    fig.update_xaxes(title_text=_("Percentile"))
+    fig.update_yaxes(title_text=_("Latency (ms)"), rangemode="tozero")
     return _layout(fig, title, height=400, legend=_LEGEND_ABOVE)
 
 

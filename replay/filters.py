@@ -10,8 +10,9 @@ from collections.abc import Sequence
 
 import django_filters
 from django.db.models import Q, QuerySet
+from django.utils.translation import gettext_lazy as _
 
-from lib.api import ApiFilterSet
+from lib.api import ApiFilterSet, api_text
 from lib.forms import LiveFilterSet
 from replay.forms import latest_versions
 from replay.models import Backend, Probe, Result, Run, Sample, SampleSet
@@ -21,14 +22,16 @@ from replay.models import Backend, Probe, Result, Run, Sample, SampleSet
 
 class BackendListFilter(LiveFilterSet):
     q = django_filters.CharFilter(
-        label="Search", method="search", help_text="Name, model, base URL or service."
+        label=_("Search"), method="search", help_text=_("Name, model, base URL or service.")
     )
-    engine = django_filters.ChoiceFilter(choices=Backend.Engine.choices, empty_label="Any engine")
+    engine = django_filters.ChoiceFilter(
+        choices=Backend.Engine.choices, empty_label=_("Any engine"), label=_("Engine")
+    )
     enabled = django_filters.ChoiceFilter(
-        choices=[("true", "enabled"), ("false", "disabled")],
+        choices=[("true", _("enabled")), ("false", _("disabled"))],
         method="filter_enabled",
-        empty_label="Enabled or not",
-        label="State",
+        empty_label=_("Enabled or not"),
+        label=_("State"),
     )
 
     class Meta:
@@ -49,7 +52,10 @@ class BackendListFilter(LiveFilterSet):
 
 class SampleSetListFilter(LiveFilterSet):
     q = django_filters.CharFilter(
-        label="Search", field_name="name", lookup_expr="icontains", help_text="Name of the set."
+        label=_("Search"),
+        field_name="name",
+        lookup_expr="icontains",
+        help_text=_("Name of the set."),
     )
 
     class Meta:
@@ -59,7 +65,7 @@ class SampleSetListFilter(LiveFilterSet):
 
 class SampleFilter(LiveFilterSet):
     category = django_filters.ChoiceFilter(
-        choices=Sample.Category.choices, empty_label="Any category"
+        choices=Sample.Category.choices, empty_label=_("Any category"), label=_("Category")
     )
 
     class Meta:
@@ -73,14 +79,25 @@ def _backend_names(request) -> QuerySet:
 
 class RunListFilter(LiveFilterSet):
     backend = django_filters.ModelChoiceFilter(
-        queryset=_backend_names, to_field_name="name", empty_label="Any backend"
+        queryset=_backend_names,
+        to_field_name="name",
+        empty_label=_("Any backend"),
+        label=_("Backend"),
     )
     sample_set = django_filters.CharFilter(
-        field_name="sample_set__name", label="Sample set", help_text="Its name, e.g. kb-smoke."
+        field_name="sample_set__name",
+        label=_("Sample set"),
+        help_text=_("Its name, e.g. kb-smoke."),
     )
-    state = django_filters.ChoiceFilter(choices=Run.State.choices, empty_label="Any state")
-    verdict = django_filters.ChoiceFilter(choices=Run.Verdict.choices, empty_label="Any verdict")
-    trigger = django_filters.ChoiceFilter(choices=Run.Trigger.choices, empty_label="Any trigger")
+    state = django_filters.ChoiceFilter(
+        choices=Run.State.choices, empty_label=_("Any state"), label=_("State")
+    )
+    verdict = django_filters.ChoiceFilter(
+        choices=Run.Verdict.choices, empty_label=_("Any verdict"), label=_("Verdict")
+    )
+    trigger = django_filters.ChoiceFilter(
+        choices=Run.Trigger.choices, empty_label=_("Any trigger"), label=_("Trigger")
+    )
 
     class Meta:
         model = Run
@@ -90,15 +107,17 @@ class RunListFilter(LiveFilterSet):
 class ResultFilter(LiveFilterSet):
     """The results of one run; the error codes offered are those the run produced."""
 
-    outcome = django_filters.ChoiceFilter(choices=Result.Outcome.choices, empty_label="Any outcome")
+    outcome = django_filters.ChoiceFilter(
+        choices=Result.Outcome.choices, empty_label=_("Any outcome"), label=_("Outcome")
+    )
     category = django_filters.ChoiceFilter(
         field_name="sample__category",
         choices=Sample.Category.choices,
-        empty_label="Any category",
-        label="Category",
+        empty_label=_("Any category"),
+        label=_("Category"),
     )
     error_code = django_filters.ChoiceFilter(
-        choices=[], empty_label="Any error code", label="Error code"
+        choices=[], empty_label=_("Any error code"), label=_("Error code")
     )
 
     class Meta:
@@ -115,9 +134,11 @@ class ResultFilter(LiveFilterSet):
 
 class BackendFilter(ApiFilterSet):
     service = django_filters.CharFilter(
-        field_name="revision__service__slug", help_text="Slug of the service."
+        field_name="revision__service__slug", help_text=api_text("Slug of the service.")
     )
-    revision = django_filters.NumberFilter(field_name="revision_id", help_text="Revision id.")
+    revision = django_filters.NumberFilter(
+        field_name="revision_id", help_text=api_text("Revision id.")
+    )
 
     class Meta:
         model = Backend
@@ -126,7 +147,7 @@ class BackendFilter(ApiFilterSet):
 
 class SampleSetFilter(ApiFilterSet):
     latest = django_filters.BooleanFilter(
-        method="filter_latest", help_text="Only the newest version of each set."
+        method="filter_latest", help_text=api_text("Only the newest version of each set.")
     )
 
     class Meta:
@@ -140,16 +161,20 @@ class SampleSetFilter(ApiFilterSet):
 
 
 class RunFilter(ApiFilterSet):
-    backend = django_filters.CharFilter(field_name="backend__name", help_text="Backend name.")
+    backend = django_filters.CharFilter(
+        field_name="backend__name", help_text=api_text("Backend name.")
+    )
     sample_set = django_filters.CharFilter(
-        field_name="sample_set__name", help_text="Sample set name (any version)."
+        field_name="sample_set__name", help_text=api_text("Sample set name (any version).")
     )
     sample_set_version = django_filters.NumberFilter(
-        field_name="sample_set__version", help_text="Sample set version."
+        field_name="sample_set__version", help_text=api_text("Sample set version.")
     )
-    revision = django_filters.NumberFilter(field_name="revision_id", help_text="Revision id.")
+    revision = django_filters.NumberFilter(
+        field_name="revision_id", help_text=api_text("Revision id.")
+    )
     service = django_filters.CharFilter(
-        field_name="revision__service__slug", help_text="Slug of the revision's service."
+        field_name="revision__service__slug", help_text=api_text("Slug of the revision's service.")
     )
 
     class Meta:
@@ -160,7 +185,7 @@ class RunFilter(ApiFilterSet):
 class ProbeFilter(ApiFilterSet):
     reachable = django_filters.BooleanFilter()
     drifted = django_filters.BooleanFilter(
-        method="filter_drifted", help_text="Only probes that found drift (or none)."
+        method="filter_drifted", help_text=api_text("Only probes that found drift (or none).")
     )
 
     class Meta:

@@ -6,38 +6,44 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 
 class Backend(models.Model):
     """An OpenAI-compatible endpoint serving one registered revision."""
 
     class Engine(models.TextChoices):
-        VLLM = "vllm", "vLLM"
-        SGLANG = "sglang", "SGLang"
-        LMDEPLOY = "lmdeploy", "LMDeploy"
-        TGI = "tgi", "Text Generation Inference"
-        OLLAMA = "ollama", "Ollama"
-        LLAMA_CPP = "llama_cpp", "llama.cpp"
-        TENSORRT_LLM = "tensorrt_llm", "TensorRT-LLM"
-        OTHER = "other", "Other OpenAI-compatible"
+        VLLM = "vllm", pgettext_lazy("engine", "vLLM")
+        SGLANG = "sglang", pgettext_lazy("engine", "SGLang")
+        LMDEPLOY = "lmdeploy", pgettext_lazy("engine", "LMDeploy")
+        TGI = "tgi", pgettext_lazy("engine", "Text Generation Inference")
+        OLLAMA = "ollama", pgettext_lazy("engine", "Ollama")
+        LLAMA_CPP = "llama_cpp", pgettext_lazy("engine", "llama.cpp")
+        TENSORRT_LLM = "tensorrt_llm", pgettext_lazy("engine", "TensorRT-LLM")
+        OTHER = "other", pgettext_lazy("engine", "Other OpenAI-compatible")
 
-    name = models.SlugField(max_length=100, unique=True, help_text="e.g. kb-assistant-vllm-canary")
+    name = models.SlugField(
+        max_length=100, unique=True, help_text=_("e.g. kb-assistant-vllm-canary")
+    )
     revision = models.ForeignKey(
         "ledger.Revision", on_delete=models.PROTECT, related_name="backends"
     )
     base_url = models.URLField(
-        help_text="Root of the OpenAI-compatible API, without /v1, e.g. http://10.0.0.5:8000"
+        help_text=_("Root of the OpenAI-compatible API, without /v1, e.g. http://10.0.0.5:8000")
     )
     model_name = models.CharField(
-        max_length=200, help_text="The `model` the server expects in requests."
+        max_length=200, help_text=_("The `model` the server expects in requests.")
     )
     engine = models.CharField(max_length=16, choices=Engine.choices, default=Engine.VLLM)
     credential_env = models.CharField(
-        "credential variable",
+        _("credential variable"),
         max_length=100,
         blank=True,
-        help_text="Name of the environment variable holding the API key on the workers "
-        "(the key itself is never stored here), e.g. LEDGER_BACKEND_KEY_KB_ASSISTANT.",
+        help_text=_(
+            "Name of the environment variable holding the API key on the workers "
+            "(the key itself is never stored here), e.g. LEDGER_BACKEND_KEY_KB_ASSISTANT."
+        ),
     )
     concurrency_limit = models.PositiveSmallIntegerField(
         default=8, validators=[MinValueValidator(1), MaxValueValidator(512)]
@@ -79,7 +85,7 @@ class Probe(models.Model):
     max_context = models.PositiveIntegerField(null=True, blank=True)
     engine_version = models.CharField(max_length=80, blank=True)
     drift = models.JSONField(
-        default=list, blank=True, help_text="Each disagreement: what, registered, reported."
+        default=list, blank=True, help_text=_("Each disagreement: what, registered, reported.")
     )
     capability_results = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
@@ -123,28 +129,32 @@ class SampleSet(models.Model):
 
 class Sample(models.Model):
     class Category(models.TextChoices):
-        SHORT_QA = "short_qa", "Short Q&A"
-        LONG_CONTEXT = "long_context", "Long context"
-        STRUCTURED_JSON = "structured_json", "Structured JSON"
-        TOOL_CALL = "tool_call", "Tool-call arguments"
-        REFUSAL = "refusal", "Refusal"
-        LONG_STREAM = "long_stream", "Long streamed report"
-        CONCURRENCY_BURST = "concurrency_burst", "Concurrency burst"
+        SHORT_QA = "short_qa", pgettext_lazy("sample category", "Short Q&A")
+        LONG_CONTEXT = "long_context", pgettext_lazy("sample category", "Long context")
+        STRUCTURED_JSON = "structured_json", pgettext_lazy("sample category", "Structured JSON")
+        TOOL_CALL = "tool_call", pgettext_lazy("sample category", "Tool-call arguments")
+        REFUSAL = "refusal", pgettext_lazy("sample category", "Refusal")
+        LONG_STREAM = "long_stream", pgettext_lazy("sample category", "Long streamed report")
+        CONCURRENCY_BURST = (
+            "concurrency_burst",
+            pgettext_lazy("sample category", "Concurrency burst"),
+        )
 
     sample_set = models.ForeignKey(SampleSet, on_delete=models.CASCADE, related_name="samples")
-    key = models.SlugField(max_length=100, help_text="Stable id of the sample within its set.")
+    key = models.SlugField(max_length=100, help_text=_("Stable id of the sample within its set."))
     category = models.CharField(max_length=20, choices=Category.choices)
-    messages = models.JSONField(help_text="OpenAI chat messages.")
+    messages = models.JSONField(help_text=_("OpenAI chat messages."))
     params = models.JSONField(
-        default=dict, blank=True, help_text="Generation parameters, response_format, tools…"
+        default=dict, blank=True, help_text=_("Generation parameters, response_format, tools…")
     )
     checks = models.JSONField(default=list, blank=True)
     tags = models.JSONField(default=list, blank=True)
     rerunnable = models.BooleanField(
-        default=True, help_text="False for requests with side effects: they are never sent."
+        default=True, help_text=_("False for requests with side effects: they are never sent.")
     )
     sensitive = models.BooleanField(
-        default=False, help_text="Outputs are stored redacted: hash, length and check results only."
+        default=False,
+        help_text=_("Outputs are stored redacted: hash, length and check results only."),
     )
     repeat = models.PositiveSmallIntegerField(
         default=1, validators=[MinValueValidator(1), MaxValueValidator(50)]
@@ -152,7 +162,7 @@ class Sample(models.Model):
     min_pass_rate = models.FloatField(
         default=1.0,
         validators=[MinValueValidator(0), MaxValueValidator(1)],
-        help_text="Flakiness budget: the share of repeats that must pass.",
+        help_text=_("Flakiness budget: the share of repeats that must pass."),
     )
 
     class Meta:
@@ -186,25 +196,25 @@ class RunQuerySet(models.QuerySet):
 
 class Run(models.Model):
     class State(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        FINISHED = "finished", "Finished"
-        INTERRUPTED = "interrupted", "Interrupted"
-        FAILED = "failed", "Failed"
+        QUEUED = "queued", pgettext_lazy("run state", "Queued")
+        RUNNING = "running", pgettext_lazy("run state", "Running")
+        FINISHED = "finished", pgettext_lazy("run state", "Finished")
+        INTERRUPTED = "interrupted", pgettext_lazy("run state", "Interrupted")
+        FAILED = "failed", pgettext_lazy("run state", "Failed")
 
     class Verdict(models.TextChoices):
-        PENDING = "pending", "Pending"
-        PASSED = "passed", "Passed"
-        FAILED = "failed", "Failed"
-        REGRESSED = "regressed", "Regressed"
+        PENDING = "pending", pgettext_lazy("verdict", "Pending")
+        PASSED = "passed", pgettext_lazy("verdict", "Passed")
+        FAILED = "failed", pgettext_lazy("verdict", "Failed")
+        REGRESSED = "regressed", pgettext_lazy("verdict", "Regressed")
         # Not a verdict on the model: no attempt reached the backend.
-        ERRORED = "errored", "Errored (backend unreachable)"
+        ERRORED = "errored", pgettext_lazy("verdict", "Errored (backend unreachable)")
 
     class Trigger(models.TextChoices):
-        MANUAL = "manual", "Manual"
-        SCHEDULE = "schedule", "Schedule"
-        VERIFICATION = "verification", "Rollback-target verification"
-        COMMAND = "command", "Command line"
+        MANUAL = "manual", pgettext_lazy("run trigger", "Manual")
+        SCHEDULE = "schedule", pgettext_lazy("run trigger", "Schedule")
+        VERIFICATION = "verification", pgettext_lazy("run trigger", "Rollback-target verification")
+        COMMAND = "command", pgettext_lazy("run trigger", "Command line")
 
     sample_set = models.ForeignKey(SampleSet, on_delete=models.PROTECT, related_name="runs")
     backend = models.ForeignKey(Backend, on_delete=models.PROTECT, related_name="runs")
@@ -212,7 +222,7 @@ class Run(models.Model):
         "ledger.Revision", on_delete=models.PROTECT, related_name="replay_runs"
     )
     fingerprint = models.CharField(
-        max_length=71, help_text="The revision's fingerprint when the run started."
+        max_length=71, help_text=_("The revision's fingerprint when the run started.")
     )
     trigger = models.CharField(max_length=12, choices=Trigger.choices, default=Trigger.MANUAL)
     state = models.CharField(max_length=12, choices=State.choices, default=State.QUEUED)
@@ -224,18 +234,18 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Last sign of life from the worker."
+        null=True, blank=True, help_text=_("Last sign of life from the worker.")
     )
     finished_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     summary = models.JSONField(
-        default=dict, blank=True, help_text="Pass rate, latency percentiles, error codes."
+        default=dict, blank=True, help_text=_("Pass rate, latency percentiles, error codes.")
     )
     baseline = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     comparison = models.JSONField(
-        default=dict, blank=True, help_text="Deltas against the baseline."
+        default=dict, blank=True, help_text=_("Deltas against the baseline.")
     )
 
     objects = RunQuerySet.as_manager()
@@ -259,10 +269,10 @@ class Result(models.Model):
     """One attempt of one sample in one run; unique so a resumed run never duplicates."""
 
     class Outcome(models.TextChoices):
-        PASSED = "passed", "Passed"
-        FAILED = "failed", "Failed"
-        ERROR = "error", "Error"
-        SKIPPED = "skipped", "Skipped (not re-runnable)"
+        PASSED = "passed", pgettext_lazy("sample outcome", "Passed")
+        FAILED = "failed", pgettext_lazy("sample outcome", "Failed")
+        ERROR = "error", pgettext_lazy("sample outcome", "Error")
+        SKIPPED = "skipped", pgettext_lazy("sample outcome", "Skipped (not re-runnable)")
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
     sample = models.ForeignKey(Sample, on_delete=models.PROTECT, related_name="results")
@@ -276,16 +286,18 @@ class Result(models.Model):
     server_ttft_ms = models.FloatField(
         null=True,
         blank=True,
-        help_text="The server's own TTFT, when it reports one (vLLM metrics, llama.cpp timings).",
+        help_text=_(
+            "The server's own TTFT, when it reports one (vLLM metrics, llama.cpp timings)."
+        ),
     )
     server_timing = models.JSONField(
-        default=dict, blank=True, help_text="The timing object the server sent, as it sent it."
+        default=dict, blank=True, help_text=_("The timing object the server sent, as it sent it.")
     )
     prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
     output_tokens = models.PositiveIntegerField(null=True, blank=True)
     finish_reason = models.CharField(max_length=40, blank=True)
     failed_checks = models.JSONField(default=list, blank=True)
-    output = models.TextField(blank=True, help_text="Empty for sensitive samples.")
+    output = models.TextField(blank=True, help_text=_("Empty for sensitive samples."))
     output_sha256 = models.CharField(max_length=64, blank=True)
     output_length = models.PositiveIntegerField(default=0)
     redacted = models.BooleanField(default=False)
@@ -314,11 +326,14 @@ class Schedule(models.Model):
     """A sample set, a backend and a crontab, kept in django-celery-beat's database scheduler."""
 
     class Purpose(models.TextChoices):
-        REGULAR = "regular", "Regular replay"
-        ROLLBACK_VERIFICATION = "rollback_verification", "Rollback-target verification"
+        REGULAR = "regular", pgettext_lazy("schedule purpose", "Regular replay")
+        ROLLBACK_VERIFICATION = (
+            "rollback_verification",
+            pgettext_lazy("schedule purpose", "Rollback-target verification"),
+        )
 
     sample_set_name = models.SlugField(
-        max_length=100, help_text="Runs use the latest version of this set."
+        max_length=100, help_text=_("Runs use the latest version of this set.")
     )
     backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="schedules")
     purpose = models.CharField(max_length=24, choices=Purpose.choices, default=Purpose.REGULAR)
@@ -351,8 +366,8 @@ class MetricsScrape(models.Model):
         Backend, on_delete=models.CASCADE, primary_key=True, related_name="metrics_scrape"
     )
     taken_at = models.DateTimeField()
-    engine = models.CharField(max_length=16, help_text="Whose metric names the text has.")
-    text = models.TextField(help_text="The exposition text as the endpoint answered it.")
+    engine = models.CharField(max_length=16, help_text=_("Whose metric names the text has."))
+    text = models.TextField(help_text=_("The exposition text as the endpoint answered it."))
 
     def __str__(self) -> str:
         return f"metrics of {self.backend} at {self.taken_at:%Y-%m-%d %H:%M}"

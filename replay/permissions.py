@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TypeGuard
 
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
+from django.utils.translation import gettext as _
 
 from ledger.models import Revision
 from ledger.permissions import can_edit_team_objects, editable_teams
@@ -60,11 +61,14 @@ def can_manage_sample_sets(user: Requester) -> bool:
 def ensure_can_manage_backend(actor: Actor, revision: Revision) -> None:
     if actor is not None and not can_manage_backend(actor, revision):
         raise PermissionDenied(
-            f"Only model owners of team {revision.service.team.slug!r} or platform SREs "
-            "can change this backend or replay against it."
+            _(
+                "Only model owners of team %(team)s or platform SREs "
+                "can change this backend or replay against it."
+            )
+            % {"team": repr(revision.service.team.slug)}
         )
 
 
 def ensure_can_manage_sample_sets(actor: Actor) -> None:
     if actor is not None and not can_manage_sample_sets(actor):
-        raise PermissionDenied("Only model owners and platform SREs can import sample sets.")
+        raise PermissionDenied(_("Only model owners and platform SREs can import sample sets."))

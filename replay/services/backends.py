@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from config.env import env_str
 from ledger.chain import append_event
@@ -55,20 +56,25 @@ def _check_fields(fields: dict[str, Any]) -> None:
     if secret:
         raise ValidationError(
             {
-                name: "The key itself is never stored. Put it in an environment variable on "
-                "the workers and give that variable's name in credential_env."
+                name: _(
+                    "The key itself is never stored. Put it in an environment variable on "
+                    "the workers and give that variable's name in credential_env."
+                )
                 for name in secret
             }
         )
     unknown = sorted(set(fields) - set(FIELDS))
     if unknown:
-        raise ValidationError({name: "This field cannot be set here." for name in unknown})
+        raise ValidationError({name: _("This field cannot be set here.") for name in unknown})
     env = fields.get("credential_env")
     if env and not _ENV_NAME.match(env):
         raise ValidationError(
             {
-                "credential_env": "Give the NAME of an environment variable (capital letters, "
-                f"digits and _, e.g. {outbound.CREDENTIAL_PREFIX}KB_ASSISTANT), never the key itself."
+                "credential_env": _(
+                    "Give the NAME of an environment variable (capital letters, digits and _, "
+                    "e.g. %(example)s), never the key itself."
+                )
+                % {"example": f"{outbound.CREDENTIAL_PREFIX}KB_ASSISTANT"}
             }
         )
     if env and (problem := outbound.credential_problem(env)):
@@ -79,14 +85,18 @@ def _check_fields(fields: dict[str, Any]) -> None:
         if parts.username or parts.password:
             raise ValidationError(
                 {
-                    "base_url": "The URL must not carry a user or password; name an "
-                    "environment variable holding the key in credential_env instead."
+                    "base_url": _(
+                        "The URL must not carry a user or password; name an "
+                        "environment variable holding the key in credential_env instead."
+                    )
                 }
             )
         if parts.query or parts.fragment:
             raise ValidationError(
                 {
-                    "base_url": "Give the root of the API without a query string, e.g. http://10.0.0.5:8000"
+                    "base_url": _(
+                        "Give the root of the API without a query string, e.g. http://10.0.0.5:8000"
+                    )
                 }
             )
         outbound.check_base_url(url)
@@ -102,7 +112,7 @@ def create_backend(*, actor: Actor, **fields: Any) -> Backend:
     _check_fields(fields)
     revision = fields.get("revision")
     if revision is None:
-        raise ValidationError({"revision": "Name the revision this backend serves."})
+        raise ValidationError({"revision": _("Name the revision this backend serves.")})
     ensure_can_manage_backend(actor, revision)
     backend = Backend(**fields)
     backend.full_clean()

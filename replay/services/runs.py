@@ -23,6 +23,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from ledger.chain import append_event
 from lib import metrics
@@ -81,17 +82,24 @@ def start_run(
     ensure_can_manage_backend(actor, backend.revision)
     if not backend.enabled:
         raise ValidationError(
-            {"backend": f"{backend.name} is disabled; enable it before replaying against it."}
+            {
+                "backend": _("%(backend)s is disabled; enable it before replaying against it.")
+                % {"backend": backend.name}
+            }
         )
     if concurrency is not None and not 1 <= concurrency <= backend.concurrency_limit:
         raise ValidationError(
             {
-                "concurrency": f"Choose from 1 to {backend.concurrency_limit}, the "
-                f"concurrency limit of {backend.name}."
+                "concurrency": _(
+                    "Choose from 1 to %(limit)s, the concurrency limit of %(backend)s."
+                )
+                % {"limit": backend.concurrency_limit, "backend": backend.name}
             }
         )
     if not sample_set.samples.exists():
-        raise ValidationError({"sample_set": f"{sample_set} has no samples."})
+        raise ValidationError(
+            {"sample_set": _("%(sample_set)s has no samples.") % {"sample_set": sample_set}}
+        )
     run = Run.objects.create(
         sample_set=sample_set,
         backend=backend,

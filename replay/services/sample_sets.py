@@ -11,6 +11,7 @@ import re
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
 
 from ledger.chain import append_event
 from lib.actors import Actor
@@ -19,7 +20,6 @@ from replay.models import Sample, SampleSet
 from replay.permissions import ensure_can_manage_sample_sets
 
 _NAME = re.compile(r"^[-a-zA-Z0-9_]{1,100}$")
-_NAME_HELP = "letters, digits, '-' and '_', e.g. kb-smoke"
 
 
 def _specs_of(sample_set: SampleSet) -> list[dict]:
@@ -48,7 +48,9 @@ def import_sample_set(
     """
     ensure_can_manage_sample_sets(actor)
     if not isinstance(name, str) or not _NAME.match(name):
-        raise ValidationError({"name": f"Give the set a name of 1-100 {_NAME_HELP}."})
+        raise ValidationError(
+            {"name": _("Give the set a name of 1-100 letters, digits, '-' and '_', e.g. kb-smoke.")}
+        )
     try:
         specs = jsonl_format.parse_samples(jsonl_text_of(jsonl))
     except jsonl_format.JsonlError as error:
@@ -68,7 +70,12 @@ def import_sample_set(
             )
     except IntegrityError:
         raise ValidationError(
-            {"name": f"Another import of {name} made version {version} at the same time; retry."}
+            {
+                "name": _(
+                    "Another import of %(name)s made version %(version)s at the same time; retry."
+                )
+                % {"name": name, "version": version}
+            }
         ) from None
     Sample.objects.bulk_create(Sample(sample_set=sample_set, **spec) for spec in specs)
     append_event(
@@ -93,7 +100,9 @@ def jsonl_text_of(value: str | bytes) -> str:
         try:
             value = value.decode("utf-8-sig")
         except UnicodeDecodeError as error:
-            raise ValidationError({"jsonl": [f"the file is not UTF-8 text: {error}"]}) from None
+            raise ValidationError(
+                {"jsonl": [_("the file is not UTF-8 text: %(error)s") % {"error": error}]}
+            ) from None
     return value.removeprefix("\ufeff")
 
 

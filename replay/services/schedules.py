@@ -14,6 +14,7 @@ from celery.schedules import crontab as celery_crontab
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.translation import gettext as _
 from django_celery_beat import validators
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
@@ -32,7 +33,6 @@ _CRON_FIELDS = (
     ("month_of_year", validators.month_of_year_validator),
     ("day_of_week", validators.day_of_week_validator),
 )
-_CRON_HELP = "five fields: minute hour day-of-month month day-of-week, e.g. '0 */6 * * *'"
 
 
 def parse_crontab(text: str) -> dict[str, str]:
@@ -40,7 +40,13 @@ def parse_crontab(text: str) -> dict[str, str]:
     parts = (text or "").split()
     if len(parts) != 5:
         raise ValidationError(
-            {"crontab": f"Expected {_CRON_HELP}; got {len(parts)} field(s) in {text!r}."}
+            {
+                "crontab": _(
+                    "Expected five fields: minute hour day-of-month month day-of-week, "
+                    "e.g. '0 */6 * * *'; got %(count)d field(s) in %(text)s."
+                )
+                % {"count": len(parts), "text": repr(text)}
+            }
         )
     fields = {}
     for index, ((name, validate), value) in enumerate(zip(_CRON_FIELDS, parts, strict=True)):
@@ -52,8 +58,12 @@ def parse_crontab(text: str) -> dict[str, str]:
             label = name.replace("_", " ")
             raise ValidationError(
                 {
-                    "crontab": f"Field {index + 1} ({label}) {value!r} is not valid: {message}. "
-                    f"Expected {_CRON_HELP}."
+                    "crontab": _(
+                        "Field %(index)d (%(label)s) %(value)s is not valid: %(message)s. "
+                        "Expected five fields: minute hour day-of-month month day-of-week, "
+                        "e.g. '0 */6 * * *'."
+                    )
+                    % {"index": index + 1, "label": label, "value": repr(value), "message": message}
                 }
             ) from None
         fields[name] = value
@@ -101,18 +111,33 @@ def create_schedule(
     ensure_can_manage_backend(actor, backend.revision)
     cron = _crontab(crontab)
     if purpose not in Schedule.Purpose.values:
-        raise ValidationError({"purpose": f"Choose one of {', '.join(Schedule.Purpose.values)}."})
+        raise ValidationError(
+            {
+                "purpose": _("Choose one of %(values)s.")
+                % {"values": ", ".join(Schedule.Purpose.values)}
+            }
+        )
     if not SampleSet.objects.filter(name=sample_set_name).exists():
         raise ValidationError(
-            {"sample_set_name": f"No sample set named {sample_set_name!r}; import it first."}
+            {
+                "sample_set_name": _("No sample set named %(name)s; import it first.")
+                % {"name": repr(sample_set_name)}
+            }
         )
     if Schedule.objects.filter(
         backend=backend, sample_set_name=sample_set_name, purpose=purpose
     ).exists():
         raise ValidationError(
             {
-                "sample_set_name": f"{sample_set_name} is already scheduled on {backend.name} "
-                f"for {Schedule.Purpose(purpose).label.lower()}; change that schedule instead."
+                "sample_set_name": _(
+                    "%(name)s is already scheduled on %(backend)s for %(purpose)s; change that "
+                    "schedule instead."
+                )
+                % {
+                    "name": sample_set_name,
+                    "backend": backend.name,
+                    "purpose": Schedule.Purpose(purpose).label.lower(),
+                }
             }
         )
     name = f"replay {sample_set_name} on {backend.name} ({purpose})"[:200]

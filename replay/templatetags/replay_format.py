@@ -10,6 +10,7 @@ from typing import Any
 
 from django import template
 from django.template.defaultfilters import floatformat
+from django.utils.translation import gettext as _
 
 register = template.Library()
 
@@ -49,7 +50,7 @@ def change(row: dict[str, Any]) -> str:
     if delta is None:
         return "—"
     if row.get("unit") == "rate":
-        return f"{_signed(delta * 100)} pts"
+        return _("%(points)s pts") % {"points": _signed(delta * 100)}
     text = f"{_signed(delta)} ms"
     pct = _number(row.get("change_pct"))
     return f"{text} ({_signed(pct)} %)" if pct is not None else text

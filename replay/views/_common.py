@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext as _
 
 from lib.actors import AuthenticatedHttpRequest
 from replay.models import Backend
@@ -26,7 +27,10 @@ def backend_for(request: AuthenticatedHttpRequest, name: str, *, write: bool = F
     if write and not can_manage_backend(request.user, backend.revision):
         team = backend.revision.service.team
         raise PermissionDenied(
-            f"Only model owners of team {team.slug!r} and platform SREs can change, run or "
-            f"probe backend {backend.name}."
+            _(
+                "Only model owners of team %(team)s and platform SREs can change, run or "
+                "probe backend %(backend)s."
+            )
+            % {"team": repr(team.slug), "backend": backend.name}
         )
     return backend

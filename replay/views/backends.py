@@ -10,6 +10,8 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
@@ -93,7 +95,15 @@ def capability_checks(probe: Probe | None) -> list[dict[str, str]]:
 def backend_detail(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     backend = backend_for(request, name)
     trend = queries.backend_trend(backend, limit=TREND_RUNS)
-    figure = charts.trend_figure(trend, title=f"{backend.name}: last {len(trend)} finished runs")
+    figure = charts.trend_figure(
+        trend,
+        title=ngettext(
+            "%(name)s: last %(count)d finished runs",
+            "%(name)s: last %(count)d finished runs",
+            len(trend),
+        )
+        % {"name": backend.name, "count": len(trend)},
+    )
     schedules = list(
         Schedule.objects.filter(backend=backend)
         .select_related("periodic_task__crontab")
@@ -126,7 +136,7 @@ def backend_detail(request: AuthenticatedHttpRequest, name: str) -> HttpResponse
 def backend_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     if not can_register_backends(request.user):
         raise PermissionDenied(
-            "Only model owners of a team and platform SREs can register backends."
+            _("Only model owners of a team and platform SREs can register backends.")
         )
     form = BackendForm(
         request.POST if request.method == "POST" else None,
@@ -138,15 +148,17 @@ def backend_create(request: AuthenticatedHttpRequest) -> HttpResponse:
         except ValidationError as error:
             apply_errors(form, error)
         else:
-            messages.success(request, f"Registered backend {backend.name}.")
+            messages.success(request, _("Registered backend %(name)s.") % {"name": backend.name})
             return redirect("replay:backend_detail", name=backend.name)
     return render_form(
         request,
         form,
-        title="Register a backend",
-        intro="An OpenAI-compatible endpoint serving a revision. The API key is never stored "
-        "here: name the environment variable that holds it on the workers.",
-        submit="Register backend",
+        title=_("Register a backend"),
+        intro=_(
+            "An OpenAI-compatible endpoint serving a revision. The API key is never stored "
+            "here: name the environment variable that holds it on the workers."
+        ),
+        submit=_("Register backend"),
         cancel_url=reverse("replay:backend_list"),
     )
 
@@ -168,19 +180,19 @@ def backend_edit(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
         except ValidationError as error:
             apply_errors(form, error)
         else:
-            messages.success(request, "Saved." if changed else "Nothing changed.")
+            messages.success(request, _("Saved.") if changed else _("Nothing changed."))
             return redirect("replay:backend_detail", name=name)
     return render_form(
         request,
         form,
-        title=f"Edit backend {name}",
-        submit="Save backend",
+        title=_("Edit backend %(name)s") % {"name": name},
+        submit=_("Save backend"),
         cancel_url=reverse("replay:backend_detail", args=[name]),
     )
 
 
 @post_only(
-    "queues a replay of a sample set against this backend (Run now)",
+    gettext_lazy("queues a replay of a sample set against this backend (Run now)"),
     page="replay:backend_detail",
 )
 @login_required
@@ -190,7 +202,11 @@ def backend_run(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     form = RunStartForm(request.POST)
     if not form.is_valid():
         for field, errors in form.errors.items():
-            messages.error(request, f"Run not started: {field.replace('_', ' ')}: {errors[0]}")
+            messages.error(
+                request,
+                _("Run not started: %(field)s: %(error)s")
+                % {"field": field.replace("_", " "), "error": errors[0]},
+            )
         return redirect("replay:backend_detail", name=name)
     try:
         run = services.start_run(
@@ -202,14 +218,20 @@ def backend_run(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
         )
     except ValidationError as error:
         for message in error.messages:
-            messages.error(request, f"Run not started: {message}")
+            messages.error(request, _("Run not started: %(message)s") % {"message": message})
         return redirect("replay:backend_detail", name=name)
-    messages.success(request, f"Queued run {run.pk} of {run.sample_set} on {backend.name}.")
+    messages.success(
+        request,
+        _("Queued run %(pk)s of %(sample_set)s on %(backend)s.")
+        % {"pk": run.pk, "sample_set": run.sample_set, "backend": backend.name},
+    )
     return redirect("replay:run_detail", pk=run.pk)
 
 
 @post_only(
-    "asks this backend what it serves and checks its declared capabilities (Probe now)",
+    gettext_lazy(
+        "asks this backend what it serves and checks its declared capabilities (Probe now)"
+    ),
     page="replay:backend_detail",
 )
 @login_required
@@ -220,14 +242,26 @@ def backend_probe(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
         probe = services.probe_backend(backend, actor=request.user)
     except ValidationError as error:
         for message in error.messages:
-            messages.error(request, f"Probe not run: {message}")
+            messages.error(request, _("Probe not run: %(message)s") % {"message": message})
     else:
         if not probe.reachable:
-            messages.warning(request, f"Probed {backend.name}: unreachable. {probe.error}")
+            messages.warning(
+                request,
+                _("Probed %(name)s: unreachable. %(error)s")
+                % {"name": backend.name, "error": probe.error},
+            )
         elif probe.drift:
             messages.warning(
-                request, f"Probed {backend.name}: {len(probe.drift)} drift flag(s) raised."
+                request,
+                ngettext(
+                    "Probed %(name)s: %(count)d drift flag(s) raised.",
+                    "Probed %(name)s: %(count)d drift flag(s) raised.",
+                    len(probe.drift),
+                )
+                % {"name": backend.name, "count": len(probe.drift)},
             )
         else:
-            messages.success(request, f"Probed {backend.name}: reachable, no drift.")
+            messages.success(
+                request, _("Probed %(name)s: reachable, no drift.") % {"name": backend.name}
+            )
     return redirect(f"{reverse('replay:backend_detail', args=[name])}#probe-heading")

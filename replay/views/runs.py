@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Count
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRefresh
@@ -128,7 +129,7 @@ def _per_sample(run_a: Run, run_b: Run, comparison: dict) -> list[charts.SampleC
     return [
         {
             "key": sample["key"],
-            "category": CATEGORY_LABELS.get(categories.get(sample["key"], ""), ""),
+            "category": str(CATEGORY_LABELS.get(categories.get(sample["key"], ""), "")),
             "a": sample.get("a_rate"),
             "b": sample.get("b_rate"),
         }
@@ -149,7 +150,7 @@ def _latency_metrics(comparison: dict) -> list[charts.LatencyComparison]:
 
 
 def _run_label(run: Run) -> str:
-    return f"run {run.pk} · {run.backend.name}"
+    return _("run %(pk)s · %(backend)s") % {"pk": run.pk, "backend": run.backend.name}
 
 
 def _comparison_context(run_a: Run, run_b: Run) -> dict[str, Any]:
@@ -188,7 +189,10 @@ def run_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
         if not value:
             continue
         if not value.isdigit():
-            problems.append(f"Run {side.upper()}: {value!r} is not a run number.")
+            problems.append(
+                _("Run %(side)s: %(value)s is not a run number.")
+                % {"side": side.upper(), "value": repr(value)}
+            )
             continue
         run = (
             Run.objects.select_related("sample_set", "backend", "revision__service")
@@ -196,7 +200,10 @@ def run_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
             .first()
         )
         if run is None:
-            problems.append(f"Run {side.upper()}: there is no run {value}.")
+            problems.append(
+                _("Run %(side)s: there is no run %(value)s.")
+                % {"side": side.upper(), "value": value}
+            )
         else:
             runs[side] = run
     context: dict[str, Any] = {"ids": ids, "problems": problems, "runs": runs}
@@ -204,14 +211,24 @@ def run_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
         run_a, run_b = runs["a"], runs["b"]
         if run_a.sample_set.name != run_b.sample_set.name:
             problems.append(
-                f"Run {run_a.pk} replayed {run_a.sample_set.name} and run {run_b.pk} replayed "
-                f"{run_b.sample_set.name}: only runs of the same set compare."
+                _(
+                    "Run %(a)s replayed %(set_a)s and run %(b)s replayed %(set_b)s: only runs of "
+                    "the same set compare."
+                )
+                % {
+                    "a": run_a.pk,
+                    "set_a": run_a.sample_set.name,
+                    "b": run_b.pk,
+                    "set_b": run_b.sample_set.name,
+                }
             )
         else:
             unfinished = [r for r in (run_a, run_b) if r.state != Run.State.FINISHED]
             for run in unfinished:
+                # The state's label, lowercased, is its value in English ("running").
                 problems.append(
-                    f"Run {run.pk} is {run.state}: runs compare once both have finished."
+                    _("Run %(pk)s is %(state)s: runs compare once both have finished.")
+                    % {"pk": run.pk, "state": str(run.get_state_display()).lower()}
                 )
             if not unfinished:
                 context.update(_comparison_context(run_a, run_b))

@@ -11,6 +11,8 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, Max
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
@@ -91,7 +93,7 @@ def sampleset_latest(request: AuthenticatedHttpRequest, name: str) -> HttpRespon
     """A set's name alone opens its newest version."""
     latest = SampleSet.objects.filter(name=name).order_by("-version").first()
     if latest is None:
-        raise Http404(f"No sample set is named {name}.")
+        raise Http404(_("No sample set is named %(name)s.") % {"name": name})
     return redirect("replay:sampleset_detail", name=name, version=latest.version)
 
 
@@ -176,7 +178,7 @@ def sampleset_export(request: AuthenticatedHttpRequest, name: str, version: int)
 @require_http_methods(["GET", "POST"])
 def sampleset_import(request: AuthenticatedHttpRequest) -> HttpResponse:
     if not permissions.can_manage_sample_sets(request.user):
-        raise PermissionDenied("Only model owners and platform SREs can import sample sets.")
+        raise PermissionDenied(_("Only model owners and platform SREs can import sample sets."))
     initial = {"name": request.GET.get("name", "")}
     if request.method == "POST":
         form = SampleSetImportForm(request.POST, request.FILES)
@@ -198,16 +200,26 @@ def sampleset_import(request: AuthenticatedHttpRequest) -> HttpResponse:
                 source = "jsonl_file" if request.FILES.get("jsonl_file") else "jsonl_text"
                 form.add_error(
                     source,
-                    f"{len(line_errors)} problem{'s' if len(line_errors) > 1 else ''} in "
-                    "the lines, listed at the top; nothing was saved.",
+                    ngettext(
+                        "%(count)d problem in the lines, listed at the top; nothing was saved.",
+                        "%(count)d problems in the lines, listed at the top; nothing was saved.",
+                        len(line_errors),
+                    )
+                    % {"count": len(line_errors)},
                 )
         else:
             if created:
                 messages.success(
-                    request, f"Imported {sample_set} ({sample_set.samples.count()} samples)."
+                    request,
+                    _("Imported %(sample_set)s (%(count)d samples).")
+                    % {"sample_set": sample_set, "count": sample_set.samples.count()},
                 )
             else:
-                messages.info(request, f"Nothing changed: the lines are the same as {sample_set}.")
+                messages.info(
+                    request,
+                    _("Nothing changed: the lines are the same as %(sample_set)s.")
+                    % {"sample_set": sample_set},
+                )
             return redirect(
                 "replay:sampleset_detail", name=sample_set.name, version=sample_set.version
             )

@@ -14,6 +14,8 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
@@ -75,7 +77,10 @@ def _schedule_for_edit(request: AuthenticatedHttpRequest, pk: int) -> Schedule:
     )
     if not can_manage_backend(request.user, schedule.backend.revision):
         team = schedule.backend.revision.service.team
-        raise PermissionDenied(f"Only model owners of team {team.slug!r} can change schedules.")
+        raise PermissionDenied(
+            _("Only model owners of team %(team)s can change schedules.")
+            % {"team": repr(team.slug)}
+        )
     return schedule
 
 
@@ -97,18 +102,22 @@ def schedule_create(request: AuthenticatedHttpRequest, name: str) -> HttpRespons
         else:
             messages.success(
                 request,
-                f"Scheduled {form.cleaned_data['sample_set_name']} on {backend.name} at "
-                f"{form.cleaned_data['crontab']}.",
+                _("Scheduled %(sample_set)s on %(backend)s at %(crontab)s.")
+                % {
+                    "sample_set": form.cleaned_data["sample_set_name"],
+                    "backend": backend.name,
+                    "crontab": form.cleaned_data["crontab"],
+                },
             )
             return redirect(_back_to_backend(backend.name))
     return render_form(
         request,
         form,
-        title=f"Schedule a replay on {backend.name}",
-        intro="Beat replays the set on this backend whenever the crontab fires."
+        title=_("Schedule a replay on %(backend)s") % {"backend": backend.name},
+        intro=_("Beat replays the set on this backend whenever the crontab fires.")
         if cast(forms.ChoiceField, form.fields["sample_set_name"]).choices
-        else "No sample set exists yet: import one under Sample sets first.",
-        submit="Create schedule",
+        else _("No sample set exists yet: import one under Sample sets first."),
+        submit=_("Create schedule"),
         cancel_url=_back_to_backend(backend.name),
     )
 
@@ -130,19 +139,22 @@ def schedule_edit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         except ValidationError as error:
             apply_errors(form, error)
         else:
-            messages.success(request, "Schedule saved." if changed else "Nothing changed.")
+            messages.success(request, _("Schedule saved.") if changed else _("Nothing changed."))
             return redirect(_back_to_backend(schedule))
     return render_form(
         request,
         form,
-        title=f"Edit schedule: {schedule.sample_set_name} on {schedule.backend.name}",
-        submit="Save schedule",
+        title=_("Edit schedule: %(sample_set)s on %(backend)s")
+        % {"sample_set": schedule.sample_set_name, "backend": schedule.backend.name},
+        submit=_("Save schedule"),
         cancel_url=_back_to_backend(schedule),
     )
 
 
 @post_only(
-    "enables or disables a replay schedule (the Enable / Disable button on its backend's page)"
+    gettext_lazy(
+        "enables or disables a replay schedule (the Enable / Disable button on its backend's page)"
+    )
 )
 @login_required
 @vary_on_headers("HX-Request")
@@ -153,7 +165,9 @@ def schedule_toggle(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     try:
         services.update_schedule(schedule, actor=request.user, enabled=enable)
     except ValidationError as error:
-        messages.error(request, f"Schedule unchanged: {'; '.join(error.messages)}")
+        messages.error(
+            request, _("Schedule unchanged: %(reasons)s") % {"reasons": "; ".join(error.messages)}
+        )
         return redirect(_back_to_backend(schedule))
     if wants_fragment(request):
         schedule = _schedule_for_edit(request, pk)
@@ -163,8 +177,11 @@ def schedule_toggle(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
             "can_run": True,
         }
         return render(request, "replay/backend_detail.html#schedule-row", context)
-    word = "Enabled" if enable else "Disabled"
-    messages.success(request, f"{word} {schedule.sample_set_name} on {schedule.backend.name}.")
+    names = {"sample_set": schedule.sample_set_name, "backend": schedule.backend.name}
+    if enable:
+        messages.success(request, _("Enabled %(sample_set)s on %(backend)s.") % names)
+    else:
+        messages.success(request, _("Disabled %(sample_set)s on %(backend)s.") % names)
     return redirect(_back_to_backend(schedule))
 
 
@@ -175,9 +192,12 @@ def schedule_delete(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     schedule = _schedule_for_edit(request, pk)
     if request.method == "POST":
         backend_name = schedule.backend.name
-        label = f"{schedule.sample_set_name} on {backend_name}"
+        names = {"sample_set": schedule.sample_set_name, "backend": backend_name}
         services.delete_schedule(schedule, actor=request.user)
-        messages.success(request, f"Deleted the schedule of {label}. Its past runs stay.")
+        messages.success(
+            request,
+            _("Deleted the schedule of %(sample_set)s on %(backend)s. Its past runs stay.") % names,
+        )
         return redirect(_back_to_backend(backend_name))
     row = schedule_rows([schedule], now=timezone.now())[0]
     return render(request, "replay/schedule_delete.html", {"row": row, "schedule": schedule})
