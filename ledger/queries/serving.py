@@ -103,6 +103,7 @@ class ServingShare:
     """A revision carrying part of the traffic beside the live one, from `since` to `until`."""
 
     revision_id: int
+    revision_number: int
     revision_label: str
     traffic_pct: float
     since: dt.datetime

@@ -47,6 +47,7 @@ def _candidates(events: list[Event]) -> dict[str, Release]:
 def _share(opened: Event, closed: Event | None, release: Release) -> ServingShare:
     return ServingShare(
         revision_id=release.to_revision_id,
+        revision_number=release.to_revision.number,
         revision_label=release.to_revision.label,
         traffic_pct=_share_pct(opened) or 0.0,
         since=opened.created_at,
