@@ -55,7 +55,9 @@ def describe(spec: GuardSpec) -> str:
         sign = "≤" if metric.higher_is_worse else "≥"
         parts.append(f"{sign} {spec['max']:g} {metric.unit}")
     if spec["max_increase_pct"] is not None:
-        parts.append(_("≤ %(increase)s %% of live") % {"increase": f"{spec['max_increase_pct']:+g}"})
+        parts.append(
+            _("≤ %(increase)s %% of live") % {"increase": f"{spec['max_increase_pct']:+g}"}
+        )
     if spec["min_requests"]:
         parts.append(_("judged from %(requests)s requests") % {"requests": spec["min_requests"]})
     if spec["critical"]:
