@@ -162,7 +162,13 @@ class RollbackForm(forms.Form):
         target.choices = revisions
         symptom = self.fields["symptom"]
         assert isinstance(symptom, forms.ChoiceField)
-        symptom.choices = [("", _("— not one of these —")), *playbooks.FAILURE_MODES.items()]
+        symptom.choices = [
+            ("", _("— not one of these —")),
+            *(
+                (mode, playbooks.FAILURE_MODE_TITLES.get(mode, title))
+                for mode, title in playbooks.FAILURE_MODES.items()
+            ),
+        ]
 
 
 class ConfirmRollbackForm(forms.Form):

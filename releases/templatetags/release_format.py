@@ -10,6 +10,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import pgettext_lazy
 
 from releases.guards import GUARD_METRICS, GuardSpec, guard_specs
+from releases.playbooks import FAILURE_MODE_TITLES
 
 register = template.Library()
 
@@ -39,6 +40,13 @@ WORDS = {
     "standard": pgettext_lazy("release path", "standard"),
     "emergency": pgettext_lazy("release path", "emergency"),
 }
+
+
+@register.filter
+def failure_mode(playbook: Any) -> object:
+    """A playbook's title (or a failure mode's) in the reader's language."""
+    mode = getattr(playbook, "mode", playbook)
+    return FAILURE_MODE_TITLES.get(str(mode), getattr(playbook, "title", mode))
 
 
 @register.filter

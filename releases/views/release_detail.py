@@ -91,12 +91,33 @@ def _waivable_gates(
 
 def _read_only_form(release: Release) -> list[tuple[str, StrOrPromise, list[tuple[str, Any]]]]:
     """The form's sections as (label, value) rows for the page."""
-    fields = {f.name: f for f in Release._meta.get_fields() if hasattr(f, "verbose_name")}
     labels = {
         "to_revision": _("To revision"),
+        "change_kind": _("Change kind"),
+        "risk": _("Risk"),
+        "risk_override_reason": _("Risk override reason"),
+        "summary": _("Summary"),
+        "impact_tenants": _("Impact tenants"),
+        "impact_task_types": _("Impact task types"),
+        "impact_downstream": _("Impact downstream"),
+        "required_sample_sets": _("Required sample sets"),
+        "metrics_declared": _("Metrics declared"),
+        "known_limitations": _("Known limitations"),
+        "compatible_request_formats": _("Compatible request formats"),
+        "rollback_target": _("Rollback target"),
+        "rollback_kind": _("Rollback kind"),
+        "rollback_triggers": _("Rollback triggers"),
+        "rollback_expected_minutes": _("Rollback expected minutes"),
+        "rollback_impact_scope": _("Rollback impact scope"),
+        "rollback_verification_set": _("Rollback verification set"),
+        "decommission_moves": _("Decommission moves"),
         "logging_debug": _("Debug logs"),
         "logging_audit": _("Audit logs"),
         "logging_retention_days": _("Sensitive content kept (days)"),
+        "path": _("Path"),
+        "standard_template": _("Standard template"),
+        "emergency_reason": _("Emergency reason"),
+        "planned_start": _("Planned start"),
     }
     logging = release.logging_policy if isinstance(release.logging_policy, dict) else {}
     values: dict[str, Any] = {
@@ -132,10 +153,7 @@ def _read_only_form(release: Release) -> list[tuple[str, StrOrPromise, list[tupl
             continue
         rows = []
         for name in names:
-            label = (
-                labels.get(name)
-                or str(getattr(fields.get(name), "verbose_name", name)).capitalize()
-            )
+            label = labels.get(name) or name.replace("_", " ").capitalize()
             value = values[name] if name in values else getattr(release, name)
             if isinstance(value, list):
                 value = ", ".join(str(item) for item in value) or None

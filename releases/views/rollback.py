@@ -301,7 +301,10 @@ def playbook_edit(request: AuthenticatedHttpRequest, slug: str, mode: str) -> Ht
         messages.success(
             request,
             _("%(playbook)s: back to the %(tier)s default.")
-            % {"playbook": current.title, "tier": service.tier},
+            % {
+                "playbook": playbooks.FAILURE_MODE_TITLES.get(mode, current.title),
+                "tier": service.tier,
+            },
         )
         return redirect(reverse("releases:runbook", args=[slug]) + f"#{mode}")
     form = PlaybookForm(
@@ -320,7 +323,10 @@ def playbook_edit(request: AuthenticatedHttpRequest, slug: str, mode: str) -> Ht
             messages.success(
                 request,
                 _("Saved %(service)s's own playbook for %(playbook)s.")
-                % {"service": service.slug, "playbook": current.title.lower()},
+                % {
+                    "service": service.slug,
+                    "playbook": str(playbooks.FAILURE_MODE_TITLES.get(mode, current.title)).lower(),
+                },
             )
             return redirect(reverse("releases:runbook", args=[slug]) + f"#{mode}")
     return render(
