@@ -33,10 +33,16 @@ from releases.schemas import (
 
 # Rows of the gray plan shown at once: enough for a five-stage plan without JavaScript.
 GRAY_ROWS = 5
+# The guards' column heads as the form names them (releases.schemas.GUARDS keeps English).
+_GUARD_LABELS: dict[str, StrOrPromise] = {
+    "ttft_p95_ms": _("p95 TTFT (ms)"),
+    "error_rate_pct": _("error rate (%)"),
+    "structured_error_rate_pct": _("structured-output error rate (%)"),
+}
 STAGE_PARTS: dict[str, StrOrPromise] = {
     "traffic_pct": _("Traffic (%)"),
     "observation_minutes": _("Observe (min)"),
-    **GUARDS,
+    **{key: _GUARD_LABELS.get(key, label) for key, label in GUARDS.items()},
 }
 
 # Which form fields belong to which section of the page, in order.
