@@ -39,6 +39,13 @@ WORDS = {
     "reject": pgettext_lazy("verdict", "reject"),
     "standard": pgettext_lazy("release path", "standard"),
     "emergency": pgettext_lazy("release path", "emergency"),
+    "submit": pgettext_lazy("action", "submit"),
+    "withdraw": pgettext_lazy("action", "withdraw"),
+    "reopen": pgettext_lazy("action", "reopen"),
+    "start": pgettext_lazy("action", "start"),
+    "promote": pgettext_lazy("action", "promote"),
+    "hold": pgettext_lazy("action", "hold"),
+    "abort": pgettext_lazy("action", "abort"),
 }
 
 
