@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypeGuard
 
 from django.core.exceptions import PermissionDenied
+from django.utils.translation import gettext as _
 
 from ledger.permissions import can_edit_team_objects
 from ledger.roles import Role, has_permission, has_role
@@ -87,25 +88,34 @@ def signoff_refusal(
 
     labels = dict(SignOff.Role.choices)
     if role not in labels:
-        return f"{role!r} is not a sign-off role; expected one of {', '.join(labels)}."
+        return _("%(role)s is not a sign-off role; expected one of %(roles)s.") % {
+            "role": repr(role),
+            "roles": ", ".join(labels),
+        }
     if not _signed_in(user):
-        return "Sign in to sign off."
+        return _("Sign in to sign off.")
     if release.filed_by_id == user.pk:
-        return "You filed this release: the filer cannot sign it off."
+        return _("You filed this release: the filer cannot sign it off.")
     if not holds_signer_role(user, release, role):
         needed = Role(policy.SIGNER_ROLES[role]).label
-        team = " of the service's team" if role == "model_team" else ""
-        return f"Only a {needed.lower()}{team} can sign off for {labels[role].lower()}."
+        if role == "model_team":
+            return _("Only a %(needed)s of the service's team can sign off for %(role)s.") % {
+                "needed": needed.lower(),
+                "role": labels[role].lower(),
+            }
+        return _("Only a %(needed)s can sign off for %(role)s.") % {
+            "needed": needed.lower(),
+            "role": labels[role].lower(),
+        }
     given = release.signoffs.filter(signer=user) if signoffs is None else signoffs
     other = next(
         (s for s in given if s.signer_id == user.pk and s.voided_at is None and s.role != role),
         None,
     )
     if other is not None:
-        return (
-            f"You already signed for {labels[other.role].lower()} on this release: "
-            "one person signs one role only."
-        )
+        return _(
+            "You already signed for %(role)s on this release: one person signs one role only."
+        ) % {"role": labels[other.role].lower()}
     return None
 
 
@@ -195,29 +205,32 @@ def can_manage_calendar(user: Requester) -> bool:
 def ensure_can_file(actor: Actor, service: Service) -> None:
     if actor is not None and not can_file_release(actor, service):
         raise PermissionDenied(
-            f"Only model owners of team {service.team.slug!r} can file releases of {service.slug}."
+            _("Only model owners of team %(team)s can file releases of %(service)s.")
+            % {"team": repr(service.team.slug), "service": service.slug}
         )
 
 
 def ensure_can_file_some(actor: Actor) -> None:
     if actor is not None and not can_file_some_release(actor):
         raise PermissionDenied(
-            "Only model owners file releases, each for the services of their own teams; "
-            "you can file for no service."
+            _(
+                "Only model owners file releases, each for the services of their own teams; "
+                "you can file for no service."
+            )
         )
 
 
 def ensure_can_edit(actor: Actor, release: Release) -> None:
     if actor is not None and not can_edit_release(actor, release):
         raise PermissionDenied(
-            f"Only model owners of team {release.service.team.slug!r} can change release "
-            f"#{release.pk}."
+            _("Only model owners of team %(team)s can change release #%(pk)s.")
+            % {"team": repr(release.service.team.slug), "pk": release.pk}
         )
 
 
 def ensure_can_sign(actor: Actor, release: Release, role: str) -> None:
     if actor is None:
-        raise PermissionDenied("A sign-off needs a person: the system cannot sign.")
+        raise PermissionDenied(_("A sign-off needs a person: the system cannot sign."))
     refusal = signoff_refusal(actor, release, role)
     if refusal:
         raise PermissionDenied(refusal)
@@ -225,82 +238,96 @@ def ensure_can_sign(actor: Actor, release: Release, role: str) -> None:
 
 def ensure_can_waive(actor: Actor) -> None:
     if actor is not None and not can_waive(actor):
-        raise PermissionDenied("Only security & compliance or platform can waive a gate.")
+        raise PermissionDenied(_("Only security & compliance or platform can waive a gate."))
 
 
 def ensure_can_comment(actor: Actor, release: Release) -> None:
     if actor is not None and not can_comment(actor, release):
-        raise PermissionDenied("Only model owners and signers can comment on a release.")
+        raise PermissionDenied(_("Only model owners and signers can comment on a release."))
 
 
 def ensure_can_promote(actor: Actor, release: Release) -> None:
     if actor is not None and not can_promote(actor, release):
         raise PermissionDenied(
-            "Only people with the promote permission (platform by default) can start, "
-            "promote, hold or abort a rollout."
+            _(
+                "Only people with the promote permission (platform by default) can start, "
+                "promote, hold or abort a rollout."
+            )
         )
 
 
 def ensure_can_record_rollback(actor: Actor, service: Service) -> None:
     if actor is not None and not can_record_rollback(actor, service):
         raise PermissionDenied(
-            f"Only people with the rollback permission (platform by default) can record a "
-            f"rollback of {service.slug}."
+            _(
+                "Only people with the rollback permission (platform by default) can record a rollback of %(service)s."
+            )
+            % {"service": service.slug}
         )
 
 
 def ensure_can_post_observation(actor: Actor, release: Release) -> None:
     if actor is not None and not can_post_observation(actor, release):
         raise PermissionDenied(
-            f"Only platform, the gateway, or model owners of team "
-            f"{release.service.team.slug!r} can post observations of release #{release.pk}."
+            _(
+                "Only platform, the gateway, or model owners of team %(team)s can post observations of release #%(pk)s."
+            )
+            % {"team": repr(release.service.team.slug), "pk": release.pk}
         )
 
 
 def ensure_can_start_rollout(actor: Actor, release: Release) -> None:
     if actor is not None and not can_start_rollout(actor, release):
         raise PermissionDenied(
-            f"Only model owners of team {release.service.team.slug!r} or people with the "
-            f"promote permission can start the rollout of release #{release.pk}."
+            _(
+                "Only model owners of team %(team)s or people with the promote permission can start the rollout of release #%(pk)s."
+            )
+            % {"team": repr(release.service.team.slug), "pk": release.pk}
         )
 
 
 def ensure_can_hold(actor: Actor, release: Release) -> None:
     if actor is not None and not can_hold(actor, release):
         raise PermissionDenied(
-            f"Only platform or model owners of team {release.service.team.slug!r} can hold "
-            f"the rollout of release #{release.pk}."
+            _(
+                "Only platform or model owners of team %(team)s can hold the rollout of release #%(pk)s."
+            )
+            % {"team": repr(release.service.team.slug), "pk": release.pk}
         )
 
 
 def ensure_can_edit_playbooks(actor: Actor, service: Service) -> None:
     if actor is not None and not can_edit_playbooks(actor, service):
         raise PermissionDenied(
-            f"Only platform or model owners of team {service.team.slug!r} can change the "
-            f"playbooks of {service.slug}."
+            _(
+                "Only platform or model owners of team %(team)s can change the playbooks of %(service)s."
+            )
+            % {"team": repr(service.team.slug), "service": service.slug}
         )
 
 
 def ensure_can_reconcile(actor: Actor, service: Service) -> None:
     if actor is not None and not can_reconcile(actor, service):
         raise PermissionDenied(
-            f"Only people with the rollback permission (platform by default) can reconcile "
-            f"an unauthorized change on {service.slug}."
+            _(
+                "Only people with the rollback permission (platform by default) can reconcile an unauthorized change on %(service)s."
+            )
+            % {"service": service.slug}
         )
 
 
 def ensure_can_close(actor: Actor, release: Release) -> None:
     if actor is not None and not can_close_release(actor, release):
         raise PermissionDenied(
-            f"Only platform or model owners of team {release.service.team.slug!r} can set "
-            f"how release #{release.pk} ended."
+            _("Only platform or model owners of team %(team)s can set how release #%(pk)s ended.")
+            % {"team": repr(release.service.team.slug), "pk": release.pk}
         )
 
 
 def ensure_can_manage_calendar(actor: Actor) -> None:
     if actor is not None and not can_manage_calendar(actor):
         raise PermissionDenied(
-            "Only platform can change standard change templates and blackout windows."
+            _("Only platform can change standard change templates and blackout windows.")
         )
 
 
@@ -321,7 +348,7 @@ def can_request_exports(user: Requester) -> bool:
 def ensure_can_request_exports(actor: Actor) -> None:
     if actor is not None and not can_request_exports(actor):
         raise PermissionDenied(
-            "Only auditors and security & compliance can request or download exports."
+            _("Only auditors and security & compliance can request or download exports.")
         )
 
 
@@ -333,7 +360,7 @@ def can_manage_webhooks(user: Requester) -> bool:
 
 def ensure_can_manage_webhooks(actor: Actor) -> None:
     if actor is not None and not can_manage_webhooks(actor):
-        raise PermissionDenied("Only platform can manage webhook subscriptions.")
+        raise PermissionDenied(_("Only platform can manage webhook subscriptions."))
 
 
 # ---------------------------------------------------------------- periodic reviews
@@ -373,21 +400,25 @@ def can_complete_review_action(user: Requester, action: ReviewAction) -> bool:
 def ensure_can_manage_reviews(actor: Actor) -> None:
     if actor is not None and not can_manage_reviews(actor):
         raise PermissionDenied(
-            "Only platform or security & compliance can raise or reassign reviews."
+            _("Only platform or security & compliance can raise or reassign reviews.")
         )
 
 
 def ensure_can_conduct_review(actor: Actor, review: Review) -> None:
     if actor is not None and not can_conduct_review(actor, review):
         raise PermissionDenied(
-            f"Only review #{review.pk}'s assignee, platform or security & compliance can "
-            "answer its checklist or conclude it."
+            _(
+                "Only review #%(pk)s's assignee, platform or security & compliance can answer its checklist or conclude it."
+            )
+            % {"pk": review.pk}
         )
 
 
 def ensure_can_complete_review_action(actor: Actor, action: ReviewAction) -> None:
     if actor is not None and not can_complete_review_action(actor, action):
         raise PermissionDenied(
-            f"Only the action's owner, platform, security & compliance or model owners of "
-            f"team {action.service.team.slug!r} can mark it done."
+            _(
+                "Only the action's owner, platform, security & compliance or model owners of team %(team)s can mark it done."
+            )
+            % {"team": repr(action.service.team.slug)}
         )

@@ -13,6 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from django.utils.translation import pgettext_lazy
+from django_stubs_ext import StrOrPromise
+
 FailureMode = Literal[
     "slow_first_token",
     "queue_congestion",
@@ -31,6 +34,18 @@ FAILURE_MODES: dict[FailureMode, str] = {
     "structured_output_failure": "Structured-output failure",
     "output_format_drift": "Output format drift",
     "node_restart": "Node restart",
+}
+
+# The same titles as a page shows them, in the reader's language. FAILURE_MODES stays
+# English: the incident API returns it and the rollback form's symptom is stored as a mode.
+FAILURE_MODE_TITLES: dict[str, StrOrPromise] = {
+    "slow_first_token": pgettext_lazy("failure mode", "Slow first token"),
+    "queue_congestion": pgettext_lazy("failure mode", "Queue congestion"),
+    "kv_cache_oom": pgettext_lazy("failure mode", "KV-cache out of memory"),
+    "stream_interruption": pgettext_lazy("failure mode", "Stream interruption"),
+    "structured_output_failure": pgettext_lazy("failure mode", "Structured-output failure"),
+    "output_format_drift": pgettext_lazy("failure mode", "Output format drift"),
+    "node_restart": pgettext_lazy("failure mode", "Node restart"),
 }
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import django_filters
 from django import forms
 from django.db.models import QuerySet
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from ledger.forms import CatalogFilter
 from ledger.models import Service
@@ -16,32 +18,34 @@ from releases.queries.reviews import REVIEW_FILTERS, filter_review_status
 
 class ReleaseListFilter(LiveFilterSet):
     service = django_filters.CharFilter(
-        field_name="service__slug", label="Service", help_text="A service slug, e.g. kb-assistant."
+        field_name="service__slug",
+        label=_("Service"),
+        help_text=_("A service slug, e.g. kb-assistant."),
     )
-    state = django_filters.ChoiceFilter(choices=Release.State.choices, empty_label="Any state")
+    state = django_filters.ChoiceFilter(choices=Release.State.choices, empty_label=_("Any state"))
     tier = django_filters.ChoiceFilter(
-        field_name="service__tier", choices=Service.Tier.choices, empty_label="Any tier"
+        field_name="service__tier", choices=Service.Tier.choices, empty_label=_("Any tier")
     )
     change_kind = django_filters.ChoiceFilter(
-        choices=Release.ChangeKind.choices, empty_label="Any change kind", label="Change kind"
+        choices=Release.ChangeKind.choices, empty_label=_("Any change kind"), label=_("Change kind")
     )
-    path = django_filters.ChoiceFilter(choices=Release.Path.choices, empty_label="Any path")
+    path = django_filters.ChoiceFilter(choices=Release.Path.choices, empty_label=_("Any path"))
     filer = django_filters.CharFilter(
-        field_name="filed_by__username", label="Filed by", help_text="A username."
+        field_name="filed_by__username", label=_("Filed by"), help_text=_("A username.")
     )
     date_from = django_filters.DateFilter(
         field_name="created_at",
         lookup_expr="date__gte",
-        label="From",
+        label=_("From"),
         widget=forms.DateInput(attrs={"type": "date"}),
-        help_text="Filed on or after this day.",
+        help_text=_("Filed on or after this day."),
     )
     date_to = django_filters.DateFilter(
         field_name="created_at",
         lookup_expr="date__lte",
-        label="To",
+        label=_("To"),
         widget=forms.DateInput(attrs={"type": "date"}),
-        help_text="Filed on or before this day.",
+        help_text=_("Filed on or before this day."),
     )
 
     class Meta:
@@ -51,8 +55,16 @@ class ReleaseListFilter(LiveFilterSet):
     def filter_queryset(self, queryset: QuerySet) -> QuerySet:
         start, end = self.form.cleaned_data.get("date_from"), self.form.cleaned_data.get("date_to")
         if start and end and start > end:
-            self.form.add_error("date_to", "The period ends before it starts.")
+            self.form.add_error("date_to", _("The period ends before it starts."))
         return super().filter_queryset(queryset)
+
+
+# The readiness verdicts as the filter names them (the records keep the English words).
+_READINESS_WORDS = {
+    "ready": pgettext_lazy("verdict", "ready"),
+    "at risk": pgettext_lazy("verdict", "at risk"),
+    "not ready": pgettext_lazy("verdict", "not ready"),
+}
 
 
 class ServiceCatalogFilter(CatalogFilter):
@@ -60,29 +72,30 @@ class ServiceCatalogFilter(CatalogFilter):
 
     readiness = django_filters.ChoiceFilter(
         field_name="readiness_record__verdict",
-        choices=[(v, v) for v in VERDICTS] + [("unknown", "not judged yet")],
-        empty_label="Any readiness",
-        label="Rollback readiness",
+        choices=[(v, _READINESS_WORDS.get(v, v)) for v in VERDICTS]
+        + [("unknown", _("not judged yet"))],
+        empty_label=_("Any readiness"),
+        label=_("Rollback readiness"),
         method="by_readiness",
-        help_text="As of the last periodic refresh; the incident screen judges it live.",
+        help_text=_("As of the last periodic refresh; the incident screen judges it live."),
     )
     rollout = django_filters.ChoiceFilter(
         choices=[
-            ("in_flight", "rolling out"),
-            ("breached", "a guard breached"),
-            ("held", "held for a person"),
+            ("in_flight", _("rolling out")),
+            ("breached", _("a guard breached")),
+            ("held", _("held for a person")),
         ],
-        empty_label="Any rollout",
-        label="Rollout",
+        empty_label=_("Any rollout"),
+        label=_("Rollout"),
         method="by_rollout",
     )
 
     review = django_filters.ChoiceFilter(
         choices=REVIEW_FILTERS,
-        empty_label="Any review",
-        label="Review",
+        empty_label=_("Any review"),
+        label=_("Review"),
         method="by_review",
-        help_text="Overdue: an open review past its due date.",
+        help_text=_("Overdue: an open review past its due date."),
     )
 
     def by_review(self, queryset: QuerySet, name: str, value: str) -> QuerySet:

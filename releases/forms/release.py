@@ -16,6 +16,8 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+from django_stubs_ext import StrOrPromise
 
 from ledger.models import Revision, Service
 from lib.forms import CommaListField, LinesField
@@ -31,23 +33,29 @@ from releases.schemas import (
 
 # Rows of the gray plan shown at once: enough for a five-stage plan without JavaScript.
 GRAY_ROWS = 5
-STAGE_PARTS: dict[str, str] = {
-    "traffic_pct": "Traffic (%)",
-    "observation_minutes": "Observe (min)",
-    **GUARDS,
+# The guards' column heads as the form names them (releases.schemas.GUARDS keeps English).
+_GUARD_LABELS: dict[str, StrOrPromise] = {
+    "ttft_p95_ms": _("p95 TTFT (ms)"),
+    "error_rate_pct": _("error rate (%)"),
+    "structured_error_rate_pct": _("structured-output error rate (%)"),
+}
+STAGE_PARTS: dict[str, StrOrPromise] = {
+    "traffic_pct": _("Traffic (%)"),
+    "observation_minutes": _("Observe (min)"),
+    **{key: _GUARD_LABELS.get(key, label) for key, label in GUARDS.items()},
 }
 
 # Which form fields belong to which section of the page, in order.
-SECTIONS: list[tuple[str, str, tuple[str, ...]]] = [
+SECTIONS: list[tuple[str, StrOrPromise, tuple[str, ...]]] = [
     (
         "what",
-        "What changes",
+        _("What changes"),
         ("to_revision", "change_kind", "risk", "risk_override_reason", "summary"),
     ),
-    ("impact", "Impact", ("impact_tenants", "impact_task_types", "impact_downstream")),
+    ("impact", _("Impact"), ("impact_tenants", "impact_task_types", "impact_downstream")),
     (
         "evidence",
-        "Evidence",
+        _("Evidence"),
         (
             "required_sample_sets",
             "metrics_declared",
@@ -57,7 +65,7 @@ SECTIONS: list[tuple[str, str, tuple[str, ...]]] = [
     ),
     (
         "rollback",
-        "Rollback plan",
+        _("Rollback plan"),
         (
             "rollback_target",
             "rollback_kind",
@@ -67,15 +75,15 @@ SECTIONS: list[tuple[str, str, tuple[str, ...]]] = [
             "rollback_verification_set",
         ),
     ),
-    ("decommission", "Decommission moves", ("decommission_moves",)),
+    ("decommission", _("Decommission moves"), ("decommission_moves",)),
     (
         "logging",
-        "Logging policy",
+        _("Logging policy"),
         ("logging_debug", "logging_audit", "logging_retention_days"),
     ),
     (
         "path",
-        "Path and calendar",
+        _("Path and calendar"),
         ("path", "standard_template", "emergency_reason", "planned_start"),
     ),
 ]
@@ -109,11 +117,14 @@ class MovesField(LinesField):
         moves = []
         for number, line in enumerate(super().to_python(value), start=1):
             head, arrow, moved_to = line.partition("->")
-            kind, _, name = head.strip().partition(" ")
+            kind, _sep, name = head.strip().partition(" ")
             if not arrow or kind not in DECOMMISSION_KINDS or not name.strip():
                 raise ValidationError(
-                    f"Line {number} ({line!r}): expected 'KIND NAME -> WHERE', KIND one of "
-                    f"{', '.join(DECOMMISSION_KINDS)}, e.g. 'tenant support -> kb-assistant'."
+                    _(
+                        "Line %(number)s (%(line)s): expected 'KIND NAME -> WHERE', KIND one of "
+                        "%(kinds)s, e.g. 'tenant support -> kb-assistant'."
+                    )
+                    % {"number": number, "line": repr(line), "kinds": ", ".join(DECOMMISSION_KINDS)}
                 )
             moves.append({"kind": kind, "name": name.strip(), "moved_to": moved_to.strip()})
         return moves
@@ -123,7 +134,12 @@ class RevisionChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, obj: Any) -> str:
         revision: Revision = obj
         asset = revision.model_asset
-        return f"{revision.label}: {asset.name}@{asset.revision} on {revision.runtime.name}"
+        return _("%(label)s: %(model)s@%(revision)s on %(runtime)s") % {
+            "label": revision.label,
+            "model": asset.name,
+            "revision": asset.revision,
+            "runtime": revision.runtime.name,
+        }
 
 
 class ReleaseForm(forms.Form):
@@ -131,169 +147,189 @@ class ReleaseForm(forms.Form):
 
     to_revision = RevisionChoiceField(
         queryset=Revision.objects.none(),
-        label="To revision",
-        help_text="The candidate: the revision of this service that would serve after the release.",
+        label=_("To revision"),
+        help_text=_(
+            "The candidate: the revision of this service that would serve after the release."
+        ),
     )
     change_kind = forms.ChoiceField(
         choices=Release.ChangeKind.choices,
-        label="Change kind",
-        help_text="What kind of change this is; it sets the suggested risk and the gates that apply.",
+        label=_("Change kind"),
+        help_text=_(
+            "What kind of change this is; it sets the suggested risk and the gates that apply."
+        ),
     )
     risk = forms.ChoiceField(
-        choices=[("", "Suggested"), *list(Release.Risk.choices)],
+        choices=[("", _("Suggested")), *list(Release.Risk.choices)],
         required=False,
-        label="Risk",
-        help_text="Leave on Suggested to take the risk suggested from the change kind and tier.",
+        label=_("Risk"),
+        help_text=_("Leave on Suggested to take the risk suggested from the change kind and tier."),
     )
     risk_override_reason = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 2}),
         required=False,
-        label="Why a different risk",
-        help_text="Needed when the risk you choose is lower than the one suggested.",
+        label=_("Why a different risk"),
+        help_text=_("Needed when the risk you choose is lower than the one suggested."),
     )
     summary = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3}),
         max_length=5000,
-        label="Summary",
-        help_text="What changes and why, in a few sentences the reviewers read first.",
+        label=_("Summary"),
+        help_text=_("What changes and why, in a few sentences the reviewers read first."),
     )
     impact_tenants = CommaListField(
-        label="Tenants",
+        label=_("Tenants"),
         max_length=2000,
-        help_text="Tenants that call this service and feel the change, separated by commas.",
+        help_text=_("Tenants that call this service and feel the change, separated by commas."),
     )
     impact_task_types = CommaListField(
-        label="Task types",
+        label=_("Task types"),
         max_length=2000,
-        help_text="Task types affected, separated by commas, e.g. chat, rag, sql.",
+        help_text=_("Task types affected, separated by commas, e.g. chat, rag, sql."),
     )
     impact_downstream = forms.MultipleChoiceField(
         choices=list(DOWNSTREAM_SYSTEMS.items()),
         widget=forms.CheckboxSelectMultiple,
         required=False,
-        label="Downstream systems touched",
-        help_text="The systems that read this service's output or depend on its behaviour.",
+        label=_("Downstream systems touched"),
+        help_text=_("The systems that read this service's output or depend on its behaviour."),
     )
     required_sample_sets = CommaListField(
-        label="Replay sample sets required",
+        label=_("Replay sample sets required"),
         max_length=2000,
-        help_text="Names of the replay sample sets that must pass on the candidate, "
-        "separated by commas, e.g. kb-golden, json-contracts.",
+        help_text=_(
+            "Names of the replay sample sets that must pass on the candidate, "
+            "separated by commas, e.g. kb-golden, json-contracts."
+        ),
     )
     metrics_declared = forms.MultipleChoiceField(
         choices=list(METRICS.items()),
         widget=forms.CheckboxSelectMultiple,
         required=False,
-        label="Metrics the candidate exports",
-        help_text="What the candidate's engine exposes for the gray stages' guards to watch.",
+        label=_("Metrics the candidate exports"),
+        help_text=_("What the candidate's engine exposes for the gray stages' guards to watch."),
     )
     known_limitations = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3}),
         required=False,
         max_length=5000,
-        label="Known limitations",
-        help_text="Free text shown to reviewers: what the candidate does worse or not at all.",
+        label=_("Known limitations"),
+        help_text=_("Free text shown to reviewers: what the candidate does worse or not at all."),
     )
     compatible_request_formats = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 2}),
         required=False,
         max_length=5000,
-        label="Compatible request formats",
-        help_text="Free text shown to reviewers: the request formats callers may keep sending.",
+        label=_("Compatible request formats"),
+        help_text=_("Free text shown to reviewers: the request formats callers may keep sending."),
     )
     rollback_target = RevisionChoiceField(
         queryset=Revision.objects.none(),
         required=False,
-        label="Rollback target",
-        empty_label="The live revision",
-        help_text="The revision to come back to if the rollout goes wrong; by default the live one.",
+        label=_("Rollback target"),
+        empty_label=_("The live revision"),
+        help_text=_(
+            "The revision to come back to if the rollout goes wrong; by default the live one."
+        ),
     )
     rollback_kind = forms.ChoiceField(
         choices=[("", "—"), *list(Release.RollbackKind.choices)],
         required=False,
-        label="Rollback kind",
-        help_text="What a rollback switches back: the engine, the model, or a gateway policy.",
+        label=_("Rollback kind"),
+        help_text=_("What a rollback switches back: the engine, the model, or a gateway policy."),
     )
     rollback_triggers = LinesField(
-        label="Trigger conditions",
+        label=_("Trigger conditions"),
         max_length=10000,
         widget=forms.Textarea(attrs={"rows": 3}),
-        help_text="When to roll back, one condition a line, e.g. p95 TTFT above 1200 ms for 10 min.",
+        help_text=_(
+            "When to roll back, one condition a line, e.g. p95 TTFT above 1200 ms for 10 min."
+        ),
     )
     rollback_expected_minutes = forms.IntegerField(
         required=False,
         min_value=1,
         max_value=1440,
-        label="Expected minutes",
-        help_text="How long the rollback takes, from decision to the target serving, in minutes.",
+        label=_("Expected minutes"),
+        help_text=_(
+            "How long the rollback takes, from decision to the target serving, in minutes."
+        ),
     )
     rollback_impact_scope = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 2}),
         required=False,
         max_length=5000,
-        label="Impact scope",
-        help_text="Who notices a rollback while it runs (tenants, dropped streams, cold caches).",
+        label=_("Impact scope"),
+        help_text=_(
+            "Who notices a rollback while it runs (tenants, dropped streams, cold caches)."
+        ),
     )
     rollback_verification_set = forms.CharField(
         required=False,
         max_length=100,
-        label="Verification sample set",
-        help_text="The replay sample set that verifies the rollback target serves as expected.",
+        label=_("Verification sample set"),
+        help_text=_("The replay sample set that verifies the rollback target serves as expected."),
     )
     decommission_moves = MovesField(
-        label="Moves",
+        label=_("Moves"),
         max_length=10000,
         widget=forms.Textarea(attrs={"rows": 3}),
-        help_text="Decommission only: which tenants, task types and sample sets moved where, "
-        "one a line, e.g. tenant support -> kb-assistant.",
+        help_text=_(
+            "Decommission only: which tenants, task types and sample sets moved where, "
+            "one a line, e.g. tenant support -> kb-assistant."
+        ),
     )
     logging_debug = forms.ChoiceField(
-        choices=[("", "—"), ("off", "Off"), ("sampled", "Sampled"), ("full", "Full")],
+        choices=[("", "—"), ("off", _("Off")), ("sampled", _("Sampled")), ("full", _("Full"))],
         required=False,
-        label="Debug logs",
-        help_text="Whether the candidate writes debug logs of requests, and how many.",
+        label=_("Debug logs"),
+        help_text=_("Whether the candidate writes debug logs of requests, and how many."),
     )
     logging_audit = forms.ChoiceField(
-        choices=[("", "—"), ("on", "On"), ("off", "Off")],
+        choices=[("", "—"), ("on", _("On")), ("off", _("Off"))],
         required=False,
-        label="Audit logs",
-        help_text="Whether the candidate writes audit logs of who asked what.",
+        label=_("Audit logs"),
+        help_text=_("Whether the candidate writes audit logs of who asked what."),
     )
     logging_retention_days = forms.IntegerField(
         required=False,
         min_value=0,
         max_value=3650,
-        label="Sensitive content kept (days)",
-        help_text="How many days logs with sensitive content are kept; 0 keeps none.",
+        label=_("Sensitive content kept (days)"),
+        help_text=_("How many days logs with sensitive content are kept; 0 keeps none."),
     )
     path = forms.ChoiceField(
         choices=Release.Path.choices,
         initial=Release.Path.NORMAL,
-        label="Change path",
-        help_text="Standard: a pre-approved change (only the model team signs). Emergency: may "
-        "roll out before sign-offs, which are then due within hours.",
+        label=_("Change path"),
+        help_text=_(
+            "Standard: a pre-approved change (only the model team signs). Emergency: may "
+            "roll out before sign-offs, which are then due within hours."
+        ),
     )
     standard_template = forms.ModelChoiceField(
         queryset=StandardChangeTemplate.objects.none(),
         required=False,
-        label="Standard change",
+        label=_("Standard change"),
         empty_label="—",
-        help_text="Standard path only: the pre-approved change this release follows.",
+        help_text=_("Standard path only: the pre-approved change this release follows."),
     )
     emergency_reason = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 2}),
         required=False,
         max_length=5000,
-        label="Emergency reason",
-        help_text="Emergency path only: why the normal path cannot be followed.",
+        label=_("Emergency reason"),
+        help_text=_("Emergency path only: why the normal path cannot be followed."),
     )
     planned_start = forms.DateTimeField(
         required=False,
-        label="Planned start",
+        label=_("Planned start"),
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
         input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S"],
-        help_text="When the rollout would start, in the server's time zone; the form warns "
-        "when it falls inside a blackout window.",
+        help_text=_(
+            "When the rollout would start, in the server's time zone; the form warns "
+            "when it falls inside a blackout window."
+        ),
     )
 
     def __init__(
@@ -323,10 +359,10 @@ class ReleaseForm(forms.Form):
         template = self.fields["standard_template"]
         assert isinstance(template, forms.ModelChoiceField)
         template.queryset = StandardChangeTemplate.objects.usable().filter(tier=service.tier)
-        self.fields["risk"].help_text = (
+        self.fields["risk"].help_text = _(
             "Leave on Suggested to take the risk suggested from the change kind and tier "
-            f"({service.tier})."
-        )
+            "(%(tier)s)."
+        ) % {"tier": service.tier}
         for row in range(self.stage_rows(release)):
             for part, label in STAGE_PARTS.items():
                 self.fields[stage_field_name(row, part)] = forms.DecimalField(
@@ -334,7 +370,7 @@ class ReleaseForm(forms.Form):
                     min_value=0,
                     max_value=100 if part.endswith("_pct") else 100000,
                     decimal_places=2 if part != "observation_minutes" else 0,
-                    label=f"Stage {row + 1}: {label}",
+                    label=_("Stage %(number)s: %(part)s") % {"number": row + 1, "part": label},
                     help_text=_STAGE_HELP[part],
                 )
         given = {
@@ -346,19 +382,25 @@ class ReleaseForm(forms.Form):
             entry = given.get((sample_set, sample), {})
             name = classification_field_name(sample_set, sample)
             self.fields[name] = forms.ChoiceField(
-                choices=[("", "Not classified yet"), *list(CLASSIFICATIONS.items())],
+                choices=[("", _("Not classified yet")), *list(CLASSIFICATIONS.items())],
                 required=False,
-                label=f"{sample_set} / {sample}",
+                label=_("%(sample_set)s / %(sample)s")
+                % {"sample_set": sample_set, "sample": sample},
                 initial=entry.get("classification", ""),
-                help_text="Failed on the candidate: does it block the release, is it handled "
-                "by a degradation, or does the business owner accept the risk?",
+                help_text=_(
+                    "Failed on the candidate: does it block the release, is it handled "
+                    "by a degradation, or does the business owner accept the risk?"
+                ),
             )
             self.fields[degradation_field_name(sample_set, sample)] = forms.CharField(
                 required=False,
                 max_length=2000,
-                label=f"{sample_set} / {sample}: which degradation",
+                label=_("%(sample_set)s / %(sample)s: which degradation")
+                % {"sample_set": sample_set, "sample": sample},
                 initial=entry.get("degradation", ""),
-                help_text="If handled by degradation: which one, e.g. falls back to search results.",
+                help_text=_(
+                    "If handled by degradation: which one, e.g. falls back to search results."
+                ),
             )
 
     @staticmethod
@@ -370,8 +412,12 @@ class ReleaseForm(forms.Form):
 
     # -- the page's layout
 
-    def sections(self) -> list[tuple[str, str, list[forms.BoundField]]]:
+    def sections(self) -> list[tuple[str, StrOrPromise, list[forms.BoundField]]]:
         return [(key, title, [self[name] for name in names]) for key, title, names in SECTIONS]
+
+    def stage_headers(self) -> list[str]:
+        """The gray plan's column heads: what each cell of a stage row holds."""
+        return [str(label) for label in STAGE_PARTS.values()]
 
     def stage_table(self) -> list[list[forms.BoundField]]:
         rows = sum(1 for name in self.fields if name.endswith("_traffic_pct"))
@@ -409,20 +455,24 @@ class ReleaseForm(forms.Form):
                         row,
                         "traffic_pct" if values["traffic_pct"] is None else "observation_minutes",
                     ),
-                    f"Stage {row + 1} needs both a traffic share (1-100 %) and an observation "
-                    "window in minutes, or leave the whole row empty.",
+                    _(
+                        "Stage %(number)s needs both a traffic share (1-100 %%) and an "
+                        "observation window in minutes, or leave the whole row empty."
+                    )
+                    % {"number": row + 1},
                 )
                 continue
             if values["traffic_pct"] <= 0:
                 self.add_error(
                     stage_field_name(row, "traffic_pct"),
-                    f"Stage {row + 1}: the traffic share must be above 0 %, up to 100 %.",
+                    _("Stage %(number)s: the traffic share must be above 0 %%, up to 100 %%.")
+                    % {"number": row + 1},
                 )
                 continue
             if values["observation_minutes"] < 1:
                 self.add_error(
                     stage_field_name(row, "observation_minutes"),
-                    f"Stage {row + 1}: observe for at least 1 minute.",
+                    _("Stage %(number)s: observe for at least 1 minute.") % {"number": row + 1},
                 )
                 continue
             stage: dict[str, Any] = {
@@ -502,11 +552,13 @@ class ReleaseForm(forms.Form):
 
 
 _STAGE_HELP = {
-    "traffic_pct": "Share of the traffic this stage sends to the candidate, above 0 up to 100.",
-    "observation_minutes": "How long the stage is watched before it is promoted, in minutes.",
-    "ttft_p95_ms": "Hold or roll back when p95 time to first token goes above this (ms).",
-    "error_rate_pct": "Hold or roll back when the error rate goes above this (%).",
-    "structured_error_rate_pct": "Hold or roll back when structured-output errors go above this (%).",
+    "traffic_pct": _("Share of the traffic this stage sends to the candidate, above 0 up to 100."),
+    "observation_minutes": _("How long the stage is watched before it is promoted, in minutes."),
+    "ttft_p95_ms": _("Hold or roll back when p95 time to first token goes above this (ms)."),
+    "error_rate_pct": _("Hold or roll back when the error rate goes above this (%)."),
+    "structured_error_rate_pct": _(
+        "Hold or roll back when structured-output errors go above this (%)."
+    ),
 }
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from releases.models import SignOff
 
@@ -15,21 +16,21 @@ from releases.models import SignOff
 class SignOffForm(forms.Form):
     role = forms.ChoiceField(
         choices=SignOff.Role.choices,
-        label="Role",
-        help_text="The role you sign for; one person signs one role on a release.",
+        label=_("Role"),
+        help_text=_("The role you sign for; one person signs one role on a release."),
     )
     decision = forms.ChoiceField(
         choices=SignOff.Decision.choices,
         widget=forms.RadioSelect,
-        label="Decision",
-        help_text="Approve what the page shows now, or reject the release.",
+        label=_("Decision"),
+        help_text=_("Approve what the page shows now, or reject the release."),
     )
     comment = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3}),
         required=False,
         max_length=5000,
-        label="Comment",
-        help_text="What you checked, or what must change; a rejection needs one.",
+        label=_("Comment"),
+        help_text=_("What you checked, or what must change; a rejection needs one."),
     )
 
     def __init__(self, *args: Any, roles: list[str], **kwargs: Any) -> None:
@@ -44,26 +45,28 @@ class SignOffForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         if cleaned.get("decision") == SignOff.Decision.REJECT and not cleaned.get("comment"):
-            self.add_error("comment", "Say why you reject the release: the filer reads it.")
+            self.add_error("comment", _("Say why you reject the release: the filer reads it."))
         return cleaned
 
 
 class WaiverForm(forms.Form):
     gate = forms.ChoiceField(
-        label="Gate",
-        help_text="The gate to set aside for this release only.",
+        label=_("Gate"),
+        help_text=_("The gate to set aside for this release only."),
     )
     reason = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 2}),
         max_length=5000,
-        label="Reason",
-        help_text="Why the release may go ahead without this gate; shown wherever the release is.",
+        label=_("Reason"),
+        help_text=_(
+            "Why the release may go ahead without this gate; shown wherever the release is."
+        ),
     )
     expires_at = forms.DateTimeField(
-        label="Expires",
+        label=_("Expires"),
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
         input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S"],
-        help_text="When the waiver lapses and the gate counts again (server time zone).",
+        help_text=_("When the waiver lapses and the gate counts again (server time zone)."),
     )
 
     def __init__(self, *args: Any, gates: list[tuple[str, str]], **kwargs: Any) -> None:
@@ -78,7 +81,7 @@ class WaiverForm(forms.Form):
     def clean_expires_at(self) -> dt.datetime:
         value: dt.datetime = self.cleaned_data["expires_at"]
         if value <= timezone.now():
-            raise ValidationError("The expiry must be in the future.")
+            raise ValidationError(_("The expiry must be in the future."))
         return value
 
 
@@ -86,6 +89,6 @@ class CommentForm(forms.Form):
     body = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3}),
         max_length=10000,
-        label="Comment",
-        help_text="Seen by everyone who reads the release.",
+        label=_("Comment"),
+        help_text=_("Seen by everyone who reads the release."),
     )

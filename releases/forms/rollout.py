@@ -8,6 +8,7 @@ from typing import Any
 
 from django import forms
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from lib.forms import InlineValidationMixin
 from releases import playbooks
@@ -17,14 +18,32 @@ from releases.models import Release
 _RATE = {"min_value": 0, "max_value": 100, "decimal_places": 3}
 _MS = {"min_value": 0, "max_value": 10_000_000, "decimal_places": 3}
 
+# How the form names each measure (releases.guards keeps its own English labels, which
+# observations record); metric names such as TTFT and TPOT read the same in every language.
+_MEASURE_LABELS = {
+    "error_rate_pct": _("error rate"),
+    "json_valid_pct": _("JSON-valid rate"),
+    "tool_call_success_pct": _("tool-call success rate"),
+    "refusal_rate_pct": _("refusal rate"),
+}
+
+
+def _measure_label(key: str) -> str:
+    metric = MEASURES[key]
+    return _("%(measure)s (%(unit)s)") % {
+        "measure": _MEASURE_LABELS.get(key, metric.label),
+        "unit": metric.unit,
+    }
+
 
 def _measure_field(key: str, side: str) -> forms.Field:
     metric = MEASURES[key]
     bounds = _RATE if metric.unit == "%" else _MS
     return forms.DecimalField(
         required=False,
-        label=f"{side.capitalize()}: {metric.label} ({metric.unit})",
-        help_text="Leave empty when not measured.",
+        label=(_("Candidate: %(measure)s") if side == "candidate" else _("Baseline: %(measure)s"))
+        % {"measure": _measure_label(key)},
+        help_text=_("Leave empty when not measured."),
         **bounds,  # type: ignore[arg-type]
     )
 
@@ -33,40 +52,42 @@ class ObservationForm(InlineValidationMixin, forms.Form):
     """The candidate and the live baseline over one window, as aggregates."""
 
     window_start = forms.DateTimeField(
-        label="Window start",
-        help_text="In your time zone, e.g. 2026-12-03 14:00.",
+        label=_("Window start"),
+        help_text=_("In your time zone, e.g. 2026-12-03 14:00."),
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
     )
     window_end = forms.DateTimeField(
-        label="Window end",
-        help_text="When the measurement stopped; not in the future.",
+        label=_("Window end"),
+        help_text=_("When the measurement stopped; not in the future."),
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
     )
     candidate_requests = forms.IntegerField(
         required=False,
         min_value=0,
-        label="Candidate: requests",
-        help_text="How many requests the candidate served in the window.",
+        label=_("Candidate: requests"),
+        help_text=_("How many requests the candidate served in the window."),
     )
     baseline_requests = forms.IntegerField(
         required=False,
         min_value=0,
-        label="Baseline: requests",
-        help_text="How many the live revision served in the same window.",
+        label=_("Baseline: requests"),
+        help_text=_("How many the live revision served in the same window."),
     )
     source = forms.CharField(
         required=False,
         max_length=60,
-        label="Source",
-        help_text="Where the numbers come from, e.g. gateway dashboard, Prometheus.",
+        label=_("Source"),
+        help_text=_("Where the numbers come from, e.g. gateway dashboard, Prometheus."),
     )
     source_error = forms.CharField(
         required=False,
         max_length=2000,
         widget=forms.Textarea(attrs={"rows": 2}),
-        label="Metrics source failed",
-        help_text="Fill in only when the numbers could not be read: the observation is then "
-        "an error, counted against its own budget and never as a pass.",
+        label=_("Metrics source failed"),
+        help_text=_(
+            "Fill in only when the numbers could not be read: the observation is then "
+            "an error, counted against its own budget and never as a pass."
+        ),
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -92,11 +113,11 @@ class ObservationForm(InlineValidationMixin, forms.Form):
         return values
 
     def measure_rows(self) -> list[tuple[str, forms.BoundField, forms.BoundField]]:
-        rows = [("Requests", self["candidate_requests"], self["baseline_requests"])]
-        for key, metric in MEASURES.items():
+        rows = [(str(_("Requests")), self["candidate_requests"], self["baseline_requests"])]
+        for key in MEASURES:
             rows.append(
                 (
-                    f"{metric.label} ({metric.unit})",
+                    _measure_label(key),
                     self[f"candidate_{key}"],
                     self[f"baseline_{key}"],
                 )
@@ -108,28 +129,30 @@ class ReasonForm(forms.Form):
     reason = forms.CharField(
         max_length=2000,
         widget=forms.Textarea(attrs={"rows": 2}),
-        label="Reason",
-        help_text="Recorded in the release's timeline and the ledger.",
+        label=_("Reason"),
+        help_text=_("Recorded in the release's timeline and the ledger."),
     )
 
 
 class RollbackForm(forms.Form):
     target_revision = forms.TypedChoiceField(
         coerce=int,
-        label="Roll back to",
-        help_text="The rollback plan's target is chosen; pick another revision only if the plan "
-        "is wrong, and read what changes below first.",
+        label=_("Roll back to"),
+        help_text=_(
+            "The rollback plan's target is chosen; pick another revision only if the plan "
+            "is wrong, and read what changes below first."
+        ),
     )
     symptom = forms.ChoiceField(
         required=False,
-        label="Symptom",
-        help_text="What you see; it is recorded with the rollback.",
+        label=_("Symptom"),
+        help_text=_("What you see; it is recorded with the rollback."),
     )
     reason = forms.CharField(
         max_length=2000,
         widget=forms.Textarea(attrs={"rows": 2}),
-        label="Reason",
-        help_text="Why you roll back, e.g. p95 TTFT 2.1 s for tenant support since 14:05.",
+        label=_("Reason"),
+        help_text=_("Why you roll back, e.g. p95 TTFT 2.1 s for tenant support since 14:05."),
     )
 
     def __init__(self, *args: Any, revisions: list[tuple[int, str]], **kwargs: Any) -> None:
@@ -139,47 +162,55 @@ class RollbackForm(forms.Form):
         target.choices = revisions
         symptom = self.fields["symptom"]
         assert isinstance(symptom, forms.ChoiceField)
-        symptom.choices = [("", "— not one of these —"), *playbooks.FAILURE_MODES.items()]
+        symptom.choices = [
+            ("", _("— not one of these —")),
+            *(
+                (mode, playbooks.FAILURE_MODE_TITLES.get(mode, title))
+                for mode, title in playbooks.FAILURE_MODES.items()
+            ),
+        ]
 
 
 class ConfirmRollbackForm(forms.Form):
     succeeded = forms.TypedChoiceField(
         choices=[
-            ("yes", "It worked: the target serves and the symptom is gone"),
-            ("no", "It did not"),
+            ("yes", _("It worked: the target serves and the symptom is gone")),
+            ("no", _("It did not")),
         ],
         coerce=lambda value: value == "yes",
         widget=forms.RadioSelect,
-        label="Outcome",
-        help_text="Nothing could verify this rollback automatically: say how it went.",
+        label=_("Outcome"),
+        help_text=_("Nothing could verify this rollback automatically: say how it went."),
     )
     note = forms.CharField(
         max_length=2000,
         widget=forms.Textarea(attrs={"rows": 2}),
-        label="What you checked",
-        help_text="e.g. error rate back under 1 % at 14:22 on the gateway dashboard.",
+        label=_("What you checked"),
+        help_text=_("e.g. error rate back under 1 % at 14:22 on the gateway dashboard."),
     )
 
 
 class CloseForm(forms.Form):
     close_code = forms.ChoiceField(
         choices=Release.CloseCode.choices,
-        label="Close code",
-        help_text="How the release ended; set automatically, correct it here.",
+        label=_("Close code"),
+        help_text=_("How the release ended; set automatically, correct it here."),
     )
     note = forms.CharField(
         required=False,
         max_length=2000,
         widget=forms.Textarea(attrs={"rows": 2}),
-        label="Note",
-        help_text="What happened, for the post-implementation review.",
+        label=_("Note"),
+        help_text=_("What happened, for the post-implementation review."),
     )
     incidents = forms.CharField(
         required=False,
         max_length=5000,
         widget=forms.Textarea(attrs={"rows": 2}),
-        label="Incidents",
-        help_text="One a line: the ticket id, then its address, e.g. INC-4412 https://tickets.example.com/INC-4412",
+        label=_("Incidents"),
+        help_text=_(
+            "One a line: the ticket id, then its address, e.g. INC-4412 https://tickets.example.com/INC-4412"
+        ),
     )
 
     def clean_incidents(self) -> list[dict[str, str]]:
@@ -195,8 +226,8 @@ class ReconcileForm(forms.Form):
     note = forms.CharField(
         max_length=2000,
         widget=forms.Textarea(attrs={"rows": 2}),
-        label="How it was put back",
-        help_text="e.g. node 7 restarted with the registered image; the next probe matched.",
+        label=_("How it was put back"),
+        help_text=_("e.g. node 7 restarted with the registered image; the next probe matched."),
     )
 
 
@@ -204,27 +235,27 @@ class PlaybookForm(forms.Form):
     diagnosis = forms.CharField(
         max_length=12000,
         widget=forms.Textarea(attrs={"rows": 6}),
-        label="Diagnosis steps",
-        help_text="In the order to check them, one a line.",
+        label=_("Diagnosis steps"),
+        help_text=_("In the order to check them, one a line."),
     )
     recovery = forms.CharField(
         max_length=12000,
         widget=forms.Textarea(attrs={"rows": 5}),
-        label="Recovery actions",
-        help_text="Least disruptive first, one a line; rolling back is usually last.",
+        label=_("Recovery actions"),
+        help_text=_("Least disruptive first, one a line; rolling back is usually last."),
     )
 
 
 class DegradationForm(forms.Form):
     may_degrade = forms.TypedChoiceField(
-        choices=[("yes", "May degrade"), ("no", "Never silently")],
+        choices=[("yes", _("May degrade")), ("no", _("Never silently"))],
         coerce=lambda value: value == "yes",
         widget=forms.RadioSelect,
-        label="When the service degrades",
-        help_text="Tasks acting on money, contracts or tools never degrade silently.",
+        label=_("When the service degrades"),
+        help_text=_("Tasks acting on money, contracts or tools never degrade silently."),
     )
     how = forms.CharField(
         max_length=300,
-        label="How",
-        help_text="e.g. move to the async queue; or: stop with an explainable error.",
+        label=_("How"),
+        help_text=_("e.g. move to the async queue; or: stop with an explainable error."),
     )

@@ -6,10 +6,60 @@ import datetime as dt
 from typing import Any
 
 from django import template
+from django.utils.translation import gettext as _
+from django.utils.translation import pgettext_lazy
 
 from releases.guards import GUARD_METRICS, GuardSpec, guard_specs
+from releases.playbooks import FAILURE_MODE_TITLES
 
 register = template.Library()
+
+# The words gates, guards, readiness and replay compute. They stay English in the
+# records, the API and the event chain; only the page reads them in the reader's language.
+WORDS = {
+    "pass": pgettext_lazy("verdict", "pass"),
+    "fail": pgettext_lazy("verdict", "fail"),
+    "waived": pgettext_lazy("verdict", "waived"),
+    "pending": pgettext_lazy("verdict", "pending"),
+    "inconclusive": pgettext_lazy("verdict", "inconclusive"),
+    "error": pgettext_lazy("verdict", "error"),
+    "ready": pgettext_lazy("verdict", "ready"),
+    "at risk": pgettext_lazy("verdict", "at risk"),
+    "not ready": pgettext_lazy("verdict", "not ready"),
+    "healthy": pgettext_lazy("verdict", "healthy"),
+    "stale": pgettext_lazy("verdict", "stale"),
+    "not monitored": pgettext_lazy("verdict", "not monitored"),
+    "regressed": pgettext_lazy("verdict", "regressed"),
+    "unreachable": pgettext_lazy("verdict", "unreachable"),
+    "errored": pgettext_lazy("verdict", "errored"),
+    "drift": pgettext_lazy("verdict", "drift"),
+    "breach": pgettext_lazy("verdict", "breach"),
+    "warning": pgettext_lazy("verdict", "warning"),
+    "approve": pgettext_lazy("verdict", "approve"),
+    "reject": pgettext_lazy("verdict", "reject"),
+    "standard": pgettext_lazy("release path", "standard"),
+    "emergency": pgettext_lazy("release path", "emergency"),
+    "submit": pgettext_lazy("action", "submit"),
+    "withdraw": pgettext_lazy("action", "withdraw"),
+    "reopen": pgettext_lazy("action", "reopen"),
+    "start": pgettext_lazy("action", "start"),
+    "promote": pgettext_lazy("action", "promote"),
+    "hold": pgettext_lazy("action", "hold"),
+    "abort": pgettext_lazy("action", "abort"),
+}
+
+
+@register.filter
+def failure_mode(playbook: Any) -> object:
+    """A playbook's title (or a failure mode's) in the reader's language."""
+    mode = getattr(playbook, "mode", playbook)
+    return FAILURE_MODE_TITLES.get(str(mode), getattr(playbook, "title", mode))
+
+
+@register.filter
+def word(value: object) -> object:
+    """A computed word (a gate's status, a verdict, a path) in the reader's language."""
+    return WORDS.get(str(value), value)
 
 
 def describe(spec: GuardSpec) -> str:
@@ -20,14 +70,16 @@ def describe(spec: GuardSpec) -> str:
         sign = "≤" if metric.higher_is_worse else "≥"
         parts.append(f"{sign} {spec['max']:g} {metric.unit}")
     if spec["max_increase_pct"] is not None:
-        parts.append(f"≤ {spec['max_increase_pct']:+g} % of live")
+        parts.append(
+            _("≤ %(increase)s %% of live") % {"increase": f"{spec['max_increase_pct']:+g}"}
+        )
     if spec["min_requests"]:
-        parts.append(f"judged from {spec['min_requests']} requests")
+        parts.append(_("judged from %(requests)s requests") % {"requests": spec["min_requests"]})
     if spec["critical"]:
-        parts.append("critical")
+        parts.append(_("critical"))
     if spec["dry_run"]:
-        parts.append("dry run")
-    return " · ".join(parts) or "no bound"
+        parts.append(_("dry run"))
+    return " · ".join(parts) or _("no bound")
 
 
 @register.filter

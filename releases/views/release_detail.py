@@ -19,7 +19,10 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_stubs_ext import StrOrPromise
 
 from ledger import queries as ledger_queries
 from lib.actors import AuthenticatedHttpRequest
@@ -86,14 +89,35 @@ def _waivable_gates(
     ]
 
 
-def _read_only_form(release: Release) -> list[tuple[str, str, list[tuple[str, Any]]]]:
+def _read_only_form(release: Release) -> list[tuple[str, StrOrPromise, list[tuple[str, Any]]]]:
     """The form's sections as (label, value) rows for the page."""
-    fields = {f.name: f for f in Release._meta.get_fields() if hasattr(f, "verbose_name")}
     labels = {
-        "to_revision": "To revision",
-        "logging_debug": "Debug logs",
-        "logging_audit": "Audit logs",
-        "logging_retention_days": "Sensitive content kept (days)",
+        "to_revision": _("To revision"),
+        "change_kind": _("Change kind"),
+        "risk": _("Risk"),
+        "risk_override_reason": _("Risk override reason"),
+        "summary": _("Summary"),
+        "impact_tenants": _("Impact tenants"),
+        "impact_task_types": _("Impact task types"),
+        "impact_downstream": _("Impact downstream"),
+        "required_sample_sets": _("Required sample sets"),
+        "metrics_declared": _("Metrics declared"),
+        "known_limitations": _("Known limitations"),
+        "compatible_request_formats": _("Compatible request formats"),
+        "rollback_target": _("Rollback target"),
+        "rollback_kind": _("Rollback kind"),
+        "rollback_triggers": _("Rollback triggers"),
+        "rollback_expected_minutes": _("Rollback expected minutes"),
+        "rollback_impact_scope": _("Rollback impact scope"),
+        "rollback_verification_set": _("Rollback verification set"),
+        "decommission_moves": _("Decommission moves"),
+        "logging_debug": _("Debug logs"),
+        "logging_audit": _("Audit logs"),
+        "logging_retention_days": _("Sensitive content kept (days)"),
+        "path": _("Path"),
+        "standard_template": _("Standard template"),
+        "emergency_reason": _("Emergency reason"),
+        "planned_start": _("Planned start"),
     }
     logging = release.logging_policy if isinstance(release.logging_policy, dict) else {}
     values: dict[str, Any] = {
@@ -103,10 +127,15 @@ def _read_only_form(release: Release) -> list[tuple[str, str, list[tuple[str, An
         "impact_downstream": [DOWNSTREAM_SYSTEMS.get(v, v) for v in release.impact_downstream],
         "metrics_declared": [METRICS.get(v, v) for v in release.metrics_declared],
         "rollback_target": (
-            release.rollback_target.label if release.rollback_target else "the live revision"
+            release.rollback_target.label if release.rollback_target else _("the live revision")
         ),
-        "to_revision": f"{release.to_revision.label}: {release.to_revision.model_asset.name}"
-        f"@{release.to_revision.model_asset.revision} on {release.to_revision.runtime.name}",
+        "to_revision": _("%(label)s: %(model)s@%(revision)s on %(runtime)s")
+        % {
+            "label": release.to_revision.label,
+            "model": release.to_revision.model_asset.name,
+            "revision": release.to_revision.model_asset.revision,
+            "runtime": release.to_revision.runtime.name,
+        },
         "standard_template": str(release.standard_template) if release.standard_template else None,
         "risk": release.get_risk_display() if release.risk else None,
         "change_kind": release.get_change_kind_display(),
@@ -124,10 +153,7 @@ def _read_only_form(release: Release) -> list[tuple[str, str, list[tuple[str, An
             continue
         rows = []
         for name in names:
-            label = (
-                labels.get(name)
-                or str(getattr(fields.get(name), "verbose_name", name)).capitalize()
-            )
+            label = labels.get(name) or name.replace("_", " ").capitalize()
             value = values[name] if name in values else getattr(release, name)
             if isinstance(value, list):
                 value = ", ".join(str(item) for item in value) or None
@@ -143,7 +169,7 @@ def _read_only_form(release: Release) -> list[tuple[str, str, list[tuple[str, An
 def release_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     release = _release(pk)
     if not permissions.can_view_release(request.user, release):
-        raise PermissionDenied("Sign in to read releases.")
+        raise PermissionDenied(_("Sign in to read releases."))
     return render(request, "releases/release_detail.html", _page_context(request, release))
 
 
@@ -243,8 +269,12 @@ def release_signoff(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         else:
             messages.success(
                 request,
-                f"Signed {signoff.get_decision_display().lower()} for "
-                f"{signoff.get_role_display().lower()} on snapshot {signoff.snapshot_hash[:12]}.",
+                _("Signed %(decision)s for %(role)s on snapshot %(snapshot)s.")
+                % {
+                    "decision": signoff.get_decision_display().lower(),
+                    "role": signoff.get_role_display().lower(),
+                    "snapshot": signoff.snapshot_hash[:12],
+                },
             )
             return redirect("releases:release_detail", pk=pk)
     context = _page_context(request, release, signoff_form=form)
@@ -267,7 +297,8 @@ def release_waiver(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         else:
             messages.success(
                 request,
-                f"Waived the {waiver.gate} gate until {waiver.expires_at:%Y-%m-%d %H:%M %Z}.",
+                _("Waived the %(gate)s gate until %(until)s.")
+                % {"gate": waiver.gate, "until": f"{waiver.expires_at:%Y-%m-%d %H:%M %Z}"},
             )
             return redirect("releases:release_detail", pk=pk)
     context = _page_context(request, release, waiver_form=form)
@@ -292,22 +323,28 @@ def release_comment(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 
 
 # What each transition does, for its confirmation page.
-TRANSITIONS: dict[str, tuple[str, str]] = {
+TRANSITIONS: dict[str, tuple[StrOrPromise, StrOrPromise]] = {
     "submit": (
-        "Submit for sign-off",
-        "The form, the gates and the evidence are frozen into a snapshot, the revision becomes "
-        "immutable, and the signers of the roles this release needs are emailed. Submitting "
-        "needs every gate but sign-offs to pass or be waived.",
+        gettext_lazy("Submit for sign-off"),
+        gettext_lazy(
+            "The form, the gates and the evidence are frozen into a snapshot, the revision "
+            "becomes immutable, and the signers of the roles this release needs are emailed. "
+            "Submitting needs every gate but sign-offs to pass or be waived."
+        ),
     ),
     "withdraw": (
-        "Withdraw",
-        "The release stops here: no one can sign it or roll it out. You can reopen it later "
-        "as a new draft copy of its form.",
+        gettext_lazy("Withdraw"),
+        gettext_lazy(
+            "The release stops here: no one can sign it or roll it out. You can reopen it later "
+            "as a new draft copy of its form."
+        ),
     ),
     "reopen": (
-        "Reopen as a new draft",
-        "A new draft is filed with a copy of this release's form, from the revision live now. "
-        "This release stays as it is, for the record.",
+        gettext_lazy("Reopen as a new draft"),
+        gettext_lazy(
+            "A new draft is filed with a copy of this release's form, from the revision live "
+            "now. This release stays as it is, for the record."
+        ),
     ),
 }
 
@@ -341,15 +378,21 @@ def release_transition(request: AuthenticatedHttpRequest, pk: int, action: str) 
     try:
         if action == "submit":
             result = services.submit_release(release, actor=request.user)
-            note = f"Submitted release #{result.pk}: it is {result.get_state_display().lower()}."
+            note = _("Submitted release #%(pk)s: it is %(state)s.") % {
+                "pk": result.pk,
+                "state": result.get_state_display().lower(),
+            }
         elif action == "withdraw":
             result = services.withdraw_release(
                 release, actor=request.user, reason=request.POST.get("reason", "")[:2000]
             )
-            note = f"Withdrew release #{result.pk}."
+            note = _("Withdrew release #%(pk)s.") % {"pk": result.pk}
         else:
             result = services.reopen_release(release, actor=request.user)
-            note = f"Reopened release #{release.pk} as draft #{result.pk}."
+            note = _("Reopened release #%(pk)s as draft #%(draft)s.") % {
+                "pk": release.pk,
+                "draft": result.pk,
+            }
     except services.TransitionRefused as refused:
         release.refresh_from_db()
         context.update(refusal=refused.message, release=release)

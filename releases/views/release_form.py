@@ -17,6 +17,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
@@ -109,8 +110,11 @@ def release_new(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         else:
             messages.success(
                 request,
-                f"Saved release #{release.pk} as a draft. The gates beside the form say what "
-                "it still needs before you can submit it.",
+                _(
+                    "Saved release #%(pk)s as a draft. The gates beside the form say what "
+                    "it still needs before you can submit it."
+                )
+                % {"pk": release.pk},
             )
             return redirect("releases:release_edit", pk=release.pk)
     status = 400 if form.is_bound and form.errors else 200
@@ -129,8 +133,8 @@ def release_edit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     if release.state not in EDITABLE_STATES:
         messages.info(
             request,
-            f"Release #{release.pk} is {release.get_state_display().lower()}: its form "
-            "can no longer change.",
+            _("Release #%(pk)s is %(state)s: its form can no longer change.")
+            % {"pk": release.pk, "state": release.get_state_display().lower()},
         )
         return redirect("releases:release_detail", pk=release.pk)
     failed = _failed_samples(release)
@@ -177,7 +181,7 @@ def release_gates_panel(request: AuthenticatedHttpRequest, pk: int) -> HttpRespo
     """The gates, recomputed now (after evidence was attached elsewhere, say)."""
     release = get_object_or_404(Release.objects.select_related("service"), pk=pk)
     if not permissions.can_view_release(request.user, release):
-        raise PermissionDenied("Sign in to read releases.")
+        raise PermissionDenied(_("Sign in to read releases."))
     if not wants_fragment(request):
         return redirect(reverse("releases:release_detail", args=[pk]) + "#gates")
     context = {"release": release, "assessment": release_gates.assess(release)}

@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
 from ledger import queries as ledger_queries
@@ -48,11 +49,15 @@ def _revision_choices(service: Service, default: Revision | None) -> list[tuple[
     for revision in revisions.order_by("-number"):
         if revision.pk == service.live_revision_id and not (default and default.pk == revision.pk):
             continue
-        planned = " — the plan's target" if default and revision.pk == default.pk else ""
-        label = (
-            f"{revision.label}: {revision.model_asset.name}@{revision.model_asset.revision} on "
-            f"{revision.runtime.get_engine_display()} {revision.runtime.engine_version}{planned}"
-        )
+        label = _("%(label)s: %(model)s@%(revision)s on %(engine)s %(version)s") % {
+            "label": revision.label,
+            "model": revision.model_asset.name,
+            "revision": revision.model_asset.revision,
+            "engine": revision.runtime.get_engine_display(),
+            "version": revision.runtime.engine_version,
+        }
+        if default and revision.pk == default.pk:
+            label = _("%(revision)s — the plan's target") % {"revision": label}
         choices.append((revision.pk, label))
     return choices
 
@@ -91,8 +96,12 @@ def rollback_new(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         else:
             messages.success(
                 request,
-                f"Recorded rollback #{rollback.pk}: {rollback.to_revision.label} is live on "
-                f"{service.slug}.",
+                _("Recorded rollback #%(pk)s: %(revision)s is live on %(service)s.")
+                % {
+                    "pk": rollback.pk,
+                    "revision": rollback.to_revision.label,
+                    "service": service.slug,
+                },
             )
             return redirect("releases:rollback_detail", slug=service.slug, pk=rollback.pk)
     chosen = _chosen_target(form, choices, plan.target)
@@ -124,7 +133,7 @@ def _chosen_target(
     form: RollbackForm, choices: list[tuple[int, str]], default: Revision | None
 ) -> Revision | None:
     raw = form.data.get("target_revision") if form.is_bound else form.initial.get("target_revision")
-    allowed = {pk for pk, _ in choices}
+    allowed = {pk for pk, _label in choices}
     try:
         pk = int(str(raw)) if raw not in (None, "") else None
     except ValueError:
@@ -209,7 +218,7 @@ def rollback_confirm(request: AuthenticatedHttpRequest, slug: str, pk: int) -> H
         except ValidationError as error:
             apply_errors(form, error)
         else:
-            messages.success(request, f"Rollback #{rollback.pk} confirmed.")
+            messages.success(request, _("Rollback #%(pk)s confirmed.") % {"pk": rollback.pk})
             return redirect("releases:rollback_detail", slug=slug, pk=pk)
     context = _rollback_context(request, rollback, form)
     return render(request, "releases/rollback_detail.html", context, status=400)
@@ -229,9 +238,9 @@ def unauthorized_reconcile(request: AuthenticatedHttpRequest, slug: str, pk: int
         except ValidationError as error:
             messages.error(request, " ".join(error.messages))
         else:
-            messages.success(request, "Reconciled: the finding is closed, with your note.")
+            messages.success(request, _("Reconciled: the finding is closed, with your note."))
     else:
-        messages.error(request, "Say how it was put back: the note is needed.")
+        messages.error(request, _("Say how it was put back: the note is needed."))
     return redirect(reverse("releases:service_detail", args=[slug]) + "#unauthorized")
 
 
@@ -266,8 +275,11 @@ def _editable_service(request: AuthenticatedHttpRequest, slug: str) -> Service:
     service = get_object_or_404(Service.objects.select_related("team"), slug=slug)
     if not permissions.can_edit_playbooks(request.user, service):
         raise PermissionDenied(
-            f"Only platform or model owners of team {service.team.slug!r} can change the "
-            f"playbooks of {service.slug}."
+            _(
+                "Only platform or model owners of team %(team)s can change the playbooks of "
+                "%(service)s."
+            )
+            % {"team": repr(service.team.slug), "service": service.slug}
         )
     return service
 
@@ -286,7 +298,14 @@ def playbook_edit(request: AuthenticatedHttpRequest, slug: str, mode: str) -> Ht
     )
     if request.method == "POST" and request.POST.get("action") == "default":
         services.clear_playbook(service, actor=request.user, mode=mode)
-        messages.success(request, f"{current.title}: back to the {service.tier} default.")
+        messages.success(
+            request,
+            _("%(playbook)s: back to the %(tier)s default.")
+            % {
+                "playbook": playbooks.FAILURE_MODE_TITLES.get(mode, current.title),
+                "tier": service.tier,
+            },
+        )
         return redirect(reverse("releases:runbook", args=[slug]) + f"#{mode}")
     form = PlaybookForm(
         request.POST if request.method == "POST" else None,
@@ -302,7 +321,12 @@ def playbook_edit(request: AuthenticatedHttpRequest, slug: str, mode: str) -> Ht
             apply_errors(form, error)
         else:
             messages.success(
-                request, f"Saved {service.slug}'s own playbook for {current.title.lower()}."
+                request,
+                _("Saved %(service)s's own playbook for %(playbook)s.")
+                % {
+                    "service": service.slug,
+                    "playbook": str(playbooks.FAILURE_MODE_TITLES.get(mode, current.title)).lower(),
+                },
             )
             return redirect(reverse("releases:runbook", args=[slug]) + f"#{mode}")
     return render(
@@ -323,7 +347,9 @@ def degradation_edit(request: AuthenticatedHttpRequest, slug: str, task_type: st
     current = playbooks.degradation_for(task_type, own.degradation if own else None)
     if request.method == "POST" and request.POST.get("action") == "default":
         services.clear_degradation(service, actor=request.user, task_type=task_type)
-        messages.success(request, f"{task_type}: back to the default policy.")
+        messages.success(
+            request, _("%(task_type)s: back to the default policy.") % {"task_type": task_type}
+        )
         return redirect(reverse("releases:runbook", args=[slug]) + "#degradation")
     form = DegradationForm(
         request.POST if request.method == "POST" else None,
@@ -337,7 +363,11 @@ def degradation_edit(request: AuthenticatedHttpRequest, slug: str, task_type: st
         except ValidationError as error:
             apply_errors(form, error)
         else:
-            messages.success(request, f"Saved how {task_type} degrades on {service.slug}.")
+            messages.success(
+                request,
+                _("Saved how %(task_type)s degrades on %(service)s.")
+                % {"task_type": task_type, "service": service.slug},
+            )
             return redirect(reverse("releases:runbook", args=[slug]) + "#degradation")
     return render(
         request,

@@ -13,7 +13,10 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
+from django_stubs_ext import StrOrPromise
 
 from lib.actors import AuthenticatedHttpRequest
 from lib.http import post_only
@@ -25,32 +28,40 @@ from releases.queries.rollout import rollout_of
 from releases.services.rollout import active_stage, promotion_refusal
 
 # What each rollout action does, for its confirmation page; and whether it takes a reason.
-ACTIONS: dict[str, tuple[str, str, bool]] = {
+ACTIONS: dict[str, tuple[StrOrPromise, StrOrPromise, bool]] = {
     "start": (
-        "Start the rollout",
-        "Stage 1 of the gray plan starts carrying its share of traffic, and its guards are "
-        "judged from the observations posted for it. Outside a blackout window only, except "
-        "on the emergency path.",
+        gettext_lazy("Start the rollout"),
+        gettext_lazy(
+            "Stage 1 of the gray plan starts carrying its share of traffic, and its guards are "
+            "judged from the observations posted for it. Outside a blackout window only, except "
+            "on the emergency path."
+        ),
         False,
     ),
     "promote": (
-        "Promote",
-        "The stage carrying traffic ends and the next one starts with its larger share. "
-        "Promoting into the stage at 100 % releases the candidate: it becomes the service's "
-        "live revision.",
+        gettext_lazy("Promote"),
+        gettext_lazy(
+            "The stage carrying traffic ends and the next one starts with its larger share. "
+            "Promoting into the stage at %(full)s releases the candidate: it becomes the "
+            "service's live revision."
+        ),
         False,
     ),
     "hold": (
-        "Hold",
-        "The stage keeps its traffic but is not promoted until someone promotes it; whoever "
-        "picks it up reads your reason.",
+        gettext_lazy("Hold"),
+        gettext_lazy(
+            "The stage keeps its traffic but is not promoted until someone promotes it; whoever "
+            "picks it up reads your reason."
+        ),
         True,
     ),
     "abort": (
-        "Abort the rollout",
-        "The candidate's traffic goes back to the live revision and the release ends as "
-        "aborted. To roll back during an incident, record a rollback instead: it is timed "
-        "and verified.",
+        gettext_lazy("Abort the rollout"),
+        gettext_lazy(
+            "The candidate's traffic goes back to the live revision and the release ends as "
+            "aborted. To roll back during an incident, record a rollback instead: it is timed "
+            "and verified."
+        ),
         True,
     ),
 }
@@ -85,7 +96,8 @@ def rollout_action(request: AuthenticatedHttpRequest, pk: int, action: str) -> H
         "release": release,
         "action": action,
         "title": title,
-        "explanation": explanation,
+        # "%(full)s" keeps the percent sign out of the message, where it would read as a format.
+        "explanation": explanation % {"full": "100 %"},
         "form": form or (ReasonForm() if needs_reason else None),
         "rollout": rollout_of(release),
     }
@@ -119,18 +131,23 @@ def rollout_action(request: AuthenticatedHttpRequest, pk: int, action: str) -> H
 def _apply(request: AuthenticatedHttpRequest, release: Release, action: str, reason: str) -> str:
     if action == "start":
         services.start_rollout(release, actor=request.user)
-        return f"Release #{release.pk} is rolling out: stage 1 carries traffic."
+        return _("Release #%(pk)s is rolling out: stage 1 carries traffic.") % {"pk": release.pk}
     if action == "promote":
         result = services.promote_release(release, actor=request.user)
         if result.state == Release.State.RELEASED:
-            return f"Released: {release.to_revision.label} is live on {release.service.slug}."
+            return _("Released: %(revision)s is live on %(service)s.") % {
+                "revision": release.to_revision.label,
+                "service": release.service.slug,
+            }
         stage = active_stage(result)
-        return f"Promoted: stage {stage.number if stage else '?'} carries traffic."
+        return _("Promoted: stage %(number)s carries traffic.") % {
+            "number": stage.number if stage else "?"
+        }
     if action == "hold":
         stage = services.hold_release(release, actor=request.user, reason=reason)
-        return f"Stage {stage.number} is held."
+        return _("Stage %(number)s is held.") % {"number": stage.number}
     services.abort_release(release, actor=request.user, reason=reason)
-    return f"Aborted the rollout of release #{release.pk}."
+    return _("Aborted the rollout of release #%(pk)s.") % {"pk": release.pk}
 
 
 @post_only("records what a stage of the rollout measured", page="releases:release_detail")
@@ -157,7 +174,9 @@ def release_observation(request: AuthenticatedHttpRequest, pk: int) -> HttpRespo
             form.add_error(None, refused.message)
         else:
             messages.success(
-                request, f"Observation recorded: {observation.get_verdict_display().lower()}."
+                request,
+                _("Observation recorded: %(verdict)s.")
+                % {"verdict": observation.get_verdict_display().lower()},
             )
             return redirect(reverse("releases:release_detail", args=[pk]) + "#rollout")
     return render(
@@ -194,7 +213,7 @@ def release_close(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         except services.TransitionRefused as refused:
             form.add_error(None, refused.message)
         else:
-            messages.success(request, f"Saved how release #{release.pk} ended.")
+            messages.success(request, _("Saved how release #%(pk)s ended.") % {"pk": release.pk})
             return redirect(reverse("releases:release_detail", args=[pk]) + "#rollout")
     return render(
         request,
