@@ -12,9 +12,16 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.forms.utils import pretty_name
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
+from django.utils.translation import gettext_lazy, ngettext
 
 from lib.storable import TOO_DEEP_TO_PARSE, find_unstorable, validate_storable
+
+
+def shown_choices(choices: Any) -> list[tuple[Any, Any]]:
+    """Choices whose labels stay English where they are written (gettext_noop in the
+    model: they reach hashed or sent text), translated where a form shows them."""
+    return [(value, gettext_lazy(label)) for value, label in choices]
+
 
 # ---------------------------------------------------------------- inline validation
 

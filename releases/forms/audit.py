@@ -10,7 +10,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from ledger.models import Service
-from lib.forms import NamedChoicesMixin
+from lib.forms import NamedChoicesMixin, shown_choices
 from releases.models import Export, Release
 from releases.records import RECORD_TYPES, AuditFilters
 from releases.webhook_types import EVENT_TYPES
@@ -18,12 +18,6 @@ from releases.webhook_types import EVENT_TYPES
 
 def _any(choices: Any, any_label: Any) -> list[tuple[str, Any]]:
     return [("", any_label), *choices]
-
-
-def _shown(choices: Any) -> list[tuple[str, Any]]:
-    """Choices whose labels stay English where they are written (gettext_noop in the
-    model), translated here, where they are shown."""
-    return [(value, _(label)) for value, label in choices]
 
 
 class AuditFilterForm(NamedChoicesMixin, forms.Form):
@@ -54,12 +48,12 @@ class AuditFilterForm(NamedChoicesMixin, forms.Form):
     change_kind = forms.ChoiceField(
         required=False,
         label=_("Change kind"),
-        choices=_any(_shown(Release.ChangeKind.choices), _("Any change kind")),
+        choices=_any(shown_choices(Release.ChangeKind.choices), _("Any change kind")),
     )
     path = forms.ChoiceField(
         required=False,
         label=_("Path"),
-        choices=_any(_shown(Release.Path.choices), _("Any path")),
+        choices=_any(shown_choices(Release.Path.choices), _("Any path")),
     )
     state = forms.ChoiceField(
         required=False,

@@ -10,7 +10,7 @@ from django.utils.translation import pgettext_lazy
 
 from ledger.forms import CatalogFilter
 from ledger.models import Service
-from lib.forms import LiveFilterSet
+from lib.forms import LiveFilterSet, shown_choices
 from releases.models import Release, Stage
 from releases.queries.readiness import VERDICTS
 from releases.queries.reviews import REVIEW_FILTERS, filter_review_status
@@ -27,9 +27,13 @@ class ReleaseListFilter(LiveFilterSet):
         field_name="service__tier", choices=Service.Tier.choices, empty_label=_("Any tier")
     )
     change_kind = django_filters.ChoiceFilter(
-        choices=Release.ChangeKind.choices, empty_label=_("Any change kind"), label=_("Change kind")
+        choices=shown_choices(Release.ChangeKind.choices),
+        empty_label=_("Any change kind"),
+        label=_("Change kind"),
     )
-    path = django_filters.ChoiceFilter(choices=Release.Path.choices, empty_label=_("Any path"))
+    path = django_filters.ChoiceFilter(
+        choices=shown_choices(Release.Path.choices), empty_label=_("Any path")
+    )
     filer = django_filters.CharFilter(
         field_name="filed_by__username", label=_("Filed by"), help_text=_("A username.")
     )

@@ -20,7 +20,7 @@ from django.utils.translation import gettext_lazy as _
 from django_stubs_ext import StrOrPromise
 
 from ledger.models import Revision, Service
-from lib.forms import CommaListField, LinesField
+from lib.forms import CommaListField, LinesField, shown_choices
 from releases import policy
 from releases.models import Release, StandardChangeTemplate
 from releases.schemas import (
@@ -153,7 +153,7 @@ class ReleaseForm(forms.Form):
         ),
     )
     change_kind = forms.ChoiceField(
-        choices=Release.ChangeKind.choices,
+        choices=shown_choices(Release.ChangeKind.choices),
         label=_("Change kind"),
         help_text=_(
             "What kind of change this is; it sets the suggested risk and the gates that apply."
@@ -233,7 +233,7 @@ class ReleaseForm(forms.Form):
         ),
     )
     rollback_kind = forms.ChoiceField(
-        choices=[("", "—"), *list(Release.RollbackKind.choices)],
+        choices=[("", "—"), *shown_choices(Release.RollbackKind.choices)],
         required=False,
         label=_("Rollback kind"),
         help_text=_("What a rollback switches back: the engine, the model, or a gateway policy."),
@@ -299,7 +299,7 @@ class ReleaseForm(forms.Form):
         help_text=_("How many days logs with sensitive content are kept; 0 keeps none."),
     )
     path = forms.ChoiceField(
-        choices=Release.Path.choices,
+        choices=shown_choices(Release.Path.choices),
         initial=Release.Path.NORMAL,
         label=_("Change path"),
         help_text=_(

@@ -10,12 +10,13 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from lib.forms import shown_choices
 from releases.models import SignOff
 
 
 class SignOffForm(forms.Form):
     role = forms.ChoiceField(
-        choices=SignOff.Role.choices,
+        choices=shown_choices(SignOff.Role.choices),
         label=_("Role"),
         help_text=_("The role you sign for; one person signs one role on a release."),
     )
@@ -35,7 +36,7 @@ class SignOffForm(forms.Form):
 
     def __init__(self, *args: Any, roles: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        labels = dict(SignOff.Role.choices)
+        labels = dict(shown_choices(SignOff.Role.choices))
         field = self.fields["role"]
         assert isinstance(field, forms.ChoiceField)
         field.choices = [(role, labels[role]) for role in roles]

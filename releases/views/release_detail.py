@@ -138,9 +138,10 @@ def _read_only_form(release: Release) -> list[tuple[str, StrOrPromise, list[tupl
         },
         "standard_template": str(release.standard_template) if release.standard_template else None,
         "risk": release.get_risk_display() if release.risk else None,
-        "change_kind": release.get_change_kind_display(),
-        "rollback_kind": release.get_rollback_kind_display() if release.rollback_kind else None,
-        "path": release.get_path_display(),
+        # English in the model (gettext_noop: they reach hashed and sent text); shown translated.
+        "change_kind": _(release.get_change_kind_display()),
+        "rollback_kind": _(release.get_rollback_kind_display()) if release.rollback_kind else None,
+        "path": _(release.get_path_display()),
         "decommission_moves": [
             f"{m.get('kind')} {m.get('name')} → {m.get('moved_to')}"
             for m in release.decommission_moves
@@ -225,7 +226,7 @@ def _page_context(
         "classifications": CLASSIFICATIONS,
         "signable_roles": signable,
         "required_labels": [
-            dict(SignOff.Role.choices)[r].lower() for r in assessment.required_roles
+            _(dict(SignOff.Role.choices)[r]).lower() for r in assessment.required_roles
         ],
         "signoff_form": forms.get("signoff_form")
         or (SignOffForm(roles=signable) if signable else None),
@@ -272,7 +273,7 @@ def release_signoff(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
                 _("Signed %(decision)s for %(role)s on snapshot %(snapshot)s.")
                 % {
                     "decision": signoff.get_decision_display().lower(),
-                    "role": signoff.get_role_display().lower(),
+                    "role": _(signoff.get_role_display()).lower(),
                     "snapshot": signoff.snapshot_hash[:12],
                 },
             )
