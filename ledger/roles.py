@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class Role(models.TextChoices):
-    MODEL_OWNER = "model_owner", "Model owner"
-    PLATFORM_SRE = "platform_sre", "Platform SRE"
-    SECURITY_COMPLIANCE = "security_compliance", "Security & compliance"
-    BUSINESS_OWNER = "business_owner", "Business owner"
-    AUDITOR = "auditor", "Auditor"
+    MODEL_OWNER = "model_owner", _("Model owner")
+    PLATFORM_SRE = "platform_sre", _("Platform SRE")
+    SECURITY_COMPLIANCE = "security_compliance", _("Security & compliance")
+    BUSINESS_OWNER = "business_owner", _("Business owner")
+    AUDITOR = "auditor", _("Auditor")
 
 
 # What each role can do in the product as it stands; a duty is added here when the

@@ -9,6 +9,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db.models import QuerySet
+from django.utils.translation import gettext_lazy as _
 
 from ledger import permissions, services
 from ledger.engines import check_launch_parameters
@@ -34,12 +35,14 @@ from lib.forms import CommaListField, InlineValidationMixin, JSONField, PrettyJS
 
 class ServiceForm(InlineValidationMixin, forms.ModelForm):
     task_types = CommaListField(
-        label="Task types",
+        label=_("Task types"),
         item_validator=validate_slug,
-        help_text="The kinds of work it does for its tenants, separated by commas: chat, rag, sql.",
+        help_text=_(
+            "The kinds of work it does for its tenants, separated by commas: chat, rag, sql."
+        ),
     )
     tenants = CommaListField(
-        help_text="The business tenants it serves, separated by commas: support, sales."
+        help_text=_("The business tenants it serves, separated by commas: support, sales.")
     )
 
     class Meta:
@@ -120,14 +123,16 @@ DIGEST_HELP = "sha256: followed by 64 lowercase hexadecimal characters."
 class AssetForm(InlineValidationMixin, forms.ModelForm):
     license = LicenseChoiceField(
         queryset=License.objects.all(),
-        empty_label="Choose a license",
-        help_text="Licenses security & compliance has registered. Ask them to add a missing one.",
+        empty_label=_("Choose a license"),
+        help_text=_(
+            "Licenses security & compliance has registered. Ask them to add a missing one."
+        ),
     )
     model_card_url = forms.URLField(
-        label="Model card URL",
+        label=_("Model card URL"),
         required=False,
         assume_scheme="https",
-        help_text="Link to the model card, if there is one.",
+        help_text=_("Link to the model card, if there is one."),
     )
 
     class Meta:
@@ -171,10 +176,10 @@ class AssetForm(InlineValidationMixin, forms.ModelForm):
 
 class LifecycleForm(forms.Form):
     on = forms.DateField(
-        label="Effective date",
+        label=_("Effective date"),
         required=False,
         widget=forms.DateInput(attrs={"type": "date"}),
-        help_text="Leave empty for today.",
+        help_text=_("Leave empty for today."),
     )
 
 
@@ -184,8 +189,10 @@ class LifecycleForm(forms.Form):
 class RuntimeForm(InlineValidationMixin, forms.ModelForm):
     launch_parameters = PrettyJSONField(
         required=False,
-        help_text='Engine flags as a JSON object, e.g. {"max_model_len": 32768, '
-        '"tensor_parallel_size": 2}. Known flags of the engine are checked.',
+        help_text=_(
+            'Engine flags as a JSON object, e.g. {"max_model_len": 32768, '
+            '"tensor_parallel_size": 2}. Known flags of the engine are checked.'
+        ),
         widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
     )
 
@@ -268,26 +275,32 @@ class RuntimeChoiceField(forms.ModelChoiceField):
 class RevisionForm(InlineValidationMixin, forms.Form):
     model_asset = forms.ModelChoiceField(
         queryset=ModelAsset.objects.none(),
-        label="Model asset",
-        help_text="Active or deprecated assets of the service's team; retired ones cannot be used.",
+        label=_("Model asset"),
+        help_text=_(
+            "Active or deprecated assets of the service's team; retired ones cannot be used."
+        ),
     )
     runtime = RuntimeChoiceField(
         queryset=Runtime.objects.none(),
-        help_text="Any runtime in the registry: its team maintains it, every service may use it.",
+        help_text=_(
+            "Any runtime in the registry: its team maintains it, every service may use it."
+        ),
     )
     context_limit = forms.IntegerField(
         min_value=1,
-        help_text="Largest prompt + output, in tokens; the runtime's context flag may not exceed it.",
+        help_text=_(
+            "Largest prompt + output, in tokens; the runtime's context flag may not exceed it."
+        ),
     )
     gateway_policy_version = forms.CharField(
         max_length=40,
         validators=[validate_name_token],
-        help_text="Version of the gateway routing/limits policy, e.g. gw-12.",
+        help_text=_("Version of the gateway routing/limits policy, e.g. gw-12."),
     )
     notes = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
-        help_text="Why this revision exists; what changed from the one before.",
+        help_text=_("Why this revision exists; what changed from the one before."),
     )
     based_on = forms.ModelChoiceField(
         queryset=Revision.objects.none(), required=False, widget=forms.HiddenInput
@@ -348,11 +361,13 @@ class RevisionForm(InlineValidationMixin, forms.Form):
 class CapabilityForm(InlineValidationMixin, forms.Form):
     kind = forms.ChoiceField(
         choices=Capability.Kind.choices,
-        help_text="Declaring a kind again replaces its value; a changed value must be verified again.",
+        help_text=_(
+            "Declaring a kind again replaces its value; a changed value must be verified again."
+        ),
     )
     value = JSONField(
         widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
-        help_text='JSON; its shape depends on the kind: 32768, "sse", ["json_schema"], true.',
+        help_text=_('JSON; its shape depends on the kind: 32768, "sse", ["json_schema"], true.'),
     )
 
     def __init__(self, *args: Any, revision: Revision, **kwargs: Any) -> None:
