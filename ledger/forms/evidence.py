@@ -16,13 +16,13 @@ from ledger.models import LoadTestReport
 from lib.forms import NamedChoicesMixin
 
 FORMAT_LABELS = {
-    "aiperf": "NVIDIA AIPerf (profile_export.jsonl, profile_export_aiperf.json/.csv)",
-    "genai_perf": "NVIDIA GenAI-Perf / perf_analyzer (profile_export*.json/.csv)",
-    "guidellm": "GuideLLM report (benchmarks.json/.csv)",
-    "inference_perf": "Kubernetes inference-perf lifecycle report",
-    "sglang": "SGLang bench_serving output",
-    "vllm": "vLLM bench serve / benchmark_serving.py result",
-    "generic": "Generic per-request CSV or JSON Lines",
+    "aiperf": _("NVIDIA AIPerf (profile_export.jsonl, profile_export_aiperf.json/.csv)"),
+    "genai_perf": _("NVIDIA GenAI-Perf / perf_analyzer (profile_export*.json/.csv)"),
+    "guidellm": _("GuideLLM report (benchmarks.json/.csv)"),
+    "inference_perf": _("Kubernetes inference-perf lifecycle report"),
+    "sglang": _("SGLang bench_serving output"),
+    "vllm": _("vLLM bench serve / benchmark_serving.py result"),
+    "generic": _("Generic per-request CSV or JSON Lines"),
 }
 
 
@@ -36,7 +36,7 @@ class LoadTestUploadForm(NamedChoicesMixin, forms.Form):
             "The kind of traffic the test sent. A revision keeps one current report "
             "per workload class; the newest one counts."
         ),
-        error_messages={"required": "Pick the workload class this file measured."},
+        error_messages={"required": _("Pick the workload class this file measured.")},
     )
     file = forms.FileField(
         label=_("Report file"),
@@ -46,7 +46,7 @@ class LoadTestUploadForm(NamedChoicesMixin, forms.Form):
             "Drop the file here or choose it: the JSON, JSON Lines or CSV file exactly "
             "as the benchmark tool wrote it."
         ),
-        error_messages={"required": "Choose the report file to attach."},
+        error_messages={"required": _("Choose the report file to attach.")},
     )
     format = forms.ChoiceField(
         label=_("Format"),

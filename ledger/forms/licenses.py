@@ -12,7 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from ledger.models.registry import ACCEPTED_BY_MAX_LENGTH, TERMS_VERSION_MAX_LENGTH
 from ledger.services import COMMENT_MAX_LENGTH
 
-DECISIONS = [("approved", "Approve"), ("rejected", "Reject")]
+DECISIONS = [("approved", _("Approve")), ("rejected", _("Reject"))]
 
 
 class LicenseReviewForm(forms.Form):
@@ -22,8 +22,8 @@ class LicenseReviewForm(forms.Form):
         choices=DECISIONS,
         widget=forms.RadioSelect,
         error_messages={
-            "invalid_choice": "%(value)s is not a decision: choose approve or reject.",
-            "required": "Choose approve or reject.",
+            "invalid_choice": _("%(value)s is not a decision: choose approve or reject."),
+            "required": _("Choose approve or reject."),
         },
     )
     comment = forms.CharField(

@@ -9,6 +9,8 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db.models import QuerySet
+from django.utils.text import format_lazy
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from ledger import permissions, services
@@ -63,16 +65,16 @@ class ServiceForm(InlineValidationMixin, forms.ModelForm):
             "review_cadence_days",
         ]
         help_texts = {
-            "name": "A human name for it, e.g. Knowledge-base assistant.",
-            "description": "What it is for and who relies on it.",
-            "team": "The team whose model owners may change it.",
-            "tier": "Production requires images pinned by digest and approved licenses.",
-            "exposure": "Who sees its outputs; decides which licenses it may serve.",
-            "slo_ttft_p95_ms": "Time to first token, 95th percentile, in milliseconds.",
-            "slo_ttft_p99_ms": "Time to first token, 99th percentile; not below the p95.",
-            "slo_tpot_ms": "Time per output token, 95th percentile, in milliseconds.",
-            "slo_error_rate_pct": "Highest acceptable share of failed requests, 0 to 100.",
-            "review_cadence_days": "How often the service is reviewed, in days.",
+            "name": _("A human name for it, e.g. Knowledge-base assistant."),
+            "description": _("What it is for and who relies on it."),
+            "team": _("The team whose model owners may change it."),
+            "tier": _("Production requires images pinned by digest and approved licenses."),
+            "exposure": _("Who sees its outputs; decides which licenses it may serve."),
+            "slo_ttft_p95_ms": _("Time to first token, 95th percentile, in milliseconds."),
+            "slo_ttft_p99_ms": _("Time to first token, 99th percentile; not below the p95."),
+            "slo_tpot_ms": _("Time per output token, 95th percentile, in milliseconds."),
+            "slo_error_rate_pct": _("Highest acceptable share of failed requests, 0 to 100."),
+            "review_cadence_days": _("How often the service is reviewed, in days."),
         }
         widgets = {"description": forms.Textarea(attrs={"rows": 3})}
 
@@ -95,8 +97,10 @@ class ServiceForm(InlineValidationMixin, forms.ModelForm):
 
 class LicenseChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, obj: License) -> str:
-        gated = ", gated" if obj.gated else ""
-        return f"{obj.spdx_id} ({obj.get_kind_display().lower()}{gated})"
+        kind = gettext(obj.get_kind_display()).lower()
+        if obj.gated:
+            return gettext("%(license)s (%(kind)s, gated)") % {"license": obj.spdx_id, "kind": kind}
+        return f"{obj.spdx_id} ({kind})"
 
 
 ASSET_FIELDS = [
@@ -117,7 +121,7 @@ ASSET_FIELDS = [
     "config_digest",
     "model_card_url",
 ]
-DIGEST_HELP = "sha256: followed by 64 lowercase hexadecimal characters."
+DIGEST_HELP = _("sha256: followed by 64 lowercase hexadecimal characters.")
 
 
 class AssetForm(InlineValidationMixin, forms.ModelForm):
@@ -139,17 +143,29 @@ class AssetForm(InlineValidationMixin, forms.ModelForm):
         model = ModelAsset
         fields = ASSET_FIELDS
         help_texts = {
-            "team": "The team whose model owners may change it.",
-            "derived_from": "The asset it was quantized, merged or fine-tuned from; empty for a base model.",
-            "derivation": "How it was made from the asset it derives from.",
-            "quantization": "The numeric format of the weights as served.",
-            "weights_digest": f"Digest of the weights files. {DIGEST_HELP}",
-            "tokenizer_id": "Where the tokenizer comes from, if not the source repository.",
-            "tokenizer_digest": f"Digest of the tokenizer files. {DIGEST_HELP}",
-            "chat_template_digest": "Digest of the chat template actually used; a derived "
-            f"repository may change it silently. {DIGEST_HELP}",
-            "generation_config_digest": f"Digest of generation_config.json. {DIGEST_HELP}",
-            "config_digest": f"Digest of config.json. {DIGEST_HELP}",
+            "team": _("The team whose model owners may change it."),
+            "derived_from": _(
+                "The asset it was quantized, merged or fine-tuned from; empty for a base model."
+            ),
+            "derivation": _("How it was made from the asset it derives from."),
+            "quantization": _("The numeric format of the weights as served."),
+            "weights_digest": format_lazy("{} {}", _("Digest of the weights files."), DIGEST_HELP),
+            "tokenizer_id": _("Where the tokenizer comes from, if not the source repository."),
+            "tokenizer_digest": format_lazy(
+                "{} {}", _("Digest of the tokenizer files."), DIGEST_HELP
+            ),
+            "chat_template_digest": format_lazy(
+                "{} {}",
+                _(
+                    "Digest of the chat template actually used; a derived "
+                    "repository may change it silently."
+                ),
+                DIGEST_HELP,
+            ),
+            "generation_config_digest": format_lazy(
+                "{} {}", _("Digest of generation_config.json."), DIGEST_HELP
+            ),
+            "config_digest": format_lazy("{} {}", _("Digest of config.json."), DIGEST_HELP),
         }
 
     def __init__(
@@ -210,12 +226,12 @@ class RuntimeForm(InlineValidationMixin, forms.ModelForm):
             "gpu_memory_gb",
         ]
         help_texts = {
-            "name": "A slug naming engine, version and hardware, e.g. vllm-0-6-3-h100x2.",
-            "team": "The team whose model owners may change it.",
-            "engine": "The inference engine that serves the model.",
-            "engine_version": "The engine's release, e.g. 0.6.3.",
-            "gpu_count": "GPUs per replica.",
-            "gpu_memory_gb": "Memory of each GPU, in GB.",
+            "name": _("A slug naming engine, version and hardware, e.g. vllm-0-6-3-h100x2."),
+            "team": _("The team whose model owners may change it."),
+            "engine": _("The inference engine that serves the model."),
+            "engine_version": _("The engine's release, e.g. 0.6.3."),
+            "gpu_count": _("GPUs per replica."),
+            "gpu_memory_gb": _("Memory of each GPU, in GB."),
         }
         widgets = {"image": forms.TextInput(attrs={"spellcheck": "false"})}
 
@@ -266,10 +282,13 @@ class RuntimeForm(InlineValidationMixin, forms.ModelForm):
 class RuntimeChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, obj: Runtime) -> str:
         gpus = f"{obj.gpu_count} x {obj.gpu_model}" if obj.gpu_model else f"{obj.gpu_count} GPU"
-        return (
-            f"{obj.name} ({obj.get_engine_display()} {obj.engine_version}, {gpus}; "
-            f"team {obj.team.slug})"
-        )
+        return gettext("%(runtime)s (%(engine)s %(version)s, %(gpus)s; team %(team)s)") % {
+            "runtime": obj.name,
+            "engine": gettext(obj.get_engine_display()),
+            "version": obj.engine_version,
+            "gpus": gpus,
+            "team": obj.team.slug,
+        }
 
 
 class RevisionForm(InlineValidationMixin, forms.Form):

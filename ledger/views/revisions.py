@@ -12,6 +12,7 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods
 
 from ledger import queries, services
@@ -26,13 +27,13 @@ from lib.http import post_only
 from lib.pages import apply_errors, render_field, render_form
 
 COMPONENT_LABELS = {
-    "weights_digest": "Weights digest",
-    "tokenizer_digest": "Tokenizer digest",
-    "chat_template_digest": "Chat template digest",
-    "generation_config_digest": "Generation config digest",
-    "image_digest": "Image digest",
-    "launch_parameters": "Launch parameters",
-    "context_limit": "Context limit (tokens)",
+    "weights_digest": gettext_lazy("Weights digest"),
+    "tokenizer_digest": gettext_lazy("Tokenizer digest"),
+    "chat_template_digest": gettext_lazy("Chat template digest"),
+    "generation_config_digest": gettext_lazy("Generation config digest"),
+    "image_digest": gettext_lazy("Image digest"),
+    "launch_parameters": gettext_lazy("Launch parameters"),
+    "context_limit": gettext_lazy("Context limit (tokens)"),
 }
 
 
