@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django import forms
 from django.conf import settings
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from ledger.importers import FORMATS
@@ -31,7 +32,7 @@ class LoadTestUploadForm(NamedChoicesMixin, forms.Form):
 
     workload = forms.ChoiceField(
         label=_("Workload class"),
-        choices=[("", "Pick the workload class…"), *LoadTestReport.Workload.choices],
+        choices=[("", _("Pick the workload class…")), *LoadTestReport.Workload.choices],
         help_text=_(
             "The kind of traffic the test sent. A revision keeps one current report "
             "per workload class; the newest one counts."
@@ -51,7 +52,10 @@ class LoadTestUploadForm(NamedChoicesMixin, forms.Form):
     format = forms.ChoiceField(
         label=_("Format"),
         required=False,
-        choices=[("", "Detect from the content"), *((k, FORMAT_LABELS.get(k, k)) for k in FORMATS)],
+        choices=[
+            ("", _("Detect from the content")),
+            *((k, FORMAT_LABELS.get(k, k)) for k in FORMATS),
+        ],
         help_text=_("Only when detection picks the wrong importer."),
     )
 
@@ -70,7 +74,8 @@ class LoadTestUploadForm(NamedChoicesMixin, forms.Form):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         limit = settings.LOADTEST_MAX_UPLOAD_BYTES
-        self.fields["file"].help_text += f" Up to {limit / 1024 / 1024:g} MB."
+        up_to = gettext("Up to %(mb)s MB.") % {"mb": f"{limit / 1024 / 1024:g}"}
+        self.fields["file"].help_text = f"{self.fields['file'].help_text} {up_to}"
         if self.is_bound:
             # htmx keeps the chosen file when it swaps the form after a preview or an
             # error; a fresh form (after a save) must come back empty, so only bound ones.

@@ -12,18 +12,28 @@ from ledger.models import Event, ModelAsset, Runtime, Service, TaskType, Team
 from ledger.queries import events_of_service, subject_type_choices
 from lib.forms import LiveFilterSet
 
+# Choices whose labels stay English where they are stored or hashed (gettext_noop in the
+# models), shown here in the reader's language.
+ENGINE_CHOICES = [(value, _(label)) for value, label in Engine.choices]
+APPROVAL_CHOICES = [(value, _(label)) for value, label in ModelAsset.LicenseApproval.choices]
+
 
 class CatalogFilter(LiveFilterSet):
     q = django_filters.CharFilter(
         label=_("Search"), method="search", help_text=_("Slug, name or model of the live revision.")
     )
-    tier = django_filters.ChoiceFilter(choices=Service.Tier.choices, empty_label=_("Any tier"))
+    tier = django_filters.ChoiceFilter(
+        choices=Service.Tier.choices, empty_label=_("Any tier"), label=_("Tier")
+    )
     team = django_filters.ModelChoiceFilter(
-        queryset=Team.objects.all(), to_field_name="slug", empty_label=_("Any team")
+        queryset=Team.objects.all(),
+        to_field_name="slug",
+        empty_label=_("Any team"),
+        label=_("Team"),
     )
     engine = django_filters.ChoiceFilter(
         field_name="live_revision__runtime__engine",
-        choices=Engine.choices,
+        choices=ENGINE_CHOICES,
         empty_label=_("Any engine"),
         label=_("Engine (live)"),
     )
@@ -52,16 +62,21 @@ class AssetListFilter(LiveFilterSet):
         label=_("Search"), method="search", help_text=_("Name, revision, family or source.")
     )
     team = django_filters.ModelChoiceFilter(
-        queryset=Team.objects.all(), to_field_name="slug", empty_label=_("Any team")
+        queryset=Team.objects.all(),
+        to_field_name="slug",
+        empty_label=_("Any team"),
+        label=_("Team"),
     )
     quantization = django_filters.ChoiceFilter(
-        choices=ModelAsset.Quantization.choices, empty_label=_("Any quantization")
+        choices=ModelAsset.Quantization.choices,
+        empty_label=_("Any quantization"),
+        label=_("Quantization"),
     )
     lifecycle = django_filters.ChoiceFilter(
-        choices=ModelAsset.Lifecycle.choices, empty_label=_("Any lifecycle")
+        choices=ModelAsset.Lifecycle.choices, empty_label=_("Any lifecycle"), label=_("Lifecycle")
     )
     license_approval = django_filters.ChoiceFilter(
-        choices=ModelAsset.LicenseApproval.choices,
+        choices=APPROVAL_CHOICES,
         empty_label=_("Any approval"),
         label=_("License approval"),
     )
@@ -84,9 +99,14 @@ class RuntimeListFilter(LiveFilterSet):
         label=_("Search"), method="search", help_text=_("Name, image or GPU model.")
     )
     team = django_filters.ModelChoiceFilter(
-        queryset=Team.objects.all(), to_field_name="slug", empty_label=_("Any team")
+        queryset=Team.objects.all(),
+        to_field_name="slug",
+        empty_label=_("Any team"),
+        label=_("Team"),
     )
-    engine = django_filters.ChoiceFilter(choices=Engine.choices, empty_label=_("Any engine"))
+    engine = django_filters.ChoiceFilter(
+        choices=ENGINE_CHOICES, empty_label=_("Any engine"), label=_("Engine")
+    )
 
     class Meta:
         model = Runtime
@@ -121,6 +141,7 @@ class EventListFilter(LiveFilterSet):
     )
     action = django_filters.CharFilter(
         lookup_expr="startswith",
+        label=_("Action starts with"),
         help_text=_("An action or its start, e.g. service. or revision.created"),
     )
     date_from = django_filters.DateFilter(

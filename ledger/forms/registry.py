@@ -9,12 +9,13 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db.models import QuerySet
+from django.db.models.fields import BLANK_CHOICE_DASH
 from django.utils.text import format_lazy
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from ledger import permissions, services
-from ledger.engines import check_launch_parameters
+from ledger.engines import Engine, check_launch_parameters
 from ledger.models import (
     Capability,
     License,
@@ -44,7 +45,8 @@ class ServiceForm(InlineValidationMixin, forms.ModelForm):
         ),
     )
     tenants = CommaListField(
-        help_text=_("The business tenants it serves, separated by commas: support, sales.")
+        label=_("Tenants"),
+        help_text=_("The business tenants it serves, separated by commas: support, sales."),
     )
 
     class Meta:
@@ -64,6 +66,15 @@ class ServiceForm(InlineValidationMixin, forms.ModelForm):
             "slo_error_rate_pct",
             "review_cadence_days",
         ]
+        labels = {
+            "slug": _("Slug"),
+            "name": _("Name"),
+            "description": _("Description"),
+            "team": _("Team"),
+            "tier": _("Tier"),
+            "exposure": _("Exposure"),
+            "review_cadence_days": _("Review cadence days"),
+        }
         help_texts = {
             "name": _("A human name for it, e.g. Knowledge-base assistant."),
             "description": _("What it is for and who relies on it."),
@@ -87,9 +98,9 @@ class ServiceForm(InlineValidationMixin, forms.ModelForm):
             self.initial["task_types"] = [t.slug for t in self.instance.task_types.all()]
             # The gateway routes by the slug: renaming it would cut traffic.
             self.fields["slug"].disabled = True
-            self.fields[
-                "slug"
-            ].help_text = "The gateway routes by this name, so it does not change."
+            self.fields["slug"].help_text = gettext(
+                "The gateway routes by this name, so it does not change."
+            )
 
 
 # ---------------------------------------------------------------- model assets
@@ -127,6 +138,7 @@ DIGEST_HELP = _("sha256: followed by 64 lowercase hexadecimal characters.")
 class AssetForm(InlineValidationMixin, forms.ModelForm):
     license = LicenseChoiceField(
         queryset=License.objects.all(),
+        label=_("License"),
         empty_label=_("Choose a license"),
         help_text=_(
             "Licenses security & compliance has registered. Ask them to add a missing one."
@@ -142,6 +154,22 @@ class AssetForm(InlineValidationMixin, forms.ModelForm):
     class Meta:
         model = ModelAsset
         fields = ASSET_FIELDS
+        labels = {
+            "name": _("Name"),
+            "revision": _("Revision"),
+            "team": _("Team"),
+            "family": _("Family"),
+            "source_repository": _("Source repository"),
+            "derived_from": _("Derived from"),
+            "derivation": _("Derivation"),
+            "quantization": _("Quantization"),
+            "weights_digest": _("Weights digest"),
+            "tokenizer_id": _("Tokenizer id"),
+            "tokenizer_digest": _("Tokenizer digest"),
+            "chat_template_digest": _("Chat template digest"),
+            "generation_config_digest": _("Generation config digest"),
+            "config_digest": _("Config digest"),
+        }
         help_texts = {
             "team": _("The team whose model owners may change it."),
             "derived_from": _(
@@ -204,6 +232,7 @@ class LifecycleForm(forms.Form):
 
 class RuntimeForm(InlineValidationMixin, forms.ModelForm):
     launch_parameters = PrettyJSONField(
+        label=_("Launch parameters"),
         required=False,
         help_text=_(
             'Engine flags as a JSON object, e.g. {"max_model_len": 32768, '
@@ -225,6 +254,13 @@ class RuntimeForm(InlineValidationMixin, forms.ModelForm):
             "gpu_count",
             "gpu_memory_gb",
         ]
+        labels = {
+            "name": _("Name"),
+            "team": _("Team"),
+            "engine": _("Engine"),
+            "engine_version": _("Engine version"),
+            "image": _("Image"),
+        }
         help_texts = {
             "name": _("A slug naming engine, version and hardware, e.g. vllm-0-6-3-h100x2."),
             "team": _("The team whose model owners may change it."),
@@ -240,9 +276,14 @@ class RuntimeForm(InlineValidationMixin, forms.ModelForm):
         team = cast("forms.ModelChoiceField[Team]", self.fields["team"])
         team.queryset = teams
         team.empty_label = None
+        # The engines' labels stay English where they are stored (gettext_noop in ledger.engines).
+        engine = cast("forms.ChoiceField", self.fields["engine"])
+        engine.choices = [*BLANK_CHOICE_DASH, *((v, gettext(label)) for v, label in Engine.choices)]
         if self.instance.pk:
             self.fields["name"].disabled = True
-            self.fields["name"].help_text = "Revisions and people refer to it by this name."
+            self.fields["name"].help_text = gettext(
+                "Revisions and people refer to it by this name."
+            )
 
     def clean_launch_parameters(self) -> dict:
         value = self.cleaned_data.get("launch_parameters")
@@ -301,22 +342,26 @@ class RevisionForm(InlineValidationMixin, forms.Form):
     )
     runtime = RuntimeChoiceField(
         queryset=Runtime.objects.none(),
+        label=_("Runtime"),
         help_text=_(
             "Any runtime in the registry: its team maintains it, every service may use it."
         ),
     )
     context_limit = forms.IntegerField(
+        label=_("Context limit"),
         min_value=1,
         help_text=_(
             "Largest prompt + output, in tokens; the runtime's context flag may not exceed it."
         ),
     )
     gateway_policy_version = forms.CharField(
+        label=_("Gateway policy version"),
         max_length=40,
         validators=[validate_name_token],
         help_text=_("Version of the gateway routing/limits policy, e.g. gw-12."),
     )
     notes = forms.CharField(
+        label=_("Notes"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
         help_text=_("Why this revision exists; what changed from the one before."),
@@ -379,12 +424,15 @@ class RevisionForm(InlineValidationMixin, forms.Form):
 
 class CapabilityForm(InlineValidationMixin, forms.Form):
     kind = forms.ChoiceField(
-        choices=Capability.Kind.choices,
+        label=pgettext_lazy("capability kind", "Kind"),
+        # The kinds' labels stay English where they are stored (gettext_noop in the model).
+        choices=[(value, _(label)) for value, label in Capability.Kind.choices],
         help_text=_(
             "Declaring a kind again replaces its value; a changed value must be verified again."
         ),
     )
     value = JSONField(
+        label=_("Value"),
         widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
         help_text=_('JSON; its shape depends on the kind: 32768, "sse", ["json_schema"], true.'),
     )

@@ -53,6 +53,9 @@ WORDS = {
     "no evidence": pgettext_lazy("state word", "no evidence"),
     "slower": pgettext_lazy("state word", "slower"),
     "faster": pgettext_lazy("state word", "faster"),
+    "production": pgettext_lazy("state word", "production"),
+    "internal": pgettext_lazy("state word", "internal"),
+    "experimental": pgettext_lazy("state word", "experimental"),
 }
 
 
