@@ -215,7 +215,7 @@ class AssetForm(InlineValidationMixin, forms.ModelForm):
             parents = parents.exclude(pk=self.instance.pk)
         derived_from = cast("forms.ModelChoiceField[ModelAsset]", self.fields["derived_from"])
         derived_from.queryset = parents
-        derived_from.empty_label = "None: a base model"
+        derived_from.empty_label = gettext("None: a base model")
 
 
 class LifecycleForm(forms.Form):
