@@ -27,6 +27,7 @@ class LicenseReviewForm(forms.Form):
         },
     )
     comment = forms.CharField(
+        label=_("Comment"),
         required=False,
         max_length=COMMENT_MAX_LENGTH,
         widget=forms.Textarea(attrs={"rows": 4}),
@@ -58,6 +59,7 @@ class LicenseAcceptanceForm(forms.Form):
         help_text=_("When the terms were accepted, in the site's time zone. Leave empty for now."),
     )
     note = forms.CharField(
+        label=_("Note"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
         help_text=_(
