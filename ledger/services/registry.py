@@ -452,11 +452,15 @@ def lifecycle_refusal(asset: ModelAsset, *, retire: bool) -> str:
     itself refuses a retired asset, whoever calls it.
     """
     if asset.lifecycle == ModelAsset.Lifecycle.RETIRED:
-        return (
-            f"{asset} was retired on {asset.retired_on:%Y-%m-%d}; it cannot change lifecycle again."
-        )
+        return _("%(asset)s was retired on %(date)s; it cannot change lifecycle again.") % {
+            "asset": asset,
+            "date": f"{asset.retired_on:%Y-%m-%d}",
+        }
     if not retire and asset.lifecycle == ModelAsset.Lifecycle.DEPRECATED:
-        return f"{asset} is already deprecated since {asset.deprecated_on:%Y-%m-%d}."
+        return _("%(asset)s is already deprecated since %(date)s.") % {
+            "asset": asset,
+            "date": f"{asset.deprecated_on:%Y-%m-%d}",
+        }
     return ""
 
 
