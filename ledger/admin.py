@@ -17,6 +17,7 @@ from django.db import models
 from django.db.models import Count
 from django.http import HttpRequest
 from django.utils.html import format_html
+from django.utils.translation import gettext as _
 from rest_framework.authtoken.admin import TokenAdmin as DRFTokenAdmin
 from rest_framework.authtoken.models import TokenProxy
 
@@ -104,8 +105,11 @@ class TeamAdminForm(forms.ModelForm):
             if removed:
                 names = ", ".join(sorted(user.get_username() for user in removed))
                 raise forms.ValidationError(
-                    f"Members cannot be removed here yet ({names}): the ledger has no verb "
-                    "that records a removal. Members can be added."
+                    _(
+                        "Members cannot be removed here yet (%(names)s): the ledger has no verb "
+                        "that records a removal. Members can be added."
+                    )
+                    % {"names": names}
                 )
         return members
 
@@ -388,7 +392,8 @@ class TokenAdmin(DRFTokenAdmin):
         obj._state.adding = False
         messages.success(
             request,
-            f"New API token for {obj.user}: {obj.key}. Copy it now: it is not shown again.",
+            _("New API token for %(user)s: %(key)s. Copy it now: it is not shown again.")
+            % {"user": obj.user, "key": obj.key},
         )
 
     def delete_model(self, request: HttpRequest, obj) -> None:

@@ -22,6 +22,8 @@ from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from ledger import services
 from ledger.models import Team
@@ -31,7 +33,13 @@ from lib.actors import admin_actor
 
 
 def _role_choices() -> list[tuple[str, str]]:
-    return [(role.value, f"{role.label}: {ROLE_DUTIES[role]}") for role in Role]
+    return [
+        (
+            role.value,
+            gettext("%(role)s: %(duties)s") % {"role": role.label, "duties": ROLE_DUTIES[role]},
+        )
+        for role in Role
+    ]
 
 
 class AccountFieldsMixin(forms.Form):
@@ -41,15 +49,17 @@ class AccountFieldsMixin(forms.Form):
         choices=_role_choices,
         widget=forms.CheckboxSelectMultiple,
         required=False,
-        help_text="What this person may do in the ledger. Each change is recorded as an event.",
+        help_text=_("What this person may do in the ledger. Each change is recorded as an event."),
     )
     teams = forms.ModelMultipleChoiceField(
         queryset=Team.objects.order_by("slug"),
         widget=forms.CheckboxSelectMultiple,
         required=False,
         help_text=(
-            "Model owners change the services, assets and runtimes of their teams. "
-            "Teams can be added here; the ledger has no verb that records a removal yet."
+            _(
+                "Model owners change the services, assets and runtimes of their teams. "
+                "Teams can be added here; the ledger has no verb that records a removal yet."
+            )
         ),
     )
 
@@ -61,8 +71,11 @@ class AccountFieldsMixin(forms.Form):
             if removed:
                 names = ", ".join(sorted(team.slug for team in removed))
                 raise forms.ValidationError(
-                    f"Teams cannot be left here yet ({names}): the ledger has no verb that "
-                    "records a removal. Teams can be added."
+                    gettext(
+                        "Teams cannot be left here yet (%(names)s): the ledger has no verb that "
+                        "records a removal. Teams can be added."
+                    )
+                    % {"names": names}
                 )
         return teams
 
@@ -166,7 +179,7 @@ class AccountAdmin(UserAdmin):
     @admin.display(description="roles")
     def role_list(self, user: User) -> str:
         names = {group.name for group in user.groups.all()}
-        return ", ".join(role.label for role in Role if role.value in names) or "—"
+        return ", ".join(str(role.label) for role in Role if role.value in names) or "—"
 
     @admin.display(description="teams")
     def team_list(self, user: User) -> str:
@@ -200,9 +213,11 @@ class AccountAdmin(UserAdmin):
             if services.revoke_api_token(user, actor=admin_actor(request))
         ]
         if revoked:
-            messages.success(request, f"API tokens revoked: {', '.join(revoked)}.")
+            messages.success(
+                request, gettext("API tokens revoked: %(names)s.") % {"names": ", ".join(revoked)}
+            )
         else:
-            messages.info(request, "None of them had an API token.")
+            messages.info(request, _("None of them had an API token."))
 
     # -- saving through the verbs
 
@@ -240,7 +255,10 @@ class AccountAdmin(UserAdmin):
                 new_key = services.issue_api_token(person, actor=actor)
             elif request.POST.get("do") == "revoke":
                 if services.revoke_api_token(person, actor=actor):
-                    messages.success(request, f"The API token of {person} is revoked.")
+                    messages.success(
+                        request,
+                        gettext("The API token of %(person)s is revoked.") % {"person": person},
+                    )
                 return redirect("admin:auth_user_api_token", user_id=person.pk)
             else:
                 return HttpResponse("Say what to do: issue or revoke.", status=400)

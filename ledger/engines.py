@@ -12,18 +12,19 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from django.db import models
+from django.utils.translation import gettext_noop
 
 
 class Engine(models.TextChoices):
     VLLM = "vllm", "vLLM"
-    SGLANG = "sglang", "SGLang"
-    LMDEPLOY = "lmdeploy", "LMDeploy"
-    TGI = "tgi", "Text Generation Inference"
-    OLLAMA = "ollama", "Ollama"
+    SGLANG = "sglang", gettext_noop("SGLang")
+    LMDEPLOY = "lmdeploy", gettext_noop("LMDeploy")
+    TGI = "tgi", gettext_noop("Text Generation Inference")
+    OLLAMA = "ollama", gettext_noop("Ollama")
     LLAMA_CPP = "llama_cpp", "llama.cpp"
-    TENSORRT_LLM = "tensorrt_llm", "TensorRT-LLM"
+    TENSORRT_LLM = "tensorrt_llm", gettext_noop("TensorRT-LLM")
     # Any other server speaking the OpenAI API: no flag is known, so none is checked.
-    OPENAI_COMPATIBLE = "openai-compatible", "Other OpenAI-compatible server"
+    OPENAI_COMPATIBLE = "openai-compatible", gettext_noop("Other OpenAI-compatible server")
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import django_filters
 from django.db.models import Q, QuerySet
+from django.utils.translation import gettext_lazy as _
 
 from ledger.engines import Engine
 from ledger.models import (
@@ -26,7 +27,7 @@ from lib.api import ApiFilterSet, IsoDateTimeFilter
 
 class TeamFilter(ApiFilterSet):
     member = django_filters.CharFilter(
-        field_name="members__username", distinct=True, help_text="Username of a member."
+        field_name="members__username", distinct=True, help_text=_("Username of a member.")
     )
 
     class Meta:
@@ -41,16 +42,16 @@ class LicenseFilter(ApiFilterSet):
 
 
 class ServiceFilter(ApiFilterSet):
-    team = django_filters.CharFilter(field_name="team__slug", help_text="Team slug.")
+    team = django_filters.CharFilter(field_name="team__slug", help_text=_("Team slug."))
     engine = django_filters.ChoiceFilter(
         field_name="live_revision__runtime__engine",
         choices=Engine.choices,
-        help_text="Engine of the live revision's runtime.",
+        help_text=_("Engine of the live revision's runtime."),
     )
     task_type = django_filters.CharFilter(
-        field_name="task_types__slug", distinct=True, help_text="Slug of a task type served."
+        field_name="task_types__slug", distinct=True, help_text=_("Slug of a task type served.")
     )
-    q = django_filters.CharFilter(method="search", help_text="Words in the slug or name.")
+    q = django_filters.CharFilter(method="search", help_text=_("Words in the slug or name."))
 
     class Meta:
         model = Service
@@ -61,9 +62,9 @@ class ServiceFilter(ApiFilterSet):
 
 
 class ModelAssetFilter(ApiFilterSet):
-    team = django_filters.CharFilter(field_name="team__slug", help_text="Team slug.")
-    license = django_filters.CharFilter(field_name="license__spdx_id", help_text="SPDX id.")
-    q = django_filters.CharFilter(method="search", help_text="Words in the name or source.")
+    team = django_filters.CharFilter(field_name="team__slug", help_text=_("Team slug."))
+    license = django_filters.CharFilter(field_name="license__spdx_id", help_text=_("SPDX id."))
+    q = django_filters.CharFilter(method="search", help_text=_("Words in the name or source."))
 
     class Meta:
         model = ModelAsset
@@ -82,7 +83,7 @@ class ModelAssetFilter(ApiFilterSet):
 
 
 class RuntimeFilter(ApiFilterSet):
-    team = django_filters.CharFilter(field_name="team__slug", help_text="Team slug.")
+    team = django_filters.CharFilter(field_name="team__slug", help_text=_("Team slug."))
     q = django_filters.CharFilter(field_name="name", lookup_expr="icontains")
 
     class Meta:
@@ -91,12 +92,12 @@ class RuntimeFilter(ApiFilterSet):
 
 
 class RevisionFilter(ApiFilterSet):
-    service = django_filters.CharFilter(field_name="service__slug", help_text="Service slug.")
-    team = django_filters.CharFilter(field_name="service__team__slug", help_text="Team slug.")
-    runtime = django_filters.CharFilter(field_name="runtime__name", help_text="Runtime name.")
+    service = django_filters.CharFilter(field_name="service__slug", help_text=_("Service slug."))
+    team = django_filters.CharFilter(field_name="service__team__slug", help_text=_("Team slug."))
+    runtime = django_filters.CharFilter(field_name="runtime__name", help_text=_("Runtime name."))
     engine = django_filters.ChoiceFilter(field_name="runtime__engine", choices=Engine.choices)
     served = django_filters.BooleanFilter(
-        field_name="served_at", lookup_expr="isnull", exclude=True, help_text="Has it been live?"
+        field_name="served_at", lookup_expr="isnull", exclude=True, help_text=_("Has it been live?")
     )
 
     class Meta:
@@ -106,7 +107,7 @@ class RevisionFilter(ApiFilterSet):
 
 class CapabilityFilter(ApiFilterSet):
     service = django_filters.CharFilter(
-        field_name="revision__service__slug", help_text="Service slug."
+        field_name="revision__service__slug", help_text=_("Service slug.")
     )
 
     class Meta:
@@ -117,19 +118,21 @@ class CapabilityFilter(ApiFilterSet):
 class EventFilter(ApiFilterSet):
     service = django_filters.CharFilter(
         method="of_service",
-        help_text="Events of one service (by slug) and everything that belongs to it: its "
-        "revisions, capabilities, evidence and runs, and the model assets, runtimes and "
-        "license acceptances its revisions use.",
+        help_text=_(
+            "Events of one service (by slug) and everything that belongs to it: its "
+            "revisions, capabilities, evidence and runs, and the model assets, runtimes and "
+            "license acceptances its revisions use."
+        ),
     )
     tier = django_filters.ChoiceFilter(field_name="service__tier", choices=Service.Tier.choices)
     actor = django_filters.CharFilter(
-        field_name="actor_label", help_text="Username at the time, or 'system'."
+        field_name="actor_label", help_text=_("Username at the time, or 'system'.")
     )
     created_after = IsoDateTimeFilter(
-        field_name="created_at", lookup_expr="gte", help_text="ISO 8601, inclusive."
+        field_name="created_at", lookup_expr="gte", help_text=_("ISO 8601, inclusive.")
     )
     created_before = IsoDateTimeFilter(
-        field_name="created_at", lookup_expr="lt", help_text="ISO 8601, exclusive."
+        field_name="created_at", lookup_expr="lt", help_text=_("ISO 8601, exclusive.")
     )
 
     class Meta:

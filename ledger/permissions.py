@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypeGuard
 
 from django.core.exceptions import PermissionDenied
+from django.utils.translation import gettext as _
 
 from ledger.roles import Role, has_permission, has_role
 from lib.actors import Actor, Requester
@@ -116,14 +117,19 @@ def can_set_live(user: Requester, service: Service) -> bool:
 def ensure_can_set_live(actor: Actor, service: Service) -> None:
     if actor is not None and not can_set_live(actor, service):
         raise PermissionDenied(
-            f"Only people with the set-live permission (platform by default) can change what "
-            f"serves on {service.slug} outside a release; file a release instead."
+            _(
+                "Only people with the set-live permission (platform by default) can change what "
+                "serves on %(service)s outside a release; file a release instead."
+            )
+            % {"service": service.slug}
         )
 
 
 def ensure_can_edit(actor: Actor, team: Team) -> None:
     if actor is not None and not can_edit_team_objects(actor, team):
-        raise PermissionDenied(f"Only model owners of team {team.slug!r} can change this.")
+        raise PermissionDenied(
+            _("Only model owners of team %(team)r can change this.") % {"team": team.slug}
+        )
 
 
 def ensure_can_attach_evidence(revision: Revision, *, actor: Actor) -> None:
@@ -132,7 +138,8 @@ def ensure_can_attach_evidence(revision: Revision, *, actor: Actor) -> None:
     team = revision.service.team
     if actor is not None and not can_edit_team_objects(actor, team):
         raise PermissionDenied(
-            f"Only model owners of team {team.slug!r} can attach load-test reports to {revision}."
+            _("Only model owners of team %(team)r can attach load-test reports to %(revision)s.")
+            % {"team": team.slug, "revision": revision}
         )
 
 
@@ -140,13 +147,13 @@ def ensure_can_create(actor: Actor) -> QuerySet[Team]:
     """The teams `actor` may add to; refused when there are none."""
     teams = editable_teams(actor)
     if not teams.exists():
-        raise PermissionDenied("Only model owners who belong to a team can add to the registry.")
+        raise PermissionDenied(_("Only model owners who belong to a team can add to the registry."))
     return teams
 
 
 def ensure_can_approve_licenses(actor: Actor) -> None:
     if actor is not None and not can_approve_licenses(actor):
-        raise PermissionDenied("Only security & compliance can approve or reject a license.")
+        raise PermissionDenied(_("Only security & compliance can approve or reject a license."))
 
 
 def can_record_run_summary(user: Requester, service: Service) -> bool:
@@ -167,16 +174,22 @@ def can_record_run_summary(user: Requester, service: Service) -> bool:
 def ensure_can_record_run_summary(service: Service, *, actor: Actor) -> None:
     if actor is not None and not can_record_run_summary(actor, service):
         raise PermissionDenied(
-            f"Only platform SREs (the gateway's account) or model owners of team "
-            f"{service.team.slug!r} can record run summaries of {service.slug}."
+            _(
+                "Only platform SREs (the gateway's account) or model owners of team "
+                "%(team)r can record run summaries of %(service)s."
+            )
+            % {"team": service.team.slug, "service": service.slug}
         )
 
 
 def ensure_can_record_license_acceptance(actor: Actor, asset: ModelAsset) -> None:
     if actor is not None and not can_record_license_acceptance(actor, asset):
         raise PermissionDenied(
-            "Only security & compliance or model owners of team "
-            f"{asset.team.slug!r} can record accepting the license terms of {asset}."
+            _(
+                "Only security & compliance or model owners of team "
+                "%(team)r can record accepting the license terms of %(asset)s."
+            )
+            % {"team": asset.team.slug, "asset": asset}
         )
 
 
@@ -188,4 +201,6 @@ def can_manage_accounts(user: Requester) -> bool:
 
 def ensure_can_manage_accounts(actor: Actor) -> None:
     if actor is not None and not can_manage_accounts(actor):
-        raise PermissionDenied("Only an administrator can manage accounts, roles and API tokens.")
+        raise PermissionDenied(
+            _("Only an administrator can manage accounts, roles and API tokens.")
+        )

@@ -4,24 +4,38 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import models
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy as _
 
 
 class Role(models.TextChoices):
-    MODEL_OWNER = "model_owner", "Model owner"
-    PLATFORM_SRE = "platform_sre", "Platform SRE"
-    SECURITY_COMPLIANCE = "security_compliance", "Security & compliance"
-    BUSINESS_OWNER = "business_owner", "Business owner"
-    AUDITOR = "auditor", "Auditor"
+    MODEL_OWNER = "model_owner", _("Model owner")
+    PLATFORM_SRE = "platform_sre", _("Platform SRE")
+    SECURITY_COMPLIANCE = "security_compliance", _("Security & compliance")
+    BUSINESS_OWNER = "business_owner", _("Business owner")
+    AUDITOR = "auditor", _("Auditor")
 
+
+StrOrPromise = str | Promise
 
 # What each role can do in the product as it stands; a duty is added here when the
 # feature that carries it lands, so the home page never promises what is not there.
-ROLE_DUTIES: dict[str, str] = {
-    Role.MODEL_OWNER: "register assets, runtimes and revisions of your team's services, attach load-test evidence, run replays, file release forms and sign off for the model team on your teammates' releases",
-    Role.PLATFORM_SRE: "register backends, schedule and run replays, check what is live and how each service behaves, sign off releases for platform, waive a gate with a reason and an expiry, and conduct, conclude or reassign periodic reviews",
-    Role.SECURITY_COMPLIANCE: "approve or reject model licenses, record the acceptance of gated terms, sign off releases for security & compliance, waive a gate with a reason and an expiry, and conduct, conclude or reassign periodic reviews",
-    Role.BUSINESS_OWNER: "read every service, its evidence and its history, and sign off releases for the business owner",
-    Role.AUDITOR: "read everything, filter the record on the Audit page, print any release's change record, export the record (CSV, JSON Lines or a signed evidence bundle) and verify the event chain's integrity",
+ROLE_DUTIES: dict[str, StrOrPromise] = {
+    Role.MODEL_OWNER: _(
+        "register assets, runtimes and revisions of your team's services, attach load-test evidence, run replays, file release forms and sign off for the model team on your teammates' releases"
+    ),
+    Role.PLATFORM_SRE: _(
+        "register backends, schedule and run replays, check what is live and how each service behaves, sign off releases for platform, waive a gate with a reason and an expiry, and conduct, conclude or reassign periodic reviews"
+    ),
+    Role.SECURITY_COMPLIANCE: _(
+        "approve or reject model licenses, record the acceptance of gated terms, sign off releases for security & compliance, waive a gate with a reason and an expiry, and conduct, conclude or reassign periodic reviews"
+    ),
+    Role.BUSINESS_OWNER: _(
+        "read every service, its evidence and its history, and sign off releases for the business owner"
+    ),
+    Role.AUDITOR: _(
+        "read everything, filter the record on the Audit page, print any release's change record, export the record (CSV, JSON Lines or a signed evidence bundle) and verify the event chain's integrity"
+    ),
 }
 
 

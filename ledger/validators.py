@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.core.exceptions import ValidationError
+from django.utils.functional import Promise
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 EXAMPLE_DIGEST = "sha256:" + "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
@@ -29,16 +32,20 @@ def validate_digest(value: str) -> None:
     bare = (value or "").removeprefix("sha256:")
     if re.fullmatch(r"[0-9a-fA-F]{64}", bare):
         if bare != bare.lower():
-            hint = " Use lowercase hexadecimal."
+            hint = " " + _("Use lowercase hexadecimal.")
         if not value.startswith("sha256:"):
-            hint += " Add the 'sha256:' prefix."
+            hint += " " + _("Add the 'sha256:' prefix.")
     elif re.fullmatch(r"[0-9a-fA-F]*", bare):
-        hint = f" It has {len(bare)} hexadecimal characters; a sha256 digest has 64."
+        hint = " " + _("It has %(count)d hexadecimal characters; a sha256 digest has 64.") % {
+            "count": len(bare)
+        }
     raise ValidationError(
-        "Expected 'sha256:' followed by 64 lowercase hexadecimal characters, "
-        f"e.g. {EXAMPLE_DIGEST}; got %(value)r.{hint}",
+        _(
+            "Expected 'sha256:' followed by 64 lowercase hexadecimal characters, "
+            "e.g. %(example)s; got %(value)r.%(hint)s"
+        ),
         code="digest",
-        params={"value": value},
+        params={"value": value, "example": EXAMPLE_DIGEST, "hint": hint},
     )
 
 
@@ -65,18 +72,24 @@ def validate_spdx_id(value: str) -> None:
     if value in licenses:
         if licenses[value]["deprecated"]:
             raise ValidationError(
-                "%(value)s is a deprecated SPDX identifier; use its current form "
-                "(e.g. GPL-3.0-only or GPL-3.0-or-later).",
+                _(
+                    "%(value)s is a deprecated SPDX identifier; use its current form "
+                    "(e.g. GPL-3.0-only or GPL-3.0-or-later)."
+                ),
                 code="spdx_deprecated",
                 params={"value": value},
             )
         return
     suggestion = closest_spdx_id(value or "")
-    advice = f" Did you mean {suggestion!r}?" if suggestion else ""
+    advice = (
+        " " + _("Did you mean %(suggestion)r?") % {"suggestion": suggestion} if suggestion else ""
+    )
     raise ValidationError(
-        "%(value)r is not an SPDX license identifier.%(advice)s A license outside the SPDX "
-        "list (e.g. a model's community license) is written LicenseRef-<name>, "
-        "e.g. LicenseRef-Llama-3.1-Community.",
+        _(
+            "%(value)r is not an SPDX license identifier.%(advice)s A license outside the SPDX "
+            "list (e.g. a model's community license) is written LicenseRef-<name>, "
+            "e.g. LicenseRef-Llama-3.1-Community."
+        ),
         code="spdx",
         params={"value": value, "advice": advice},
     )
@@ -97,8 +110,10 @@ def parse_image(value: str) -> ImageReference:
     match = IMAGE_RE.match(value or "")
     if not match:
         raise ValidationError(
-            "Expected a container image reference such as "
-            "registry.example.com/inference/vllm-openai:v0.6.3@sha256:<64 hex>; got %(value)r.",
+            _(
+                "Expected a container image reference such as "
+                "registry.example.com/inference/vllm-openai:v0.6.3@sha256:<64 hex>; got %(value)r."
+            ),
             code="image",
             params={"value": value},
         )
@@ -125,7 +140,7 @@ def unpinned_image_message(value: str) -> str:
 def validate_json_object(value: object) -> None:
     if not isinstance(value, dict):
         raise ValidationError(
-            'Expected a JSON object such as {"max_model_len": 32768}; got %(kind)s.',
+            _('Expected a JSON object such as {"max_model_len": 32768}; got %(kind)s.'),
             code="json_object",
             params={"kind": type(value).__name__},
         )
@@ -138,16 +153,16 @@ def validate_override_reason(value: str, *, max_length: int = 500) -> None:
     """A reason recorded for setting a rule aside: words a person wrote, one paragraph."""
     text = (value or "").strip()
     if not text:
-        raise ValidationError("Give the reason in words.", code="required")
+        raise ValidationError(_("Give the reason in words."), code="required")
     if len(text) > max_length:
         raise ValidationError(
-            "The reason has %(length)d characters; keep it to %(max)d.",
+            _("The reason has %(length)d characters; keep it to %(max)d."),
             code="max_length",
             params={"length": len(text), "max": max_length},
         )
     if _CONTROL.search(text):
         raise ValidationError(
-            "The reason contains control characters; write it as plain text.", code="control"
+            _("The reason contains control characters; write it as plain text."), code="control"
         )
 
 
@@ -161,9 +176,9 @@ _MARKUP = re.compile(r"[<>\"'`{}\\|^]")
 class IdentifierShape:
     """One kind of identifier: the characters it may hold, and an example to show."""
 
-    what: str  # "a hub repository id or URL"
+    what: str | Promise  # "a hub repository id or URL"
     allowed: str  # a regex character class body, e.g. "A-Za-z0-9._-"
-    allowed_words: str  # the same in words, for the message
+    allowed_words: str | Promise  # the same in words, for the message
     example: str
 
     def check(self, value: str) -> None:
@@ -172,16 +187,22 @@ class IdentifierShape:
         problem = None
         markup = _MARKUP.search(value)
         if re.search(r"\s", value):
-            problem = "it contains a space" if " " in value else "it contains whitespace"
+            problem = _("it contains a space") if " " in value else _("it contains whitespace")
         elif markup:
-            problem = f"it contains {markup.group()!r}"
+            problem = _("it contains %(text)r") % {"text": markup.group()}
         elif not re.fullmatch(rf"[A-Za-z0-9][{self.allowed}]*", value):
             bad = next((c for c in value if not re.fullmatch(rf"[{self.allowed}]", c)), None)
-            problem = f"it contains {bad!r}" if bad else "it does not start with a letter or digit"
+            problem = (
+                _("it contains %(text)r") % {"text": bad}
+                if bad
+                else _("it does not start with a letter or digit")
+            )
         if problem:
             raise ValidationError(
-                "Expected %(what)s such as %(example)s: %(words)s, no spaces or markup; "
-                "%(problem)s.",
+                _(
+                    "Expected %(what)s such as %(example)s: %(words)s, no spaces or markup; "
+                    "%(problem)s."
+                ),
                 code="identifier",
                 params={
                     "what": self.what,
@@ -193,21 +214,21 @@ class IdentifierShape:
 
 
 REPOSITORY = IdentifierShape(
-    what="a hub repository id or URL",
+    what=gettext_lazy("a hub repository id or URL"),
     allowed=r"A-Za-z0-9._\-/:@+~%=?&#",
-    allowed_words="letters, digits and . _ - / : @ + ~ % = ? & #",
+    allowed_words=gettext_lazy("letters, digits and . _ - / : @ + ~ % = ? & #"),
     example="Qwen/Qwen2.5-7B-Instruct or https://huggingface.co/Qwen/Qwen2.5-7B-Instruct",
 )
 VERSION = IdentifierShape(
-    what="a version",
+    what=gettext_lazy("a version"),
     allowed=r"A-Za-z0-9._\-+",
-    allowed_words="letters, digits and . _ - +",
+    allowed_words=gettext_lazy("letters, digits and . _ - +"),
     example="0.6.3, v0.6.3.post1 or b4567",
 )
 NAME_TOKEN = IdentifierShape(
-    what="a name",
+    what=gettext_lazy("a name"),
     allowed=r"A-Za-z0-9._\-+:/",
-    allowed_words="letters, digits and . _ - + : /",
+    allowed_words=gettext_lazy("letters, digits and . _ - + : /"),
     example="Qwen2.5-7B-Instruct-AWQ, qwen2.5 or gw-12",
 )
 
@@ -228,7 +249,7 @@ def validate_name_token(value: str) -> None:
 def validate_gpu_count(value: int) -> None:
     if value is not None and value < 1:
         raise ValidationError(
-            "A runtime runs on at least 1 GPU per replica; got %(value)s.",
+            _("A runtime runs on at least 1 GPU per replica; got %(value)s."),
             code="gpu_count",
             params={"value": value},
         )
@@ -237,7 +258,7 @@ def validate_gpu_count(value: int) -> None:
 def validate_gpu_memory(value: int | None) -> None:
     if value is not None and value < 1:
         raise ValidationError(
-            "GPU memory is at least 1 GB, or left empty when unknown; got %(value)s.",
+            _("GPU memory is at least 1 GB, or left empty when unknown; got %(value)s."),
             code="gpu_memory",
             params={"value": value},
         )

@@ -9,19 +9,21 @@ from __future__ import annotations
 
 from django import forms
 from django.conf import settings
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from ledger.importers import FORMATS
 from ledger.models import LoadTestReport
 from lib.forms import NamedChoicesMixin
 
 FORMAT_LABELS = {
-    "aiperf": "NVIDIA AIPerf (profile_export.jsonl, profile_export_aiperf.json/.csv)",
-    "genai_perf": "NVIDIA GenAI-Perf / perf_analyzer (profile_export*.json/.csv)",
-    "guidellm": "GuideLLM report (benchmarks.json/.csv)",
-    "inference_perf": "Kubernetes inference-perf lifecycle report",
-    "sglang": "SGLang bench_serving output",
-    "vllm": "vLLM bench serve / benchmark_serving.py result",
-    "generic": "Generic per-request CSV or JSON Lines",
+    "aiperf": _("NVIDIA AIPerf (profile_export.jsonl, profile_export_aiperf.json/.csv)"),
+    "genai_perf": _("NVIDIA GenAI-Perf / perf_analyzer (profile_export*.json/.csv)"),
+    "guidellm": _("GuideLLM report (benchmarks.json/.csv)"),
+    "inference_perf": _("Kubernetes inference-perf lifecycle report"),
+    "sglang": _("SGLang bench_serving output"),
+    "vllm": _("vLLM bench serve / benchmark_serving.py result"),
+    "generic": _("Generic per-request CSV or JSON Lines"),
 }
 
 
@@ -29,41 +31,51 @@ class LoadTestUploadForm(NamedChoicesMixin, forms.Form):
     """Workload class, the file as the tool wrote it, and an optional format override."""
 
     workload = forms.ChoiceField(
-        label="Workload class",
-        choices=[("", "Pick the workload class…"), *LoadTestReport.Workload.choices],
-        help_text="The kind of traffic the test sent. A revision keeps one current report "
-        "per workload class; the newest one counts.",
-        error_messages={"required": "Pick the workload class this file measured."},
+        label=_("Workload class"),
+        choices=[("", _("Pick the workload class…")), *LoadTestReport.Workload.choices],
+        help_text=_(
+            "The kind of traffic the test sent. A revision keeps one current report "
+            "per workload class; the newest one counts."
+        ),
+        error_messages={"required": _("Pick the workload class this file measured.")},
     )
     file = forms.FileField(
-        label="Report file",
+        label=_("Report file"),
         # The importer names an empty file itself, with the file's name.
         allow_empty_file=True,
-        help_text="Drop the file here or choose it: the JSON, JSON Lines or CSV file exactly "
-        "as the benchmark tool wrote it.",
-        error_messages={"required": "Choose the report file to attach."},
+        help_text=_(
+            "Drop the file here or choose it: the JSON, JSON Lines or CSV file exactly "
+            "as the benchmark tool wrote it."
+        ),
+        error_messages={"required": _("Choose the report file to attach.")},
     )
     format = forms.ChoiceField(
-        label="Format",
+        label=_("Format"),
         required=False,
-        choices=[("", "Detect from the content"), *((k, FORMAT_LABELS.get(k, k)) for k in FORMATS)],
-        help_text="Only when detection picks the wrong importer.",
+        choices=[
+            ("", _("Detect from the content")),
+            *((k, FORMAT_LABELS.get(k, k)) for k in FORMATS),
+        ],
+        help_text=_("Only when detection picks the wrong importer."),
     )
 
     accept_mismatch = forms.CharField(
-        label="Measured on a different model, engine or GPU — reason",
+        label=_("Measured on a different model, engine or GPU — reason"),
         required=False,
         max_length=500,
         widget=forms.Textarea(attrs={"rows": 2}),
-        help_text="Only when the file measured another model, engine or GPU than this "
-        "revision and belongs here anyway: say why. The reason is recorded, and the report "
-        "is marked mismatched wherever it is shown; it never counts as current evidence.",
+        help_text=_(
+            "Only when the file measured another model, engine or GPU than this "
+            "revision and belongs here anyway: say why. The reason is recorded, and the report "
+            "is marked mismatched wherever it is shown; it never counts as current evidence."
+        ),
     )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         limit = settings.LOADTEST_MAX_UPLOAD_BYTES
-        self.fields["file"].help_text += f" Up to {limit / 1024 / 1024:g} MB."
+        up_to = gettext("Up to %(mb)s MB.") % {"mb": f"{limit / 1024 / 1024:g}"}
+        self.fields["file"].help_text = f"{self.fields['file'].help_text} {up_to}"
         if self.is_bound:
             # htmx keeps the chosen file when it swaps the form after a preview or an
             # error; a fresh form (after a save) must come back empty, so only bound ones.

@@ -9,9 +9,13 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db.models import QuerySet
+from django.db.models.fields import BLANK_CHOICE_DASH
+from django.utils.text import format_lazy
+from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
 
 from ledger import permissions, services
-from ledger.engines import check_launch_parameters
+from ledger.engines import Engine, check_launch_parameters
 from ledger.models import (
     Capability,
     License,
@@ -34,12 +38,15 @@ from lib.forms import CommaListField, InlineValidationMixin, JSONField, PrettyJS
 
 class ServiceForm(InlineValidationMixin, forms.ModelForm):
     task_types = CommaListField(
-        label="Task types",
+        label=_("Task types"),
         item_validator=validate_slug,
-        help_text="The kinds of work it does for its tenants, separated by commas: chat, rag, sql.",
+        help_text=_(
+            "The kinds of work it does for its tenants, separated by commas: chat, rag, sql."
+        ),
     )
     tenants = CommaListField(
-        help_text="The business tenants it serves, separated by commas: support, sales."
+        label=_("Tenants"),
+        help_text=_("The business tenants it serves, separated by commas: support, sales."),
     )
 
     class Meta:
@@ -59,17 +66,26 @@ class ServiceForm(InlineValidationMixin, forms.ModelForm):
             "slo_error_rate_pct",
             "review_cadence_days",
         ]
+        labels = {
+            "slug": _("Slug"),
+            "name": _("Name"),
+            "description": _("Description"),
+            "team": _("Team"),
+            "tier": _("Tier"),
+            "exposure": _("Exposure"),
+            "review_cadence_days": _("Review cadence days"),
+        }
         help_texts = {
-            "name": "A human name for it, e.g. Knowledge-base assistant.",
-            "description": "What it is for and who relies on it.",
-            "team": "The team whose model owners may change it.",
-            "tier": "Production requires images pinned by digest and approved licenses.",
-            "exposure": "Who sees its outputs; decides which licenses it may serve.",
-            "slo_ttft_p95_ms": "Time to first token, 95th percentile, in milliseconds.",
-            "slo_ttft_p99_ms": "Time to first token, 99th percentile; not below the p95.",
-            "slo_tpot_ms": "Time per output token, 95th percentile, in milliseconds.",
-            "slo_error_rate_pct": "Highest acceptable share of failed requests, 0 to 100.",
-            "review_cadence_days": "How often the service is reviewed, in days.",
+            "name": _("A human name for it, e.g. Knowledge-base assistant."),
+            "description": _("What it is for and who relies on it."),
+            "team": _("The team whose model owners may change it."),
+            "tier": _("Production requires images pinned by digest and approved licenses."),
+            "exposure": _("Who sees its outputs; decides which licenses it may serve."),
+            "slo_ttft_p95_ms": _("Time to first token, 95th percentile, in milliseconds."),
+            "slo_ttft_p99_ms": _("Time to first token, 99th percentile; not below the p95."),
+            "slo_tpot_ms": _("Time per output token, 95th percentile, in milliseconds."),
+            "slo_error_rate_pct": _("Highest acceptable share of failed requests, 0 to 100."),
+            "review_cadence_days": _("How often the service is reviewed, in days."),
         }
         widgets = {"description": forms.Textarea(attrs={"rows": 3})}
 
@@ -82,9 +98,9 @@ class ServiceForm(InlineValidationMixin, forms.ModelForm):
             self.initial["task_types"] = [t.slug for t in self.instance.task_types.all()]
             # The gateway routes by the slug: renaming it would cut traffic.
             self.fields["slug"].disabled = True
-            self.fields[
-                "slug"
-            ].help_text = "The gateway routes by this name, so it does not change."
+            self.fields["slug"].help_text = gettext(
+                "The gateway routes by this name, so it does not change."
+            )
 
 
 # ---------------------------------------------------------------- model assets
@@ -92,8 +108,10 @@ class ServiceForm(InlineValidationMixin, forms.ModelForm):
 
 class LicenseChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, obj: License) -> str:
-        gated = ", gated" if obj.gated else ""
-        return f"{obj.spdx_id} ({obj.get_kind_display().lower()}{gated})"
+        kind = gettext(obj.get_kind_display()).lower()
+        if obj.gated:
+            return gettext("%(license)s (%(kind)s, gated)") % {"license": obj.spdx_id, "kind": kind}
+        return f"{obj.spdx_id} ({kind})"
 
 
 ASSET_FIELDS = [
@@ -114,37 +132,68 @@ ASSET_FIELDS = [
     "config_digest",
     "model_card_url",
 ]
-DIGEST_HELP = "sha256: followed by 64 lowercase hexadecimal characters."
+DIGEST_HELP = _("sha256: followed by 64 lowercase hexadecimal characters.")
 
 
 class AssetForm(InlineValidationMixin, forms.ModelForm):
     license = LicenseChoiceField(
         queryset=License.objects.all(),
-        empty_label="Choose a license",
-        help_text="Licenses security & compliance has registered. Ask them to add a missing one.",
+        label=_("License"),
+        empty_label=_("Choose a license"),
+        help_text=_(
+            "Licenses security & compliance has registered. Ask them to add a missing one."
+        ),
     )
     model_card_url = forms.URLField(
-        label="Model card URL",
+        label=_("Model card URL"),
         required=False,
         assume_scheme="https",
-        help_text="Link to the model card, if there is one.",
+        help_text=_("Link to the model card, if there is one."),
     )
 
     class Meta:
         model = ModelAsset
         fields = ASSET_FIELDS
+        labels = {
+            "name": _("Name"),
+            "revision": _("Revision"),
+            "team": _("Team"),
+            "family": _("Family"),
+            "source_repository": _("Source repository"),
+            "derived_from": _("Derived from"),
+            "derivation": _("Derivation"),
+            "quantization": _("Quantization"),
+            "weights_digest": _("Weights digest"),
+            "tokenizer_id": _("Tokenizer id"),
+            "tokenizer_digest": _("Tokenizer digest"),
+            "chat_template_digest": _("Chat template digest"),
+            "generation_config_digest": _("Generation config digest"),
+            "config_digest": _("Config digest"),
+        }
         help_texts = {
-            "team": "The team whose model owners may change it.",
-            "derived_from": "The asset it was quantized, merged or fine-tuned from; empty for a base model.",
-            "derivation": "How it was made from the asset it derives from.",
-            "quantization": "The numeric format of the weights as served.",
-            "weights_digest": f"Digest of the weights files. {DIGEST_HELP}",
-            "tokenizer_id": "Where the tokenizer comes from, if not the source repository.",
-            "tokenizer_digest": f"Digest of the tokenizer files. {DIGEST_HELP}",
-            "chat_template_digest": "Digest of the chat template actually used; a derived "
-            f"repository may change it silently. {DIGEST_HELP}",
-            "generation_config_digest": f"Digest of generation_config.json. {DIGEST_HELP}",
-            "config_digest": f"Digest of config.json. {DIGEST_HELP}",
+            "team": _("The team whose model owners may change it."),
+            "derived_from": _(
+                "The asset it was quantized, merged or fine-tuned from; empty for a base model."
+            ),
+            "derivation": _("How it was made from the asset it derives from."),
+            "quantization": _("The numeric format of the weights as served."),
+            "weights_digest": format_lazy("{} {}", _("Digest of the weights files."), DIGEST_HELP),
+            "tokenizer_id": _("Where the tokenizer comes from, if not the source repository."),
+            "tokenizer_digest": format_lazy(
+                "{} {}", _("Digest of the tokenizer files."), DIGEST_HELP
+            ),
+            "chat_template_digest": format_lazy(
+                "{} {}",
+                _(
+                    "Digest of the chat template actually used; a derived "
+                    "repository may change it silently."
+                ),
+                DIGEST_HELP,
+            ),
+            "generation_config_digest": format_lazy(
+                "{} {}", _("Digest of generation_config.json."), DIGEST_HELP
+            ),
+            "config_digest": format_lazy("{} {}", _("Digest of config.json."), DIGEST_HELP),
         }
 
     def __init__(
@@ -166,15 +215,15 @@ class AssetForm(InlineValidationMixin, forms.ModelForm):
             parents = parents.exclude(pk=self.instance.pk)
         derived_from = cast("forms.ModelChoiceField[ModelAsset]", self.fields["derived_from"])
         derived_from.queryset = parents
-        derived_from.empty_label = "None: a base model"
+        derived_from.empty_label = gettext("None: a base model")
 
 
 class LifecycleForm(forms.Form):
     on = forms.DateField(
-        label="Effective date",
+        label=_("Effective date"),
         required=False,
         widget=forms.DateInput(attrs={"type": "date"}),
-        help_text="Leave empty for today.",
+        help_text=_("Leave empty for today."),
     )
 
 
@@ -183,9 +232,12 @@ class LifecycleForm(forms.Form):
 
 class RuntimeForm(InlineValidationMixin, forms.ModelForm):
     launch_parameters = PrettyJSONField(
+        label=_("Launch parameters"),
         required=False,
-        help_text='Engine flags as a JSON object, e.g. {"max_model_len": 32768, '
-        '"tensor_parallel_size": 2}. Known flags of the engine are checked.',
+        help_text=_(
+            'Engine flags as a JSON object, e.g. {"max_model_len": 32768, '
+            '"tensor_parallel_size": 2}. Known flags of the engine are checked.'
+        ),
         widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
     )
 
@@ -202,13 +254,20 @@ class RuntimeForm(InlineValidationMixin, forms.ModelForm):
             "gpu_count",
             "gpu_memory_gb",
         ]
+        labels = {
+            "name": _("Name"),
+            "team": _("Team"),
+            "engine": _("Engine"),
+            "engine_version": _("Engine version"),
+            "image": _("Image"),
+        }
         help_texts = {
-            "name": "A slug naming engine, version and hardware, e.g. vllm-0-6-3-h100x2.",
-            "team": "The team whose model owners may change it.",
-            "engine": "The inference engine that serves the model.",
-            "engine_version": "The engine's release, e.g. 0.6.3.",
-            "gpu_count": "GPUs per replica.",
-            "gpu_memory_gb": "Memory of each GPU, in GB.",
+            "name": _("A slug naming engine, version and hardware, e.g. vllm-0-6-3-h100x2."),
+            "team": _("The team whose model owners may change it."),
+            "engine": _("The inference engine that serves the model."),
+            "engine_version": _("The engine's release, e.g. 0.6.3."),
+            "gpu_count": _("GPUs per replica."),
+            "gpu_memory_gb": _("Memory of each GPU, in GB."),
         }
         widgets = {"image": forms.TextInput(attrs={"spellcheck": "false"})}
 
@@ -217,9 +276,14 @@ class RuntimeForm(InlineValidationMixin, forms.ModelForm):
         team = cast("forms.ModelChoiceField[Team]", self.fields["team"])
         team.queryset = teams
         team.empty_label = None
+        # The engines' labels stay English where they are stored (gettext_noop in ledger.engines).
+        engine = cast("forms.ChoiceField", self.fields["engine"])
+        engine.choices = [*BLANK_CHOICE_DASH, *((v, gettext(label)) for v, label in Engine.choices)]
         if self.instance.pk:
             self.fields["name"].disabled = True
-            self.fields["name"].help_text = "Revisions and people refer to it by this name."
+            self.fields["name"].help_text = gettext(
+                "Revisions and people refer to it by this name."
+            )
 
     def clean_launch_parameters(self) -> dict:
         value = self.cleaned_data.get("launch_parameters")
@@ -259,35 +323,48 @@ class RuntimeForm(InlineValidationMixin, forms.ModelForm):
 class RuntimeChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, obj: Runtime) -> str:
         gpus = f"{obj.gpu_count} x {obj.gpu_model}" if obj.gpu_model else f"{obj.gpu_count} GPU"
-        return (
-            f"{obj.name} ({obj.get_engine_display()} {obj.engine_version}, {gpus}; "
-            f"team {obj.team.slug})"
-        )
+        return gettext("%(runtime)s (%(engine)s %(version)s, %(gpus)s; team %(team)s)") % {
+            "runtime": obj.name,
+            "engine": gettext(obj.get_engine_display()),
+            "version": obj.engine_version,
+            "gpus": gpus,
+            "team": obj.team.slug,
+        }
 
 
 class RevisionForm(InlineValidationMixin, forms.Form):
     model_asset = forms.ModelChoiceField(
         queryset=ModelAsset.objects.none(),
-        label="Model asset",
-        help_text="Active or deprecated assets of the service's team; retired ones cannot be used.",
+        label=_("Model asset"),
+        help_text=_(
+            "Active or deprecated assets of the service's team; retired ones cannot be used."
+        ),
     )
     runtime = RuntimeChoiceField(
         queryset=Runtime.objects.none(),
-        help_text="Any runtime in the registry: its team maintains it, every service may use it.",
+        label=_("Runtime"),
+        help_text=_(
+            "Any runtime in the registry: its team maintains it, every service may use it."
+        ),
     )
     context_limit = forms.IntegerField(
+        label=_("Context limit"),
         min_value=1,
-        help_text="Largest prompt + output, in tokens; the runtime's context flag may not exceed it.",
+        help_text=_(
+            "Largest prompt + output, in tokens; the runtime's context flag may not exceed it."
+        ),
     )
     gateway_policy_version = forms.CharField(
+        label=_("Gateway policy version"),
         max_length=40,
         validators=[validate_name_token],
-        help_text="Version of the gateway routing/limits policy, e.g. gw-12.",
+        help_text=_("Version of the gateway routing/limits policy, e.g. gw-12."),
     )
     notes = forms.CharField(
+        label=_("Notes"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
-        help_text="Why this revision exists; what changed from the one before.",
+        help_text=_("Why this revision exists; what changed from the one before."),
     )
     based_on = forms.ModelChoiceField(
         queryset=Revision.objects.none(), required=False, widget=forms.HiddenInput
@@ -347,12 +424,17 @@ class RevisionForm(InlineValidationMixin, forms.Form):
 
 class CapabilityForm(InlineValidationMixin, forms.Form):
     kind = forms.ChoiceField(
-        choices=Capability.Kind.choices,
-        help_text="Declaring a kind again replaces its value; a changed value must be verified again.",
+        label=pgettext_lazy("capability kind", "Kind"),
+        # The kinds' labels stay English where they are stored (gettext_noop in the model).
+        choices=[(value, _(label)) for value, label in Capability.Kind.choices],
+        help_text=_(
+            "Declaring a kind again replaces its value; a changed value must be verified again."
+        ),
     )
     value = JSONField(
+        label=_("Value"),
         widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
-        help_text='JSON; its shape depends on the kind: 32768, "sse", ["json_schema"], true.',
+        help_text=_('JSON; its shape depends on the kind: 32768, "sse", ["json_schema"], true.'),
     )
 
     def __init__(self, *args: Any, revision: Revision, **kwargs: Any) -> None:

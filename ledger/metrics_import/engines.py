@@ -38,6 +38,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.utils.translation import gettext_noop
+
 
 @dataclass(frozen=True)
 class EngineMetrics:
@@ -98,7 +100,7 @@ VLLM = EngineMetrics(
 
 SGLANG = EngineMetrics(
     name="sglang",
-    label="SGLang",
+    label=gettext_noop("SGLang"),
     requests=("sglang:num_requests",),
     aborted=("sglang:num_aborted_requests",),
     ttft=("sglang:time_to_first_token_seconds",),
@@ -113,7 +115,7 @@ SGLANG = EngineMetrics(
 
 TGI = EngineMetrics(
     name="tgi",
-    label="Text Generation Inference",
+    label=gettext_noop("Text Generation Inference"),
     requests=("tgi_request_count",),
     failures="tgi_request_failure",
     tpot=("tgi_request_mean_time_per_token_duration",),
@@ -124,7 +126,7 @@ TGI = EngineMetrics(
 
 LLAMACPP = EngineMetrics(
     name="llamacpp",
-    label="llama.cpp server",
+    label=gettext_noop("llama.cpp server"),
     prompt_tokens=("llamacpp:prompt_tokens",),
     generation_tokens=("llamacpp:tokens_predicted",),
     kv_cache_usage=("llamacpp:kv_cache_usage_ratio",),

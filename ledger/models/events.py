@@ -5,6 +5,7 @@ import json
 import pgtrigger
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class EventQuerySet(models.QuerySet):
@@ -24,7 +25,9 @@ class Event(models.Model):
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    actor_label = models.CharField(max_length=150, help_text="Username at the time, or 'system'.")
+    actor_label = models.CharField(
+        max_length=150, help_text=_("Username at the time, or 'system'.")
+    )
     action = models.CharField(max_length=80)
     subject_type = models.CharField(max_length=80)
     subject_id = models.CharField(max_length=64)
@@ -40,7 +43,7 @@ class Event(models.Model):
         db_constraint=False,
         related_name="events",
     )
-    payload = models.TextField(help_text="Canonical JSON: sorted keys, no spaces.")
+    payload = models.TextField(help_text=_("Canonical JSON: sorted keys, no spaces."))
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64)
 

@@ -19,6 +19,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.text import get_valid_filename
+from django.utils.translation import gettext_lazy as _
 
 from ledger.models.registry import Revision
 
@@ -54,36 +55,38 @@ class LoadTestReport(models.Model):
     """One load-test file attached to a revision as evidence for one workload class."""
 
     class Workload(models.TextChoices):
-        SHORT = "short", "Short prompts"
-        HIGH_CONCURRENCY = "high_concurrency", "High concurrency"
-        LONG_CONTEXT = "long_context", "Long context"
-        BATCH = "batch", "Batch"
-        STRUCTURED = "structured", "Structured output"
-        STREAMING = "streaming", "Streaming"
+        SHORT = "short", _("Short prompts")
+        HIGH_CONCURRENCY = "high_concurrency", _("High concurrency")
+        LONG_CONTEXT = "long_context", _("Long context")
+        BATCH = "batch", _("Batch")
+        STRUCTURED = "structured", _("Structured output")
+        STREAMING = "streaming", _("Streaming")
 
     class Source(models.TextChoices):
-        COMPUTED = "computed", "Computed here from per-request data"
-        TOOL = "tool", "The tool's own summary"
+        COMPUTED = "computed", _("Computed here from per-request data")
+        TOOL = "tool", _("The tool's own summary")
 
     revision = models.ForeignKey(
         Revision, on_delete=models.PROTECT, related_name="loadtest_reports"
     )
     workload = models.CharField(max_length=20, choices=Workload.choices)
-    tool = models.CharField(max_length=40, help_text="The tool that wrote the file, e.g. guidellm.")
+    tool = models.CharField(
+        max_length=40, help_text=_("The tool that wrote the file, e.g. guidellm.")
+    )
     tool_version = models.CharField(max_length=40, blank=True)
-    format = models.CharField(max_length=20, help_text="The importer that read it.")
-    variant = models.CharField(max_length=40, help_text="Which of the tool's files it was.")
+    format = models.CharField(max_length=20, help_text=_("The importer that read it."))
+    variant = models.CharField(max_length=40, help_text=_("Which of the tool's files it was."))
     source = models.CharField(max_length=8, choices=Source.choices)
     raw_file = models.FileField(upload_to=raw_file_key, max_length=300)
     raw_sha256 = models.CharField("raw file SHA-256", max_length=64)
     raw_size = models.PositiveBigIntegerField("raw file size (bytes)")
-    filename = models.CharField(max_length=255, help_text="The file's name as uploaded.")
+    filename = models.CharField(max_length=255, help_text=_("The file's name as uploaded."))
     fingerprint = models.CharField(
-        max_length=71, help_text="The revision's fingerprint when it was measured."
+        max_length=71, help_text=_("The revision's fingerprint when it was measured.")
     )
     hardware = models.JSONField(
         default=dict,
-        help_text='{"gpu_model", "gpu_count", "gpu_memory_gb", "source": "runtime" | "file"}',
+        help_text=_('{"gpu_model", "gpu_count", "gpu_memory_gb", "source": "runtime" | "file"}'),
     )
     measured_at = models.DateTimeField(default=timezone.now)
     uploaded_by = models.ForeignKey(
@@ -91,38 +94,40 @@ class LoadTestReport(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     results = models.JSONField(
-        help_text="ParsedReport.to_json(): every level with its conditions and results."
+        help_text=_("ParsedReport.to_json(): every level with its conditions and results.")
     )
     warnings = models.JSONField(default=list, blank=True)
     mismatch = models.JSONField(
         default=dict,
         blank=True,
-        help_text="Empty, or when the file measured another model, engine or GPU and was "
-        'attached anyway: {"fields", "reason", "differences"} (queries.Mismatch).',
+        help_text=_(
+            "Empty, or when the file measured another model, engine or GPU and was "
+            'attached anyway: {"fields", "reason", "differences"} (queries.Mismatch).'
+        ),
     )
     # The first load level, as columns (see LoadTestReport.headline_level).
     level_count = models.PositiveSmallIntegerField(default=1)
     requests = models.PositiveIntegerField(null=True, blank=True)
     errored = models.PositiveIntegerField(null=True, blank=True)
-    error_rate = models.FloatField(null=True, blank=True, help_text="0 to 1.")
+    error_rate = models.FloatField(null=True, blank=True, help_text=_("0 to 1."))
     ttft_p95_ms = models.FloatField("p95 TTFT (ms)", null=True, blank=True)
     ttft_p99_ms = models.FloatField("p99 TTFT (ms)", null=True, blank=True)
     tpot_p95_ms = models.FloatField("p95 TPOT (ms)", null=True, blank=True)
     output_tokens_per_s = models.FloatField(null=True, blank=True)
     has_request_data = models.BooleanField(
-        default=False, help_text="The file had per-request data (kept in LoadTestRequestData)."
+        default=False, help_text=_("The file had per-request data (kept in LoadTestRequestData).")
     )
     goodput = models.FloatField(
-        null=True, blank=True, help_text="First level: share of requests within goodput_slo."
+        null=True, blank=True, help_text=_("First level: share of requests within goodput_slo.")
     )
     goodput_reason = models.CharField(
-        max_length=200, blank=True, help_text="Why there is no goodput, when there is none."
+        max_length=200, blank=True, help_text=_("Why there is no goodput, when there is none.")
     )
     goodput_levels = models.JSONField(default=list, blank=True)
     goodput_slo = models.JSONField(
         default=dict,
         blank=True,
-        help_text='The SLOs goodput was computed against: {"ttft_ms", "tpot_ms"}.',
+        help_text=_('The SLOs goodput was computed against: {"ttft_ms", "tpot_ms"}.'),
     )
 
     objects = LoadTestReportQuerySet.as_manager()

@@ -7,6 +7,8 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
 
 from ledger import locks
 from ledger.engines import Engine
@@ -61,17 +63,19 @@ class ServiceQuerySet(models.QuerySet):
 
 class Service(models.Model):
     class Tier(models.TextChoices):
-        EXPERIMENTAL = "experimental", "Experimental"
-        INTERNAL = "internal", "Internal"
-        PRODUCTION = "production", "Production"
+        EXPERIMENTAL = "experimental", _("Experimental")
+        INTERNAL = "internal", _("Internal")
+        PRODUCTION = "production", _("Production")
 
     class Exposure(models.TextChoices):
-        INTERNAL = "internal", "Internal users only"
-        EXTERNAL = "external", "External users"
-        CUSTOMER_DATA = "customer_data", "Processes customer data"
+        INTERNAL = "internal", gettext_noop("Internal users only")
+        EXTERNAL = "external", gettext_noop("External users")
+        CUSTOMER_DATA = "customer_data", gettext_noop("Processes customer data")
 
     slug = models.SlugField(
-        max_length=64, unique=True, help_text="Stable name used by the gateway, e.g. kb-assistant."
+        max_length=64,
+        unique=True,
+        help_text=_("Stable name used by the gateway, e.g. kb-assistant."),
     )
     name = models.CharField(max_length=120)
     description = models.TextField(blank=True)
@@ -80,13 +84,13 @@ class Service(models.Model):
     exposure = models.CharField(max_length=16, choices=Exposure.choices, default=Exposure.INTERNAL)
     task_types = models.ManyToManyField(TaskType, related_name="services", blank=True)
     tenants = models.JSONField(
-        default=list, blank=True, help_text='Business tenants served, e.g. ["support", "sales"].'
+        default=list, blank=True, help_text=_('Business tenants served, e.g. ["support", "sales"].')
     )
-    slo_ttft_p95_ms = models.PositiveIntegerField("SLO p95 TTFT (ms)", null=True, blank=True)
-    slo_ttft_p99_ms = models.PositiveIntegerField("SLO p99 TTFT (ms)", null=True, blank=True)
-    slo_tpot_ms = models.PositiveIntegerField("SLO p95 TPOT (ms)", null=True, blank=True)
+    slo_ttft_p95_ms = models.PositiveIntegerField(_("SLO p95 TTFT (ms)"), null=True, blank=True)
+    slo_ttft_p99_ms = models.PositiveIntegerField(_("SLO p99 TTFT (ms)"), null=True, blank=True)
+    slo_tpot_ms = models.PositiveIntegerField(_("SLO p95 TPOT (ms)"), null=True, blank=True)
     slo_error_rate_pct = models.DecimalField(
-        "SLO error rate (%)",
+        _("SLO error rate (%)"),
         max_digits=5,
         decimal_places=2,
         null=True,
@@ -146,23 +150,27 @@ class License(models.Model):
     """A license as the ledger classifies it; identified by SPDX id or LicenseRef-…"""
 
     class Kind(models.TextChoices):
-        PERMISSIVE = "permissive", "Permissive"
-        COPYLEFT = "copyleft", "Copyleft"
-        NON_COMMERCIAL = "non_commercial", "Non-commercial"
-        ACCEPTABLE_USE = "acceptable_use", "Acceptable-use / custom terms"
+        PERMISSIVE = "permissive", gettext_noop("Permissive")
+        COPYLEFT = "copyleft", gettext_noop("Copyleft")
+        NON_COMMERCIAL = "non_commercial", gettext_noop("Non-commercial")
+        ACCEPTABLE_USE = "acceptable_use", gettext_noop("Acceptable-use / custom terms")
 
     spdx_id = models.CharField(
-        "SPDX id",
+        _("SPDX id"),
         max_length=100,
         unique=True,
         validators=[validate_spdx_id],
-        help_text="An SPDX identifier such as Apache-2.0, or LicenseRef-<name> for custom model licenses.",
+        help_text=_(
+            "An SPDX identifier such as Apache-2.0, or LicenseRef-<name> for custom model licenses."
+        ),
     )
     name = models.CharField(max_length=200)
     kind = models.CharField(max_length=16, choices=Kind.choices)
     gated = models.BooleanField(
         default=False,
-        help_text="Terms must be accepted (e.g. on the model hub) before the weights may be used.",
+        help_text=_(
+            "Terms must be accepted (e.g. on the model hub) before the weights may be used."
+        ),
     )
     terms_url = models.URLField(blank=True)
 
@@ -188,51 +196,53 @@ class ModelAssetQuerySet(models.QuerySet):
 
 class ModelAsset(models.Model):
     class Quantization(models.TextChoices):
-        FP32 = "fp32", "FP32"
-        BF16 = "bf16", "BF16"
-        FP16 = "fp16", "FP16"
-        FP8 = "fp8", "FP8"
-        INT8 = "int8", "INT8"
-        INT4_AWQ = "int4-awq", "INT4 AWQ"
-        INT4_GPTQ = "int4-gptq", "INT4 GPTQ"
-        GGUF_Q4_K_M = "gguf-q4_k_m", "GGUF Q4_K_M"
-        GGUF_Q5_K_M = "gguf-q5_k_m", "GGUF Q5_K_M"
-        GGUF_Q8_0 = "gguf-q8_0", "GGUF Q8_0"
+        FP32 = "fp32", _("FP32")
+        BF16 = "bf16", _("BF16")
+        FP16 = "fp16", _("FP16")
+        FP8 = "fp8", _("FP8")
+        INT8 = "int8", _("INT8")
+        INT4_AWQ = "int4-awq", _("INT4 AWQ")
+        INT4_GPTQ = "int4-gptq", _("INT4 GPTQ")
+        GGUF_Q4_K_M = "gguf-q4_k_m", _("GGUF Q4_K_M")
+        GGUF_Q5_K_M = "gguf-q5_k_m", _("GGUF Q5_K_M")
+        GGUF_Q8_0 = "gguf-q8_0", _("GGUF Q8_0")
 
     class Derivation(models.TextChoices):
-        BASE = "base", "Base (not derived)"
-        QUANTIZED = "quantized", "Quantized"
-        MERGED = "merged", "Merged"
-        FINE_TUNED = "fine_tuned", "Fine-tuned"
+        BASE = "base", _("Base (not derived)")
+        QUANTIZED = "quantized", _("Quantized")
+        MERGED = "merged", _("Merged")
+        FINE_TUNED = "fine_tuned", _("Fine-tuned")
 
     class LicenseApproval(models.TextChoices):
-        PENDING = "pending", "Pending"
-        APPROVED = "approved", "Approved"
-        REJECTED = "rejected", "Rejected"
+        PENDING = "pending", gettext_noop("Pending")
+        APPROVED = "approved", gettext_noop("Approved")
+        REJECTED = "rejected", gettext_noop("Rejected")
 
     class Lifecycle(models.TextChoices):
-        ACTIVE = "active", "Active"
-        DEPRECATED = "deprecated", "Deprecated"
-        RETIRED = "retired", "Retired"
+        ACTIVE = "active", _("Active")
+        DEPRECATED = "deprecated", _("Deprecated")
+        RETIRED = "retired", _("Retired")
 
     name = models.CharField(
-        max_length=160, validators=[validate_name_token], help_text="e.g. Qwen2.5-7B-Instruct-AWQ"
+        max_length=160,
+        validators=[validate_name_token],
+        help_text=_("e.g. Qwen2.5-7B-Instruct-AWQ"),
     )
     revision = models.CharField(
         max_length=80,
         validators=[validate_version],
-        help_text="The artifact's own revision: a hub commit, tag or version.",
+        help_text=_("The artifact's own revision: a hub commit, tag or version."),
     )
     team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="model_assets")
     family = models.CharField(
         max_length=80,
         validators=[validate_name_token],
-        help_text="e.g. qwen2.5, llama-3.1, gemma-3",
+        help_text=_("e.g. qwen2.5, llama-3.1, gemma-3"),
     )
     source_repository = models.CharField(
         max_length=300,
         validators=[validate_repository],
-        help_text="Where the weights come from: a hub repo id or URL.",
+        help_text=_("Where the weights come from: a hub repo id or URL."),
     )
     weights_digest = models.CharField(max_length=71, validators=[validate_digest])
     license = models.ForeignKey(License, on_delete=models.PROTECT, related_name="model_assets")
@@ -253,11 +263,13 @@ class ModelAsset(models.Model):
     chat_template_digest = models.CharField(
         max_length=71,
         validators=[validate_digest],
-        help_text="Digest of the chat template actually used; a derived repository may change it silently.",
+        help_text=_(
+            "Digest of the chat template actually used; a derived repository may change it silently."
+        ),
     )
     generation_config_digest = models.CharField(max_length=71, validators=[validate_digest])
     config_digest = models.CharField(
-        max_length=71, validators=[validate_digest], help_text="Digest of config.json."
+        max_length=71, validators=[validate_digest], help_text=_("Digest of config.json.")
     )
     model_card_url = models.URLField(blank=True)
     lifecycle = models.CharField(max_length=10, choices=Lifecycle.choices, default=Lifecycle.ACTIVE)
@@ -326,28 +338,30 @@ class ModelAsset(models.Model):
 
 
 class Runtime(models.Model):
-    name = models.SlugField(max_length=100, unique=True, help_text="e.g. vllm-0-6-3-h100x2")
+    name = models.SlugField(max_length=100, unique=True, help_text=_("e.g. vllm-0-6-3-h100x2"))
     team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="runtimes")
     engine = models.CharField(max_length=24, choices=Engine.choices)
     engine_version = models.CharField(
-        max_length=40, validators=[validate_version], help_text="e.g. 0.6.3"
+        max_length=40, validators=[validate_version], help_text=_("e.g. 0.6.3")
     )
     image = models.CharField(
         max_length=300,
         validators=[validate_image_reference],
-        help_text="Container image, pinned by digest: registry/repo:tag@sha256:<64 hex>.",
+        help_text=_("Container image, pinned by digest: registry/repo:tag@sha256:<64 hex>."),
     )
     launch_parameters = models.JSONField(
         default=dict,
         blank=True,
-        help_text='Engine flags as a JSON object, e.g. {"max_model_len": 32768}.',
+        help_text=_('Engine flags as a JSON object, e.g. {"max_model_len": 32768}.'),
     )
-    gpu_model = models.CharField("GPU model", max_length=60, blank=True, help_text="e.g. H100-80GB")
+    gpu_model = models.CharField(
+        _("GPU model"), max_length=60, blank=True, help_text=_("e.g. H100-80GB")
+    )
     gpu_count = models.PositiveSmallIntegerField(
-        "GPU count", default=1, validators=[validate_gpu_count]
+        _("GPU count"), default=1, validators=[validate_gpu_count]
     )
     gpu_memory_gb = models.PositiveIntegerField(
-        "GPU memory (GB each)", null=True, blank=True, validators=[validate_gpu_memory]
+        _("GPU memory (GB each)"), null=True, blank=True, validators=[validate_gpu_memory]
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -371,7 +385,7 @@ class Runtime(models.Model):
 
     @property
     def image_digest(self) -> str | None:
-        _, _, digest = self.image.partition("@")
+        digest = self.image.partition("@")[2]
         return digest or None
 
     def lock_reasons(self) -> list[str]:
@@ -388,16 +402,16 @@ class Revision(models.Model):
     """The unit released and rolled back to: what one service runs, exactly."""
 
     service = models.ForeignKey(Service, on_delete=models.PROTECT, related_name="revisions")
-    number = models.PositiveIntegerField(help_text="Counts up per service: r1, r2, …")
+    number = models.PositiveIntegerField(help_text=_("Counts up per service: r1, r2, …"))
     model_asset = models.ForeignKey(ModelAsset, on_delete=models.PROTECT, related_name="revisions")
     runtime = models.ForeignKey(Runtime, on_delete=models.PROTECT, related_name="revisions")
     context_limit = models.PositiveIntegerField(
-        help_text="Largest prompt + output, in tokens, this revision serves."
+        help_text=_("Largest prompt + output, in tokens, this revision serves.")
     )
     gateway_policy_version = models.CharField(
         max_length=40,
         validators=[validate_name_token],
-        help_text="Version of the gateway routing/limits policy.",
+        help_text=_("Version of the gateway routing/limits policy."),
     )
     notes = models.TextField(blank=True)
     based_on = models.ForeignKey(
@@ -405,7 +419,7 @@ class Revision(models.Model):
     )
     fingerprint = models.CharField(max_length=71, editable=False)
     served_at = models.DateTimeField(
-        null=True, blank=True, editable=False, help_text="First time it went live."
+        null=True, blank=True, editable=False, help_text=_("First time it went live.")
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -479,30 +493,30 @@ class Capability(models.Model):
     """One thing a revision declares it can do, and whether that was verified."""
 
     class Kind(models.TextChoices):
-        CONTEXT_LENGTH = "context_length", "Context length (tokens)"
-        MAX_CONCURRENCY = "max_concurrency", "Max concurrency"
-        RECOMMENDED_BATCH = "recommended_batch", "Recommended batch size"
-        STREAMING = "streaming", "Streaming protocol"
-        STRUCTURED_OUTPUT = "structured_output", "Structured output modes"
-        TOOL_CALLING = "tool_calling", "Tool calling"
-        TASK_TYPES = "task_types", "Verified task types"
-        ERROR_CODES = "error_codes", "Error-code map"
-        METRICS = "metrics", "Metrics exposed"
-        ROLLBACK_METHOD = "rollback_method", "Rollback method"
+        CONTEXT_LENGTH = "context_length", gettext_noop("Context length (tokens)")
+        MAX_CONCURRENCY = "max_concurrency", gettext_noop("Max concurrency")
+        RECOMMENDED_BATCH = "recommended_batch", gettext_noop("Recommended batch size")
+        STREAMING = "streaming", gettext_noop("Streaming protocol")
+        STRUCTURED_OUTPUT = "structured_output", gettext_noop("Structured output modes")
+        TOOL_CALLING = "tool_calling", gettext_noop("Tool calling")
+        TASK_TYPES = "task_types", gettext_noop("Verified task types")
+        ERROR_CODES = "error_codes", gettext_noop("Error-code map")
+        METRICS = "metrics", gettext_noop("Metrics exposed")
+        ROLLBACK_METHOD = "rollback_method", gettext_noop("Rollback method")
 
     class Status(models.TextChoices):
-        DECLARED = "declared", "Declared"
-        VERIFIED = "verified", "Verified"
-        FAILED = "failed", "Failed"
+        DECLARED = "declared", _("Declared")
+        VERIFIED = "verified", _("Verified")
+        FAILED = "failed", _("Failed")
 
     revision = models.ForeignKey(Revision, on_delete=models.CASCADE, related_name="capabilities")
     kind = models.CharField(max_length=20, choices=Kind.choices)
-    value = models.JSONField(help_text="What is declared; its shape depends on the kind.")
+    value = models.JSONField(help_text=_("What is declared; its shape depends on the kind."))
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DECLARED)
     verified_fingerprint = models.CharField(max_length=71, blank=True)
     verified_at = models.DateTimeField(null=True, blank=True)
     evidence = models.JSONField(
-        default=dict, blank=True, help_text="What was seen when it was verified or failed."
+        default=dict, blank=True, help_text=_("What was seen when it was verified or failed.")
     )
 
     class Meta:
@@ -534,11 +548,12 @@ class LicenseAcceptance(models.Model):
     )
     license = models.ForeignKey(License, on_delete=models.PROTECT, related_name="acceptances")
     terms_version = models.CharField(
-        max_length=TERMS_VERSION_MAX_LENGTH, help_text="The version or date of the terms accepted."
+        max_length=TERMS_VERSION_MAX_LENGTH,
+        help_text=_("The version or date of the terms accepted."),
     )
     accepted_by = models.CharField(
         max_length=ACCEPTED_BY_MAX_LENGTH,
-        help_text="The person who accepted, on behalf of the company.",
+        help_text=_("The person who accepted, on behalf of the company."),
     )
     accepted_at = models.DateTimeField()
     recorded_by = models.ForeignKey(

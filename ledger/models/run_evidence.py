@@ -16,6 +16,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.utils.translation import gettext_lazy as _
 
 from ledger.models.registry import Revision, Service
 
@@ -73,11 +74,11 @@ class RunSummaryQuerySet(models.QuerySet):
 
 class RunSummary(models.Model):
     class Source(models.TextChoices):
-        GATEWAY = "gateway", "Pushed by the gateway"
-        SCRAPE = "scrape", "Scraped from the engine's metrics"
+        GATEWAY = "gateway", _("Pushed by the gateway")
+        SCRAPE = "scrape", _("Scraped from the engine's metrics")
 
     service = models.ForeignKey(Service, on_delete=models.PROTECT, related_name="run_summaries")
-    date = models.DateField(help_text="The day (UTC) the numbers cover.")
+    date = models.DateField(help_text=_("The day (UTC) the numbers cover."))
     source = models.CharField(max_length=8, choices=Source.choices)
     revision = models.ForeignKey(
         Revision,
@@ -85,10 +86,12 @@ class RunSummary(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="run_summaries",
-        help_text="The revision that served: the live one when pushed, the backend's when scraped.",
+        help_text=_(
+            "The revision that served: the live one when pushed, the backend's when scraped."
+        ),
     )
     requests = models.PositiveBigIntegerField(
-        null=True, blank=True, help_text="Requests that day (unknown for llama.cpp's metrics)."
+        null=True, blank=True, help_text=_("Requests that day (unknown for llama.cpp's metrics).")
     )
     ttft_p50_ms = models.FloatField("p50 TTFT (ms)", null=True, blank=True)
     ttft_p95_ms = models.FloatField("p95 TTFT (ms)", null=True, blank=True)
@@ -100,34 +103,34 @@ class RunSummary(models.Model):
     e2e_p95_ms = models.FloatField("p95 end-to-end (ms)", null=True, blank=True)
     e2e_p99_ms = models.FloatField("p99 end-to-end (ms)", null=True, blank=True)
     error_counts = models.JSONField(
-        default=dict, blank=True, help_text='Failed requests by error code, e.g. {"503": 12}.'
+        default=dict, blank=True, help_text=_('Failed requests by error code, e.g. {"503": 12}.')
     )
     error_rate = models.FloatField(
-        null=True, blank=True, help_text="Failed requests / requests (the error counts' sum)."
+        null=True, blank=True, help_text=_("Failed requests / requests (the error counts' sum).")
     )
     rate_4xx = models.FloatField("4xx rate", null=True, blank=True)
     rate_5xx = models.FloatField("5xx rate", null=True, blank=True)
     refusal_rate = models.FloatField(null=True, blank=True)
     structured_output_error_rate = models.FloatField(null=True, blank=True)
     truncation_rate = models.FloatField(
-        null=True, blank=True, help_text="Finished because of the max length."
+        null=True, blank=True, help_text=_("Finished because of the max length.")
     )
     cache_hit_rate = models.FloatField(null=True, blank=True)
     degradations = models.JSONField(
         default=dict,
         blank=True,
-        help_text='Requests served degraded, by policy, e.g. {"shorter-context": 40}.',
+        help_text=_('Requests served degraded, by policy, e.g. {"shorter-context": 40}.'),
     )
     rate_limit_hits = models.PositiveBigIntegerField(null=True, blank=True)
     timeouts = models.PositiveBigIntegerField(null=True, blank=True)
     retries = models.PositiveBigIntegerField(null=True, blank=True)
     returned_by_humans = models.PositiveBigIntegerField(
-        null=True, blank=True, help_text="Requests people sent back as wrong or unhelpful."
+        null=True, blank=True, help_text=_("Requests people sent back as wrong or unhelpful.")
     )
     details = models.JSONField(
         default=dict,
         blank=True,
-        help_text="Scrapes: the engine, the window, metric names read, counter resets, tokens.",
+        help_text=_("Scrapes: the engine, the window, metric names read, counter resets, tokens."),
     )
     recorded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

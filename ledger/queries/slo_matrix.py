@@ -121,7 +121,7 @@ def slo_matrix(service: Service, *, now: dt.datetime | None = None) -> SloMatrix
                 rows.append(
                     {
                         "workload": workload,
-                        "workload_label": label,
+                        "workload_label": str(label),
                         "report": None,
                         "status": None,
                         "cells": cells,
@@ -133,7 +133,7 @@ def slo_matrix(service: Service, *, now: dt.datetime | None = None) -> SloMatrix
             rows.append(
                 {
                     "workload": workload,
-                    "workload_label": label,
+                    "workload_label": str(label),
                     "report": report,
                     "status": status,
                     "cells": _cells(report, status, slo, good),

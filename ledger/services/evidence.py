@@ -22,6 +22,7 @@ from django.core.exceptions import ValidationError
 from django.core.files import File
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from ledger import permissions
 from ledger.chain import append_event
@@ -61,12 +62,24 @@ def _max_bytes() -> int:
 
 
 def _too_large(filename: str, size: int | None, limit: int) -> ValidationError:
-    what = f"is {size:,} bytes" if size is not None else "is larger than that"
+    params = {"filename": filename, "limit": f"{limit:,}", "mb": f"{limit / 1024 / 1024:g}"}
+    if size is not None:
+        message = _(
+            "%(filename)s: the file is %(size)s bytes; the limit is %(limit)s bytes "
+            "(%(mb)s MB, LOADTEST_MAX_UPLOAD_BYTES)."
+        ) % {**params, "size": f"{size:,}"}
+    else:
+        message = (
+            _(
+                "%(filename)s: the file is larger than that; the limit is %(limit)s bytes "
+                "(%(mb)s MB, LOADTEST_MAX_UPLOAD_BYTES)."
+            )
+            % params
+        )
     return ValidationError(
         {
             "file": ValidationError(
-                f"{filename}: the file {what}; the limit is {limit:,} bytes "
-                f"({limit / 1024 / 1024:g} MB, LOADTEST_MAX_UPLOAD_BYTES).",
+                message,
                 code="too_large",
             )
         }
@@ -188,10 +201,17 @@ def check_evidence_match(
         raise ValidationError(
             {
                 "accept_mismatch": ValidationError(
-                    f"{filename} measured something other than {label}: "
-                    f"{match.summary(revision.label)}. Attach it to the revision it measured, "
-                    'or give the reason it belongs here anyway ("measured on a different '
-                    'model — reason"); the report is then marked mismatched.',
+                    _(
+                        "%(filename)s measured something other than %(label)s: "
+                        "%(summary)s. Attach it to the revision it measured, "
+                        'or give the reason it belongs here anyway ("measured on a different '
+                        'model — reason"); the report is then marked mismatched.'
+                    )
+                    % {
+                        "filename": filename,
+                        "label": label,
+                        "summary": match.summary(revision.label),
+                    },
                     code="mismatch",
                 )
             }

@@ -16,6 +16,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import models, transaction
 from django.db.models import Max
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from ledger import locks, permissions
 from ledger.chain import NewEvent, append_event, append_events
@@ -248,7 +249,7 @@ def _refresh_fingerprints(revisions: models.QuerySet[Revision], *, actor: Actor)
 @transaction.atomic
 def create_team(*, actor: Actor, slug: str, name: str, members: Iterable[User] = ()) -> Team:
     if actor is not None and not actor.is_superuser:
-        raise PermissionDenied("Only an administrator can create a team.")
+        raise PermissionDenied(_("Only an administrator can create a team."))
     team = _create(Team(slug=slug, name=name), actor=actor, action="team.created")
     if members:
         team.members.add(*members)
@@ -264,7 +265,7 @@ def create_team(*, actor: Actor, slug: str, name: str, members: Iterable[User] =
 @transaction.atomic
 def add_team_member(team: Team, user: User, *, actor: Actor) -> None:
     if actor is not None and not actor.is_superuser:
-        raise PermissionDenied("Only an administrator can change team membership.")
+        raise PermissionDenied(_("Only an administrator can change team membership."))
     team.members.add(user)
     append_event(
         actor=actor,
@@ -451,11 +452,15 @@ def lifecycle_refusal(asset: ModelAsset, *, retire: bool) -> str:
     itself refuses a retired asset, whoever calls it.
     """
     if asset.lifecycle == ModelAsset.Lifecycle.RETIRED:
-        return (
-            f"{asset} was retired on {asset.retired_on:%Y-%m-%d}; it cannot change lifecycle again."
-        )
+        return _("%(asset)s was retired on %(date)s; it cannot change lifecycle again.") % {
+            "asset": asset,
+            "date": f"{asset.retired_on:%Y-%m-%d}",
+        }
     if not retire and asset.lifecycle == ModelAsset.Lifecycle.DEPRECATED:
-        return f"{asset} is already deprecated since {asset.deprecated_on:%Y-%m-%d}."
+        return _("%(asset)s is already deprecated since %(date)s.") % {
+            "asset": asset,
+            "date": f"{asset.deprecated_on:%Y-%m-%d}",
+        }
     return ""
 
 

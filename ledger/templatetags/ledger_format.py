@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from django import template
+from django.utils.translation import gettext, pgettext_lazy
 
 register = template.Library()
 
@@ -24,9 +25,37 @@ WORD_CLASSES = {
 }
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 LOAD_AXES = {
-    "concurrency": ("concurrency", ""),
-    "request_rate": ("request rate", "req/s"),
-    "requests_per_s": ("achieved request rate", "req/s"),
+    "concurrency": (pgettext_lazy("load axis", "concurrency"), ""),
+    "request_rate": (pgettext_lazy("load axis", "request rate"), "req/s"),
+    "requests_per_s": (pgettext_lazy("load axis", "achieved request rate"), "req/s"),
+}
+# The state words the registry stores and the pages show as they are (a badge's text):
+# each in the reader's language. Unknown words are shown unchanged.
+WORDS = {
+    "active": pgettext_lazy("state word", "active"),
+    "deprecated": pgettext_lazy("state word", "deprecated"),
+    "retired": pgettext_lazy("state word", "retired"),
+    "declared": pgettext_lazy("state word", "declared"),
+    "verified": pgettext_lazy("state word", "verified"),
+    "failed": pgettext_lazy("state word", "failed"),
+    "approved": pgettext_lazy("state word", "approved"),
+    "rejected": pgettext_lazy("state word", "rejected"),
+    "accepted": pgettext_lazy("state word", "accepted"),
+    "pending": pgettext_lazy("state word", "pending"),
+    "breach": pgettext_lazy("state word", "breach"),
+    "warning": pgettext_lazy("state word", "warning"),
+    "current": pgettext_lazy("state word", "current"),
+    "stale": pgettext_lazy("state word", "stale"),
+    "mismatched": pgettext_lazy("state word", "mismatched"),
+    "met": pgettext_lazy("state word", "met"),
+    "breached": pgettext_lazy("state word", "breached"),
+    "no SLO": pgettext_lazy("state word", "no SLO"),
+    "no evidence": pgettext_lazy("state word", "no evidence"),
+    "slower": pgettext_lazy("state word", "slower"),
+    "faster": pgettext_lazy("state word", "faster"),
+    "production": pgettext_lazy("state word", "production"),
+    "internal": pgettext_lazy("state word", "internal"),
+    "experimental": pgettext_lazy("state word", "experimental"),
 }
 
 
@@ -50,6 +79,12 @@ def slo_bound(cell: dict[str, Any]) -> str:
 
 
 @register.filter
+def word(value: Any) -> str:
+    """A stored state word (active, verified, breached …) in the reader's language."""
+    return str(WORDS.get(value, value)) if isinstance(value, str) else value
+
+
+@register.filter
 def word_css(word: str) -> str:
     return WORD_CLASSES.get(word, "none")
 
@@ -59,11 +94,11 @@ def load_words(conditions: dict[str, Any]) -> str:
     """What load a level ran under: 'concurrency 8', '2.5 req/s', 'unlimited rate'."""
     parts = []
     if conditions.get("concurrency") is not None:
-        parts.append(f"concurrency {conditions['concurrency']:g}")
+        parts.append(gettext("concurrency %(count)s") % {"count": f"{conditions['concurrency']:g}"})
     if conditions.get("request_rate") is not None:
         parts.append(f"{conditions['request_rate']:g} req/s")
     elif conditions.get("request_rate_unlimited"):
-        parts.append("unlimited rate")
+        parts.append(gettext("unlimited rate"))
     return ", ".join(parts)
 
 
@@ -73,7 +108,7 @@ def capacity_load(capacity: dict[str, Any]) -> str:
     load = capacity.get("load")
     if load is None:
         return ""
-    name, unit = LOAD_AXES.get(capacity.get("axis") or "", ("load", ""))
+    name, unit = LOAD_AXES.get(capacity.get("axis") or "", (pgettext_lazy("load axis", "load"), ""))
     return f"{name} {load:g}" if not unit else f"{name} {load:.3g} {unit}"
 
 
@@ -87,7 +122,7 @@ def as_json(value: Any) -> str:
 def change_value(value: Any) -> str:
     """A before or after value of an event: text as is, "(empty)", or compact JSON."""
     if value is None or value == "":
-        return "(empty)"
+        return gettext("(empty)")
     if isinstance(value, str):
         return value
     return as_json(value)
@@ -104,13 +139,13 @@ def diff_value(value: Any, field: str = "") -> str:
     """A from or to value of a revision diff: names comma-separated, true/false, JSON;
     "not declared" (a capability) or "not set" when there is none."""
     if value is None:
-        return "not declared" if field.startswith("capabilities.") else "not set"
+        return gettext("not declared") if field.startswith("capabilities.") else gettext("not set")
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
         return value
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
-        return ", ".join(value) or "none"
+        return ", ".join(value) or gettext("none")
     return as_json(value)
 
 

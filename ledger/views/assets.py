@@ -9,6 +9,7 @@ from django.db.models import F
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
@@ -105,14 +106,14 @@ def asset_create(request: AuthenticatedHttpRequest) -> HttpResponse:
         except ValidationError as error:
             apply_errors(form, error)
         else:
-            messages.success(request, f"Registered {asset}.")
+            messages.success(request, _("Registered %(asset)s.") % {"asset": asset})
             return redirect("ledger:asset_detail", pk=asset.pk)
     return render_form(
         request,
         form,
-        title="Register a model asset",
-        intro="Every digest is checked as you type; nothing is saved until you register.",
-        submit="Register asset",
+        title=_("Register a model asset"),
+        intro=_("Every digest is checked as you type; nothing is saved until you register."),
+        submit=_("Register asset"),
         cancel_url=reverse("ledger:asset_list"),
     )
 
@@ -134,7 +135,7 @@ def _asset_for_edit(request: AuthenticatedHttpRequest, pk: int) -> ModelAsset:
 @require_http_methods(["GET", "POST"])
 def asset_edit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     asset = _asset_for_edit(request, pk)
-    title = f"Edit {asset}"
+    title = _("Edit %(asset)s") % {"asset": asset}
     lock_reasons = asset.lock_reasons()
     form = AssetForm(
         request.POST if request.method == "POST" else None,
@@ -156,11 +157,11 @@ def asset_edit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         request,
         form,
         title=title,
-        submit="Save asset",
+        submit=_("Save asset"),
         cancel_url=reverse("ledger:asset_detail", args=[pk]),
         lock_reasons=lock_reasons,
         new_from_url=f"{reverse('ledger:asset_create')}?from={pk}",
-        new_from_label="Register a new asset from this one",
+        new_from_label=_("Register a new asset from this one"),
     )
 
 
@@ -192,8 +193,8 @@ def _lifecycle_change(request: AuthenticatedHttpRequest, pk: int, *, retire: boo
         except ValidationError as error:
             apply_errors(form, error)
         else:
-            word = "Retired" if retire else "Deprecated"
-            messages.success(request, f"{word} {asset}.")
+            done = _("Retired %(asset)s.") if retire else _("Deprecated %(asset)s.")
+            messages.success(request, done % {"asset": asset})
             return redirect("ledger:asset_detail", pk=pk)
     context = {
         "asset": asset,

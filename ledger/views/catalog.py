@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
 from ledger import services
@@ -39,13 +40,13 @@ def service_create(request: AuthenticatedHttpRequest) -> HttpResponse:
         except ValidationError as error:
             apply_errors(form, error)
         else:
-            messages.success(request, f"Created service {service.slug}.")
+            messages.success(request, _("Created service %(service)s.") % {"service": service.slug})
             return redirect("releases:service_detail", slug=service.slug)
     return render_form(
         request,
         form,
-        title="New service",
-        submit="Create service",
+        title=_("New service"),
+        submit=_("Create service"),
         cancel_url=reverse("releases:service_list"),
     )
 
@@ -61,7 +62,7 @@ def service_create_validate(request: AuthenticatedHttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def service_edit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     service = service_for_edit(request, slug)
-    title = f"Edit service {service.slug}"
+    title = _("Edit service %(service)s") % {"service": service.slug}
     form = ServiceForm(
         request.POST if request.method == "POST" else None,
         instance=service,
@@ -87,7 +88,7 @@ def service_edit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         request,
         form,
         title=title,
-        submit="Save service",
+        submit=_("Save service"),
         cancel_url=reverse("releases:service_detail", args=[slug]),
     )
 

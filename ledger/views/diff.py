@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import pgettext
 from django.views.decorators.http import require_GET
 
 from ledger import queries
@@ -37,7 +38,10 @@ def revision_diff(request: HttpRequest, slug: str, a: int, b: int) -> HttpRespon
         "service": service,
         "from_revision": from_revision,
         "to_revision": to_revision,
-        "pair": [("From", from_revision), ("To", to_revision)],
+        "pair": [
+            (pgettext("revision diff", "From"), from_revision),
+            (pgettext("revision diff", "To"), to_revision),
+        ],
         "changes": changes,
         "breaking": queries.breaking_changes(changes),
         # The pair form's choices, newest first.

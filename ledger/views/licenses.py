@@ -14,6 +14,7 @@ from django.db.models import F
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
 from ledger import queries, services
@@ -55,11 +56,15 @@ def asset_license_review(request: AuthenticatedHttpRequest, pk: int) -> HttpResp
         except ValidationError as error:
             apply_errors(form, error)
         else:
-            word = "Approved" if approval == ModelAsset.LicenseApproval.APPROVED else "Rejected"
+            done = (
+                _("Approved the license of %(asset)s.")
+                if approval == ModelAsset.LicenseApproval.APPROVED
+                else _("Rejected the license of %(asset)s.")
+            )
             if changed:
-                messages.success(request, f"{word} the license of {asset}.")
+                messages.success(request, done % {"asset": asset})
             else:
-                messages.info(request, "Nothing changed: you had already recorded this review.")
+                messages.info(request, _("Nothing changed: you had already recorded this review."))
             return redirect("ledger:asset_detail", pk=pk)
     context = {
         "asset": asset,
@@ -84,8 +89,11 @@ def asset_license_accept(request: AuthenticatedHttpRequest, pk: int) -> HttpResp
     refused = (
         ""
         if asset.license.gated
-        else f"{asset.license.spdx_id} is not gated: it has no terms to accept before use, "
-        "so there is nothing to record."
+        else _(
+            "%(license)s is not gated: it has no terms to accept before use, "
+            "so there is nothing to record."
+        )
+        % {"license": asset.license.spdx_id}
     )
     if request.method == "POST" and not refused and form.is_valid():
         fields = form.cleaned_data
@@ -103,8 +111,16 @@ def asset_license_accept(request: AuthenticatedHttpRequest, pk: int) -> HttpResp
         else:
             messages.success(
                 request,
-                f"Recorded: {acceptance.accepted_by} accepted {asset.license.spdx_id} terms "
-                f"{acceptance.terms_version} for {asset}.",
+                _(
+                    "Recorded: %(accepted_by)s accepted %(license)s terms "
+                    "%(terms_version)s for %(asset)s."
+                )
+                % {
+                    "accepted_by": acceptance.accepted_by,
+                    "license": asset.license.spdx_id,
+                    "terms_version": acceptance.terms_version,
+                    "asset": asset,
+                },
             )
             return redirect("ledger:asset_detail", pk=pk)
     context = {"asset": asset, "form": form, "refused": refused}

@@ -26,6 +26,7 @@ from django.http import FileResponse, HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import content_disposition_header
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import reswap, retarget
@@ -150,11 +151,17 @@ def loadtest_preview(request: AuthenticatedHttpRequest, slug: str, number: int) 
 
 def _saved_message(report: LoadTestReport, created: bool) -> str:
     if created:
-        return f"Saved {report.filename} as {report.get_workload_display().lower()} evidence."
-    return (
-        f"{report.filename} was already attached to {report.revision.label} "
-        f"(measured {report.measured_at:%Y-%m-%d}); nothing changed."
-    )
+        return _("Saved %(filename)s as %(workload)s evidence.") % {
+            "filename": report.filename,
+            "workload": report.get_workload_display().lower(),
+        }
+    return _(
+        "%(filename)s was already attached to %(revision)s (measured %(date)s); nothing changed."
+    ) % {
+        "filename": report.filename,
+        "revision": report.revision.label,
+        "date": f"{report.measured_at:%Y-%m-%d}",
+    }
 
 
 @login_required
@@ -243,20 +250,20 @@ def loadtest_detail(
     if len(levels) > 1:
         points = [_level_latency_point(level) for level in levels]
         latency_fig = charts.latency_by_workload_figure(
-            points, slo, title="Latency percentiles by load level, against the SLOs"
+            points, slo, title=_("Latency percentiles by load level, against the SLOs")
         )
-        latency_fig.update_xaxes(title_text="Load level")
+        latency_fig.update_xaxes(title_text=_("Load level"))
     else:
         points = [queries.latency_point(report, status="")]
         latency_fig = charts.latency_by_workload_figure(
-            points, slo, title="Latency percentiles against the SLOs"
+            points, slo, title=_("Latency percentiles against the SLOs")
         )
     latency = {
         **_chart(latency_fig, charts.latency_by_workload_rows(points, slo)),
-        "first_col": "Load level" if len(levels) > 1 else "Workload class",
-        "caption": "Latency percentiles of each load level, in ms"
+        "first_col": _("Load level") if len(levels) > 1 else _("Workload class"),
+        "caption": _("Latency percentiles of each load level, in ms")
         if len(levels) > 1
-        else "Latency percentiles, in ms",
+        else _("Latency percentiles, in ms"),
     }
 
     curve = None

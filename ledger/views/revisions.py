@@ -11,6 +11,8 @@ from django.core.exceptions import ValidationError
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods
 
 from ledger import queries, services
@@ -25,13 +27,13 @@ from lib.http import post_only
 from lib.pages import apply_errors, render_field, render_form
 
 COMPONENT_LABELS = {
-    "weights_digest": "Weights digest",
-    "tokenizer_digest": "Tokenizer digest",
-    "chat_template_digest": "Chat template digest",
-    "generation_config_digest": "Generation config digest",
-    "image_digest": "Image digest",
-    "launch_parameters": "Launch parameters",
-    "context_limit": "Context limit (tokens)",
+    "weights_digest": gettext_lazy("Weights digest"),
+    "tokenizer_digest": gettext_lazy("Tokenizer digest"),
+    "chat_template_digest": gettext_lazy("Chat template digest"),
+    "generation_config_digest": gettext_lazy("Generation config digest"),
+    "image_digest": gettext_lazy("Image digest"),
+    "launch_parameters": gettext_lazy("Launch parameters"),
+    "context_limit": gettext_lazy("Context limit (tokens)"),
 }
 
 
@@ -151,20 +153,26 @@ def revision_create(request: AuthenticatedHttpRequest, slug: str) -> HttpRespons
         except ValidationError as error:
             apply_errors(form, error)
         else:
-            messages.success(request, f"Created {service.slug} {revision.label}.")
+            messages.success(
+                request,
+                _("Created %(service)s %(revision)s.")
+                % {"service": service.slug, "revision": revision.label},
+            )
             return redirect("ledger:revision_detail", slug=slug, number=revision.number)
     based_on = form["based_on"].value()
     return render_form(
         request,
         form,
-        title=f"New revision of {service.slug}",
+        title=_("New revision of %(service)s") % {"service": service.slug},
         intro=(
-            "Prefilled from an earlier revision: change what differs."
+            _("Prefilled from an earlier revision: change what differs.")
             if based_on
-            else "A revision is what a release rolls out and rolls back to: "
-            "model asset + runtime + context limit + gateway policy."
+            else _(
+                "A revision is what a release rolls out and rolls back to: "
+                "model asset + runtime + context limit + gateway policy."
+            )
         ),
-        submit="Create revision",
+        submit=_("Create revision"),
         cancel_url=reverse("releases:service_detail", args=[slug]),
     )
 
@@ -212,17 +220,24 @@ def capability_declare(request: AuthenticatedHttpRequest, slug: str, number: int
         else:
             messages.success(
                 request,
-                f"Declared {capability.get_kind_display().lower()} for {slug} {revision.label}.",
+                _("Declared %(kind)s for %(service)s %(revision)s.")
+                % {
+                    "kind": _(capability.get_kind_display()).lower(),
+                    "service": slug,
+                    "revision": revision.label,
+                },
             )
             return redirect("ledger:revision_detail", slug=slug, number=number)
     return render_form(
         request,
         form,
-        title=f"Declare a capability of {slug} {revision.label}",
-        submit="Declare capability",
+        title=_("Declare a capability of %(service)s %(revision)s")
+        % {"service": slug, "revision": revision.label},
+        submit=_("Declare capability"),
         cancel_url=reverse("ledger:revision_detail", args=[slug, number]),
         examples=[
-            (label, services.CAPABILITY_EXAMPLES[value]) for value, label in Capability.Kind.choices
+            (_(label), services.CAPABILITY_EXAMPLES[value])
+            for value, label in Capability.Kind.choices
         ],
     )
 

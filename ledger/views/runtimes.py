@@ -11,6 +11,7 @@ from django.db.models import Count, F
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
@@ -115,13 +116,13 @@ def runtime_create(request: AuthenticatedHttpRequest) -> HttpResponse:
         except ValidationError as error:
             apply_errors(form, error)
         else:
-            messages.success(request, f"Created runtime {runtime.name}.")
+            messages.success(request, _("Created runtime %(runtime)s.") % {"runtime": runtime.name})
             return redirect("ledger:runtime_detail", name=runtime.name)
     return render_form(
         request,
         form,
-        title="New runtime",
-        submit="Create runtime",
+        title=_("New runtime"),
+        submit=_("Create runtime"),
         cancel_url=reverse("ledger:runtime_list"),
     )
 
@@ -164,12 +165,12 @@ def runtime_edit(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     return render_form(
         request,
         form,
-        title=f"Edit runtime {name}",
-        submit="Save runtime",
+        title=_("Edit runtime %(runtime)s") % {"runtime": name},
+        submit=_("Save runtime"),
         cancel_url=reverse("ledger:runtime_detail", args=[name]),
         lock_reasons=lock_reasons,
         new_from_url=f"{reverse('ledger:runtime_create')}?from={name}",
-        new_from_label="New runtime from this one",
+        new_from_label=_("New runtime from this one"),
     )
 
 

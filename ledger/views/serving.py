@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET
 
 from ledger import queries
@@ -21,9 +22,9 @@ HISTORY_SHOWN = 100
 
 class MomentForm(forms.Form):
     at = forms.DateTimeField(
-        label="What was live at",
+        label=_("What was live at"),
         required=False,
-        help_text="A date and time in UTC (e.g. 2026-11-30 14:05), or ISO 8601 with an offset.",
+        help_text=_("A date and time in UTC (e.g. 2026-11-30 14:05), or ISO 8601 with an offset."),
         widget=forms.DateTimeInput(attrs={"placeholder": "2026-11-30 14:05"}),
     )
 
