@@ -18,13 +18,16 @@ from ledger.models import Service
 from lib.storable import offset_problem
 
 HISTORY_SHOWN = 100
+SHARES_SHOWN = 20
 
 
 class MomentForm(forms.Form):
     at = forms.DateTimeField(
         label=_("What was live at"),
         required=False,
-        help_text=_("A date and time in UTC (e.g. 2026-11-30 14:05), or ISO 8601 with an offset."),
+        help_text=_(
+            "A date and time in your time zone (e.g. 2026-11-30 14:05), or ISO 8601 with an offset."
+        ),
         widget=forms.DateTimeInput(attrs={"placeholder": "2026-11-30 14:05"}),
     )
 
@@ -52,6 +55,8 @@ def serving_history(request: HttpRequest, slug: str) -> HttpResponse:
         "form": form,
         "at": at,
         "answer": queries.serving_at(service, at) if at is not None else None,
+        "answer_shares": queries.shares_at(service, at) if at is not None else [],
+        "shares": queries.share_history(service, limit=SHARES_SHOWN),
         "history": history[:HISTORY_SHOWN],
         "more": len(history) > HISTORY_SHOWN,
     }

@@ -132,6 +132,7 @@ def service_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse
         "revisions": revisions,
         "events": events,
         "serving": serving,
+        "shares": ledger_queries.share_history(service, limit=SERVING_SHOWN),
         "can_edit": can_edit_team_objects(request.user, service.team),
         # Replay composes onto the SRE's one screen: does it still behave?
         "health": replay_queries.live_health(service),

@@ -370,15 +370,16 @@ def test_service_page_query_count_does_not_grow_with_revisions_and_events(
     # probes or runs), 14 regressed runs, the serving history's 15 live-revision
     # events and 16 the revisions they name, then the run-evidence trend's 17
     # days, 18 live-revision changes and 19 the numbers of the revisions they
-    # made live; the releases: 20 the open ones and 21 the recently closed ones,
-    # each with its revisions and filer, and 22 the lock rule's "referenced by a
-    # release past draft" over the revisions listed; the rollback section's 23 plan
+    # made live, and 20 the rollout shares' events (none: no query for their
+    # releases); the releases: 21 the open ones and 22 the recently closed ones,
+    # each with its revisions and filer, and 23 the lock rule's "referenced by a
+    # release past draft" over the revisions listed; the rollback section's 24 plan
     # in force (none here, and no revision served before the live one: no target to
-    # judge), 24 rollout in flight, 25 open unauthorized changes, 26 recent rollbacks
-    # and 27 the reader's permissions; the reviews section's 28 open review, 29 last
-    # concluded review and 30 open actions. The license is not gated, so no acceptance
+    # judge), 25 rollout in flight, 26 open unauthorized changes, 27 recent rollbacks
+    # and 28 the reader's permissions; the reviews section's 29 open review, 30 last
+    # concluded review and 31 open actions. The license is not gated, so no acceptance
     # lookup.
-    with django_assert_num_queries(30):
+    with django_assert_num_queries(31):
         response = client.get("/services/kb-assistant/")
 
     assert len(response.context["revisions"]) == 3 + extra_revisions

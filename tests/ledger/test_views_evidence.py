@@ -647,13 +647,14 @@ def test_service_page_query_count_does_not_grow_with_reports(
     # revisions and 11 their reports, replay's 12 live backends (health) and 13
     # backends (none, so no probes or runs queries) and 14 regressed runs, the
     # run-evidence trend's 15 days, 16 live-revision changes and 17 their revisions,
-    # the serving history's 18 events and 19 revisions, 20 open and 21 recently
-    # closed releases, 22 the lock rule over the revisions listed, and the rollback
-    # section's 23 plan in force (none; nothing served before the live revision: no
-    # target to judge), 24 rollout in flight, 25 unauthorized changes, 26 recent
-    # rollbacks and 27 the reader's permissions; the reviews section's 28 open review,
-    # 29 last concluded review and 30 open actions.
-    with django_assert_num_queries(30):
+    # the serving history's 18 events and 19 revisions, 20 the rollout shares' events
+    # (none, so no releases query), 21 open and 22 recently closed releases, 23 the lock
+    # rule over the revisions listed, and the rollback section's 24 plan in force (none;
+    # nothing served before the live revision: no target to judge), 25 rollout in
+    # flight, 26 unauthorized changes, 27 recent rollbacks and 28 the reader's
+    # permissions; the reviews section's 29 open review, 30 last concluded review and
+    # 31 open actions.
+    with django_assert_num_queries(31):
         response = client.get("/services/kb-assistant/")
 
     assert len(response.context["matrix_blocks"]) == 2

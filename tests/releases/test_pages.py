@@ -469,10 +469,10 @@ def test_service_page_shows_open_and_recent_releases_in_constant_queries(
     for _ in range(extra):
         services.withdraw_release(file_release(world, owner), actor=owner)
     client.force_login(owner)
-    # As the ledger's service page tests count (30: serving history, run-evidence
-    # trend, the open and the recently closed releases, the rollback and the reviews
-    # sections included), plus 31 the latest probes of the backends this world has.
-    with django_assert_num_queries(31):
+    # As the ledger's service page tests count (31: serving history and rollout shares,
+    # run-evidence trend, the open and the recently closed releases, the rollback and the
+    # reviews sections included), plus 32 the latest probes of the backends this world has.
+    with django_assert_num_queries(32):
         response = client.get(reverse("releases:service_detail", args=[world.service.slug]))
     assert response.context["open_releases"] == [shown]
     assert len(response.context["recent_releases"]) == extra

@@ -121,3 +121,23 @@ def test_the_serving_api_names_the_candidate_and_its_share(world, release, owner
         }
     ]
     assert body["shares"][0]["since"].endswith("Z") or "+00:00" in body["shares"][0]["since"]
+
+
+def test_the_serving_pages_show_the_candidates_share(client, world, release, owner, signers):
+    roll_out(release, owner, signers)
+    client.force_login(owner)
+    stage = f"stage 1 of release #{release.pk}"
+
+    history = client.get(f"/services/{world.service.slug}/serving/").content.decode()
+    service_page = client.get(f"/services/{world.service.slug}/").content.decode()
+    at_now = client.get(
+        f"/services/{world.service.slug}/serving/", {"at": timezone.now().isoformat()}
+    ).content.decode()
+
+    for page in (history, service_page, at_now):
+        assert f"<strong>{world.candidate.label}</strong></a> carried 5 % of the traffic" in page
+        assert stage in page
+    chinese = client.get(
+        f"/services/{world.service.slug}/serving/", HTTP_ACCEPT_LANGUAGE="zh-CN"
+    ).content.decode()
+    assert "的第 1 阶段" in chinese
