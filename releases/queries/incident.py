@@ -90,7 +90,7 @@ class RollbackInProgress:
 
     @property
     def label(self) -> str:
-        return RollbackEvent.State(self.state).label
+        return str(RollbackEvent.State(self.state).label)
 
 
 @dataclass(frozen=True)
