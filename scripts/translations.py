@@ -5,9 +5,7 @@
 
 Runs `manage.py makemessages` (GNU gettext's xgettext: `make messages` installs it)
 to collect every marked string into locale/zh_Hans/LC_MESSAGES/django.po, keeping
-the translations already there, fills still-empty messages from any PO fragments in locale/fragments/ (translations
-prepared apart, e.g. on parallel branches), then `compilemessages` into the .mo
-the site reads,
+the translations already there, then `compilemessages` into the .mo the site reads,
 then lists the messages still without a translation — only those found under the
 given path prefixes with --only (e.g. --only templates/ledger ledger/).
 """
@@ -25,7 +23,6 @@ from babel.messages.pofile import read_po, write_po
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG = ROOT / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po"
-FRAGMENTS = ROOT / "locale" / "fragments"
 IGNORED = [
     "locale/*",
     "bench/*",
@@ -48,21 +45,11 @@ def _read(path: Path) -> Catalog:
         return read_po(handle)
 
 
-def _fill_from_fragments() -> None:
+def _fix_header() -> None:
+    """makemessages writes a fuzzy template header; msgfmt would drop its charset."""
     catalog = _read(CATALOG)
     catalog.fuzzy = False
     catalog.project = "Inference Release Ledger"
-    for fragment_path in sorted(FRAGMENTS.glob("*.po")):
-        for prepared in _read(fragment_path):
-            if not prepared.id or not prepared.string:
-                continue
-            message = catalog.get(prepared.id, prepared.context)
-            if message is None:
-                continue
-            strings = message.string if isinstance(message.string, tuple) else (message.string,)
-            if not all(strings) or message.fuzzy:
-                message.string = prepared.string
-                message.flags.discard("fuzzy")
     with CATALOG.open("wb") as handle:
         write_po(handle, catalog, width=0, include_previous=False)
 
@@ -79,7 +66,7 @@ def rebuild() -> None:
         "file",
         *ignore,
     )
-    _fill_from_fragments()
+    _fix_header()
     _manage("compilemessages", "--locale", "zh_Hans", "--ignore", ".venv")
 
 

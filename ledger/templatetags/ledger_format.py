@@ -32,6 +32,8 @@ LOAD_AXES = {
 # The state words the registry stores and the pages show as they are (a badge's text):
 # each in the reader's language. Unknown words are shown unchanged.
 WORDS = {
+    # The actor of what no person did (ledger.chain's actor label for None).
+    "system": pgettext_lazy("actor", "system"),
     "active": pgettext_lazy("state word", "active"),
     "deprecated": pgettext_lazy("state word", "deprecated"),
     "retired": pgettext_lazy("state word", "retired"),
