@@ -12,34 +12,38 @@ from typing import Any
 
 import jsonschema
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_noop
 
 from releases.guards import GUARD_METRICS, MEASURES
 
+# Their labels stay English where they are written (gate reasons, and so the snapshot
+# hash that sign-offs are bound to); gettext_noop puts them in the catalog, and pages
+# and forms show them translated (lib.forms.shown_choices).
 DOWNSTREAM_SYSTEMS: dict[str, str] = {
-    "front_end": "Front end",
-    "agent_runtime": "Agent runtime",
-    "tool_registry": "Tool registry",
-    "dataagent": "DataAgent",
-    "trace": "Trace",
-    "eval": "Eval",
-    "security": "Security",
-    "cost_view": "Cost view",
+    "front_end": gettext_noop("Front end"),
+    "agent_runtime": gettext_noop("Agent runtime"),
+    "tool_registry": gettext_noop("Tool registry"),
+    "dataagent": gettext_noop("DataAgent"),
+    "trace": gettext_noop("Trace"),
+    "eval": gettext_noop("Eval"),
+    "security": gettext_noop("Security"),
+    "cost_view": gettext_noop("Cost view"),
 }
 
 METRICS: dict[str, str] = {
-    "ttft": "Time to first token",
-    "tpot": "Time per output token",
-    "tokens_per_s": "Tokens per second",
-    "queue_length": "Queue length",
-    "gpu_memory": "GPU memory",
-    "kv_cache_usage": "KV-cache usage",
-    "error_rate": "Error rate",
+    "ttft": gettext_noop("Time to first token"),
+    "tpot": gettext_noop("Time per output token"),
+    "tokens_per_s": gettext_noop("Tokens per second"),
+    "queue_length": gettext_noop("Queue length"),
+    "gpu_memory": gettext_noop("GPU memory"),
+    "kv_cache_usage": gettext_noop("KV-cache usage"),
+    "error_rate": gettext_noop("Error rate"),
 }
 
 CLASSIFICATIONS: dict[str, str] = {
-    "blocks": "Blocks release",
-    "degradation": "Handled by degradation",
-    "risk_accepted": "Risk accepted by the business owner",
+    "blocks": gettext_noop("Blocks release"),
+    "degradation": gettext_noop("Handled by degradation"),
+    "risk_accepted": gettext_noop("Risk accepted by the business owner"),
 }
 
 # Guards a gray stage may carry: a stage is held or rolled back when one is crossed

@@ -188,7 +188,7 @@ class ReleaseForm(forms.Form):
         help_text=_("Task types affected, separated by commas, e.g. chat, rag, sql."),
     )
     impact_downstream = forms.MultipleChoiceField(
-        choices=list(DOWNSTREAM_SYSTEMS.items()),
+        choices=shown_choices(DOWNSTREAM_SYSTEMS.items()),
         widget=forms.CheckboxSelectMultiple,
         required=False,
         label=_("Downstream systems touched"),
@@ -203,7 +203,7 @@ class ReleaseForm(forms.Form):
         ),
     )
     metrics_declared = forms.MultipleChoiceField(
-        choices=list(METRICS.items()),
+        choices=shown_choices(METRICS.items()),
         widget=forms.CheckboxSelectMultiple,
         required=False,
         label=_("Metrics the candidate exports"),
@@ -382,7 +382,7 @@ class ReleaseForm(forms.Form):
             entry = given.get((sample_set, sample), {})
             name = classification_field_name(sample_set, sample)
             self.fields[name] = forms.ChoiceField(
-                choices=[("", _("Not classified yet")), *list(CLASSIFICATIONS.items())],
+                choices=[("", _("Not classified yet")), *shown_choices(CLASSIFICATIONS.items())],
                 required=False,
                 label=_("%(sample_set)s / %(sample)s")
                 % {"sample_set": sample_set, "sample": sample},

@@ -14,6 +14,8 @@ from typing import Literal
 from django.db.models import Q, QuerySet
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 
 from ledger.models import Event, LoadTestReport, ModelAsset, Service
 from ledger.permissions import can_approve_licenses
@@ -72,7 +74,15 @@ def _service_items(service: Service, now: dt.datetime) -> list[AttentionItem]:
             items.append(AttentionItem("look", service.slug, health["reasons"][0]["text"], url))
     elif health["word"] != "healthy":
         first = health["reasons"][0]
-        items.append(AttentionItem("act", service.slug, f"{health['word']}: {first['text']}", url))
+        items.append(
+            AttentionItem(
+                "act",
+                service.slug,
+                _("%(health)s: %(reason)s")
+                % {"health": pgettext("verdict", health["word"]), "reason": first["text"]},
+                url,
+            )
+        )
     live = service.live_revision
     if live is not None:
         reports = LoadTestReport.objects.with_context().filter(revision=live)
@@ -83,7 +93,13 @@ def _service_items(service: Service, now: dt.datetime) -> list[AttentionItem]:
                     AttentionItem(
                         "act",
                         service.slug,
-                        f"{workload} evidence of {live.label} is {status.status}: {status.reason}",
+                        _("%(workload)s evidence of %(revision)s is %(status)s: %(reason)s")
+                        % {
+                            "workload": workload,
+                            "revision": live.label,
+                            "status": pgettext("state word", status.status),
+                            "reason": status.reason,
+                        },
                         url,
                     )
                 )
@@ -95,11 +111,15 @@ def _signoff_items(user: Requester, now: dt.datetime) -> list[AttentionItem]:
     items = []
     for waiting in waiting_for(user, limit=MAX_SIGNOFFS_LISTED)[0]:
         release = waiting.release
-        roles = ", ".join(dict(SignOff.Role.choices)[role].lower() for role in waiting.roles)
-        text = f"release #{release.pk} ({release.to_revision.label}) waits for your sign-off as {roles}"
+        roles = ", ".join(_(dict(SignOff.Role.choices)[role]).lower() for role in waiting.roles)
+        text = _("release #%(release)s (%(revision)s) waits for your sign-off as %(roles)s") % {
+            "release": release.pk,
+            "revision": release.to_revision.label,
+            "roles": roles,
+        }
         overdue = release.signoffs_due_at is not None and release.signoffs_due_at <= now
         if overdue:
-            text += "; the emergency sign-offs are overdue"
+            text += _("; the emergency sign-offs are overdue")
         items.append(
             AttentionItem(
                 "act" if overdue else "look",
@@ -136,8 +156,10 @@ def _rollout_items(user: Requester, team_services: QuerySet[Service]) -> list[At
                 AttentionItem(
                     "act",
                     slug,
-                    f"roll back: a guard breached stage {stage.number} of release #{release.pk} "
-                    f"({stage.state_reason})",
+                    _(
+                        "roll back: a guard breached stage %(stage)s of release #%(release)s (%(why)s)"
+                    )
+                    % {"stage": stage.number, "release": release.pk, "why": stage.state_reason},
                     reverse("releases:incident", args=[slug]),
                 )
             )
@@ -146,7 +168,8 @@ def _rollout_items(user: Requester, team_services: QuerySet[Service]) -> list[At
                 AttentionItem(
                     "look",
                     slug,
-                    f"stage {stage.number} of release #{release.pk} is held: {stage.state_reason}",
+                    _("stage %(stage)s of release #%(release)s is held: %(why)s")
+                    % {"stage": stage.number, "release": release.pk, "why": stage.state_reason},
                     reverse("releases:release_detail", args=[release.pk]) + "#rollout",
                 )
             )
@@ -159,7 +182,8 @@ def _rollout_items(user: Requester, team_services: QuerySet[Service]) -> list[At
             AttentionItem(
                 "act",
                 rollback.service.slug,
-                f"rollback #{rollback.pk} waits for someone to confirm how it went",
+                _("rollback #%(rollback)s waits for someone to confirm how it went")
+                % {"rollback": rollback.pk},
                 reverse("releases:rollback_detail", args=[rollback.service.slug, rollback.pk]),
             )
         )
@@ -173,8 +197,10 @@ def _rollout_items(user: Requester, team_services: QuerySet[Service]) -> list[At
             AttentionItem(
                 "act",
                 change.service.slug,
-                f"unauthorized change: the live backend serves another {what or 'thing'} than "
-                "the ledger says",
+                _(
+                    "unauthorized change: the live backend serves another %(what)s than the ledger says"
+                )
+                % {"what": what or _("thing")},
                 reverse("releases:service_detail", args=[change.service.slug]) + "#unauthorized",
             )
         )
@@ -199,7 +225,8 @@ def attention_for(user: Requester, *, now: dt.datetime | None = None) -> Attenti
                 AttentionItem(
                     "look",
                     str(asset),
-                    f"license {asset.license.spdx_id} waits for your review",
+                    _("license %(license)s waits for your review")
+                    % {"license": asset.license.spdx_id},
                     reverse("ledger:asset_detail", args=[asset.pk]),
                 )
             )

@@ -25,6 +25,7 @@ from django.db.models import (
 )
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from ledger.models import Event, Service
 from lib.actors import Requester
@@ -266,12 +267,17 @@ def attention_items(user: Requester) -> list[tuple[Urgency, str, str, str]]:
     )
     for review in reviews:
         late = is_late(review, today)
-        when = f"was due {review.due_on:%Y-%m-%d}" if late else f"due {review.due_on:%Y-%m-%d}"
+        due = {"review": review.pk, "due": f"{review.due_on:%Y-%m-%d}"}
+        text = (
+            _("overdue: review #%(review)s is yours and was due %(due)s") % due
+            if late
+            else _("review #%(review)s is yours and due %(due)s") % due
+        )
         items.append(
             (
                 "act" if late else "look",
                 review.service.slug,
-                f"{'overdue: ' if late else ''}review #{review.pk} is yours and {when}",
+                text,
                 reverse("releases:review_detail", args=[review.pk]),
             )
         )
@@ -285,8 +291,12 @@ def attention_items(user: Requester) -> list[tuple[Urgency, str, str, str]]:
             (
                 "act",
                 action.service.slug,
-                f"overdue: your action from review #{action.review_id} was due "
-                f"{action.due_on:%Y-%m-%d}: {action.description[:120]}",
+                _("overdue: your action from review #%(review)s was due %(due)s: %(what)s")
+                % {
+                    "review": action.review_id,
+                    "due": f"{action.due_on:%Y-%m-%d}",
+                    "what": action.description[:120],
+                },
                 reverse("releases:service_detail", args=[action.service.slug]) + "#reviews",
             )
         )

@@ -124,8 +124,8 @@ def _read_only_form(release: Release) -> list[tuple[str, StrOrPromise, list[tupl
         "logging_debug": logging.get("debug_logs"),
         "logging_audit": logging.get("audit_logs"),
         "logging_retention_days": logging.get("sensitive_retention_days"),
-        "impact_downstream": [DOWNSTREAM_SYSTEMS.get(v, v) for v in release.impact_downstream],
-        "metrics_declared": [METRICS.get(v, v) for v in release.metrics_declared],
+        "impact_downstream": [_(DOWNSTREAM_SYSTEMS.get(v, v)) for v in release.impact_downstream],
+        "metrics_declared": [_(METRICS.get(v, v)) for v in release.metrics_declared],
         "rollback_target": (
             release.rollback_target.label if release.rollback_target else _("the live revision")
         ),
