@@ -22,9 +22,14 @@ class ReleaseListFilter(LiveFilterSet):
         label=_("Service"),
         help_text=_("A service slug, e.g. kb-assistant."),
     )
-    state = django_filters.ChoiceFilter(choices=Release.State.choices, empty_label=_("Any state"))
+    state = django_filters.ChoiceFilter(
+        choices=Release.State.choices, empty_label=_("Any state"), label=_("State")
+    )
     tier = django_filters.ChoiceFilter(
-        field_name="service__tier", choices=Service.Tier.choices, empty_label=_("Any tier")
+        field_name="service__tier",
+        choices=Service.Tier.choices,
+        empty_label=_("Any tier"),
+        label=_("Service tier"),
     )
     change_kind = django_filters.ChoiceFilter(
         choices=shown_choices(Release.ChangeKind.choices),
@@ -32,7 +37,7 @@ class ReleaseListFilter(LiveFilterSet):
         label=_("Change kind"),
     )
     path = django_filters.ChoiceFilter(
-        choices=shown_choices(Release.Path.choices), empty_label=_("Any path")
+        choices=shown_choices(Release.Path.choices), empty_label=_("Any path"), label=_("Path")
     )
     filer = django_filters.CharFilter(
         field_name="filed_by__username", label=_("Filed by"), help_text=_("A username.")
