@@ -13,6 +13,17 @@ from ledger.models import UserPreference
 from lib import i18n
 
 
+def languages_of(users: Any) -> dict[int, str]:
+    """Each user's language for what is sent to them (emails): their preference, else
+    the site's default (one query)."""
+    chosen = dict(
+        UserPreference.objects.filter(user__in=[u.pk for u in users])
+        .exclude(language="")
+        .values_list("user_id", "language")
+    )
+    return {user.pk: chosen.get(user.pk, settings.LANGUAGE_CODE) for user in users}
+
+
 def preference_of(user: Any) -> UserPreference:
     return UserPreference.objects.filter(user=user).first() or UserPreference(user=user)
 

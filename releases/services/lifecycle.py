@@ -18,6 +18,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from ledger.chain import append_event
 from ledger.models import Revision, Service, TaskType
@@ -272,7 +273,9 @@ def submit_release(release: Release, *, actor: Actor) -> Release:
     if not required:
         approve(release, actor=actor, why="no sign-off is required for this tier")
     else:
-        notify_on_commit(release, required, why="It was submitted and awaits your sign-off.")
+        notify_on_commit(
+            release, required, why=gettext_noop("It was submitted and awaits your sign-off.")
+        )
     return release
 
 

@@ -1,4 +1,9 @@
-"""Tell signers, by email, that a release waits for them. Called from a verb's on_commit."""
+"""Tell signers, by email, that a release waits for them. Called from a verb's on_commit.
+
+Each email is written in its recipient's language (their preference, else the site's
+default), whoever caused it: `why` arrives as an English message marked for the
+catalog (gettext_noop) with its parameters, and is translated per recipient.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,10 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mass_mail
 from django.urls import NoReverseMatch, reverse
+from django.utils import translation
+from django.utils.translation import gettext as _
 
+from ledger.preferences import languages_of
 from releases import policy
 from releases.models import Release, SignOff
 
@@ -36,26 +44,46 @@ def signers_for(release: Release, role: str) -> list:
     return list(users.exclude(email="").distinct().order_by("username"))
 
 
-def notify_signers(release_id: int, roles: Iterable[str], *, why: str) -> int:
-    """One email to each person who could sign one of `roles`; returns how many went out."""
+def _message(release: Release, role: str, why: str, why_params: dict[str, str]) -> tuple[str, str]:
+    """Subject and body in the active language."""
+    labels = dict(SignOff.Role.choices)
+    subject = _("Release #%(release)s of %(service)s waits for your sign-off (%(role)s)") % {
+        "release": release.pk,
+        "service": release.service.slug,
+        "role": _(labels[role]).lower(),
+    }
+    body = _(
+        "%(filer)s filed release #%(release)s: %(service)s to %(revision)s (%(kind)s, %(path)s)."
+        "\n\n%(why)s\n\n%(summary)s\n\nReview and sign: %(url)s\n"
+    ) % {
+        "filer": release.filed_by.get_username(),
+        "release": release.pk,
+        "service": release.service.slug,
+        "revision": release.to_revision.label,
+        "kind": _(release.get_change_kind_display()).lower(),
+        "path": _(release.get_path_display()),
+        "why": _(why) % why_params if why_params else _(why),
+        "summary": release.summary,
+        "url": release_url(release),
+    }
+    return subject, body
+
+
+def notify_signers(
+    release_id: int, roles: Iterable[str], *, why: str, why_params: dict[str, str] | None = None
+) -> int:
+    """One email to each person who could sign one of `roles`, in their language;
+    returns how many went out."""
     release = Release.objects.select_related("service", "to_revision", "filed_by").get(
         pk=release_id
     )
-    labels = dict(SignOff.Role.choices)
+    recipients = [(role, user) for role in roles for user in signers_for(release, role)]
+    languages = languages_of([user for _role, user in recipients])
     messages = []
-    for role in roles:
-        for user in signers_for(release, role):
-            subject = (
-                f"Release #{release.pk} of {release.service.slug} waits for your sign-off "
-                f"({labels[role].lower()})"
-            )
-            body = (
-                f"{release.filed_by.get_username()} filed release #{release.pk}: "
-                f"{release.service.slug} to {release.to_revision.label} "
-                f"({release.get_change_kind_display().lower()}, {release.get_path_display()}).\n\n"
-                f"{why}\n\n{release.summary}\n\nReview and sign: {release_url(release)}\n"
-            )
-            messages.append((subject, body, settings.DEFAULT_FROM_EMAIL, [user.email]))
+    for role, user in recipients:
+        with translation.override(languages[user.pk]):
+            subject, body = _message(release, role, why, why_params or {})
+        messages.append((subject, body, settings.DEFAULT_FROM_EMAIL, [user.email]))
     if messages:
         sent = send_mass_mail(messages, fail_silently=False)
         log.info("release %s: %s sign-off emails sent", release.pk, sent)
@@ -63,7 +91,13 @@ def notify_signers(release_id: int, roles: Iterable[str], *, why: str) -> int:
     return 0
 
 
-def notify_on_commit(release: Release, roles: Iterable[str], *, why: str) -> None:
+def notify_on_commit(
+    release: Release,
+    roles: Iterable[str],
+    *,
+    why: str,
+    why_params: dict[str, str] | None = None,
+) -> None:
     """After the verb's transaction commits, email the signers of `roles`.
 
     A mail server that is down must not undo (nor fail) a change already
@@ -79,7 +113,7 @@ def notify_on_commit(release: Release, roles: Iterable[str], *, why: str) -> Non
 
     def send() -> None:
         try:
-            notify_signers(release_id, wanted, why=why)
+            notify_signers(release_id, wanted, why=why, why_params=why_params)
         except Exception:
             log.exception("release %s: sign-off emails could not be sent", release_id)
 

@@ -14,6 +14,7 @@ import datetime as dt
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from ledger.chain import append_event
 from lib.actors import Actor
@@ -86,8 +87,10 @@ def sync_signoffs(
     notify_on_commit(
         release,
         required,
-        why="A sign-off was voided because the release changed after it was given: "
-        + "; ".join(s.void_reason for s in voided),
+        why=gettext_noop(
+            "A sign-off was voided because the release changed after it was given: %(reasons)s"
+        ),
+        why_params={"reasons": "; ".join(s.void_reason for s in voided)},
     )
     return release_gates.assess(release)
 

@@ -12,7 +12,7 @@ import pytest
 import time_machine
 from django.core import mail
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from ledger import locks
 from ledger import services as ledger_services
@@ -395,6 +395,25 @@ def test_signers_are_emailed_when_a_release_waits_for_them(
     assert "olivia@example.com" not in recipients
     subjects = {m.subject for m in mail.outbox}
     assert f"Release #{release.pk} of kb-assistant waits for your sign-off (platform)" in subjects
+
+
+def test_each_signer_is_emailed_in_their_own_language(
+    release, owner, signers, django_capture_on_commit_callbacks
+):
+    from ledger.models import UserPreference
+
+    UserPreference.objects.create(user=signers["platform"], language="zh-hans")
+    with translation.override("en"), django_capture_on_commit_callbacks(execute=True):
+        services.submit_release(release, actor=owner)
+
+    by_recipient = {m.to[0]: m for m in mail.outbox}
+    chinese = by_recipient[f"{signers['platform'].username}@example.com"]
+    english = by_recipient[f"{signers['business_owner'].username}@example.com"]
+    assert chinese.subject == f"kb-assistant 的发布 #{release.pk} 等待你签核（平台）"
+    assert "该发布已提交，等待你签核。" in chinese.body
+    assert f"/releases/{release.pk}/" in chinese.body
+    assert english.subject.startswith(f"Release #{release.pk} of kb-assistant waits")
+    assert "It was submitted and awaits your sign-off." in english.body
 
 
 def test_an_internal_release_needs_model_team_and_platform_only(
