@@ -213,14 +213,17 @@ def test_s3_download_is_a_presigned_link_that_expires(auditor, october, s3_stora
 
     before = dt.datetime.now(dt.UTC).replace(microsecond=0)
     link = exports.download_link(export, actor=auditor)
+    after = dt.datetime.now(dt.UTC)
 
     query = parse_qs(urlsplit(link.url).query)
     assert query["X-Amz-Expires"] == ["120"] and query["X-Amz-Signature"]
     signed_at = dt.datetime.strptime(query["X-Amz-Date"][0], "%Y%m%dT%H%M%SZ").replace(
         tzinfo=dt.UTC
     )
-    assert before <= signed_at <= before + dt.timedelta(seconds=5)
-    assert abs((link.expires_at - signed_at).total_seconds() - 120) < 5
+    # Bracketed by the moments around the call, not by a band: a busy machine is slow.
+    assert before <= signed_at <= after
+    two_minutes = dt.timedelta(seconds=120)
+    assert before + two_minutes <= link.expires_at <= after + two_minutes
     with urllib.request.urlopen(link.url, timeout=10) as response:
         body = response.read()
         assert export.filename in response.headers["Content-Disposition"]
