@@ -85,6 +85,18 @@ def _fresh_cache():
 
 
 @pytest.fixture(autouse=True)
+def _default_language():
+    """Django leaves a request's language active in its thread after the request (the
+    next request sets its own); code a test calls directly then speaks it. Each test
+    starts, and ends, in the default language."""
+    from django.utils import translation
+
+    translation.deactivate()
+    yield
+    translation.deactivate()
+
+
+@pytest.fixture(autouse=True)
 def _fast_passwords(settings):
     # Hashing the cast's passwords with PBKDF2 would be most of each test's time.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
