@@ -9,7 +9,7 @@ from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
 from ledger.models import UserPreference
-from lib.forms import InlineValidationMixin
+from lib.forms import InlineValidationMixin, NamedChoicesMixin
 from lib.i18n import known_time_zones
 
 
@@ -31,6 +31,6 @@ class PreferenceForm(InlineValidationMixin, forms.ModelForm):
         return sorted(known_time_zones())
 
 
-class LanguageSwitchForm(forms.Form):
+class LanguageSwitchForm(NamedChoicesMixin, forms.Form):
     language = forms.ChoiceField(label=_("Language"), choices=settings.LANGUAGES)
     next = forms.CharField(required=False, widget=forms.HiddenInput)
