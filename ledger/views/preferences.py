@@ -49,7 +49,8 @@ def set_language(request: HttpRequest) -> HttpResponse:
     """The switcher in the top bar (open to anyone, the login page included)."""
     form = LanguageSwitchForm(request.POST)
     if not form.is_valid():
-        messages.error(request, " ".join(form.errors.get("language", [_("Choose a language.")])))
+        refusals = [str(error) for error in form.errors.get("language", [])]
+        messages.error(request, " ".join(refusals) or _("Choose a language."))
         return HttpResponseRedirect(_safe_next(request, request.POST.get("next", "")))
     response = HttpResponseRedirect(_safe_next(request, form.cleaned_data["next"]))
     switch_language(request, response, form.cleaned_data["language"])
