@@ -19,8 +19,8 @@ class LedgerConfig(AppConfig):
 
     def ready(self) -> None:
         from ledger import checks, locks  # noqa: F401 - checks registers itself
-        from ledger.preferences import load_into_session
         from ledger.queries.staleness import live_evidence_counts
+        from ledger.services.preferences import load_into_session
         from lib import metrics
 
         post_migrate.connect(create_role_groups, sender=self)

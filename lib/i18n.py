@@ -1,7 +1,7 @@
 """The reader's language and time zone, for every request, without a query.
 
 The language: the one the user chose (kept in the session, see
-`ledger.preferences`), else what Django's LocaleMiddleware found (the switcher's
+`ledger.services.preferences`), else what Django's LocaleMiddleware found (the switcher's
 cookie, else the browser's Accept-Language). The time zone: the user's choice
 (session), else the browser's (the `tz` cookie written by static/js/timezone.js),
 else settings.TIME_ZONE. Times are stored in UTC; only their display moves.

@@ -14,7 +14,8 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from ledger.forms.preferences import LanguageSwitchForm, PreferenceForm
-from ledger.preferences import preference_of, save_preference, switch_language
+from ledger.queries.preferences import preference_of
+from ledger.services.preferences import save_preference, switch_language
 from lib.actors import AuthenticatedHttpRequest
 
 

@@ -17,7 +17,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import translation
 from django.utils.translation import gettext as _
 
-from ledger.preferences import languages_of
+from ledger.queries.preferences import languages_of
 from releases import policy
 from releases.models import Release, SignOff
 

@@ -1,6 +1,7 @@
 """A user's language and time zone: kept in UserPreference, mirrored into the session
 at login and on every change, so that `lib.i18n.UserPreferencesMiddleware` applies
-them without a query per request."""
+them without a query per request. A reading preference, not a record of the ledger:
+no Event."""
 
 from __future__ import annotations
 
@@ -10,22 +11,8 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from ledger.models import UserPreference
+from ledger.queries.preferences import preference_of
 from lib import i18n
-
-
-def languages_of(users: Any) -> dict[int, str]:
-    """Each user's language for what is sent to them (emails): their preference, else
-    the site's default (one query)."""
-    chosen = dict(
-        UserPreference.objects.filter(user__in=[u.pk for u in users])
-        .exclude(language="")
-        .values_list("user_id", "language")
-    )
-    return {user.pk: chosen.get(user.pk, settings.LANGUAGE_CODE) for user in users}
-
-
-def preference_of(user: Any) -> UserPreference:
-    return UserPreference.objects.filter(user=user).first() or UserPreference(user=user)
 
 
 def save_preference(request: HttpRequest, preference: UserPreference) -> None:
