@@ -66,13 +66,13 @@ def test_the_login_and_admin_pages_carry_the_policy_too(client):
         assert "unsafe-" not in response["Content-Security-Policy"], url
 
 
-def test_htmx_is_told_not_to_eval_nor_inject_its_indicator_styles(client, owner):
+def test_htmx_is_told_not_to_eval_nor_inject_its_indicator_styles_nor_delay_settling(client, owner):
     client.force_login(owner)
 
     page = client.get("/").content.decode()
 
     assert (
-        """<meta name="htmx-config" content='{"includeIndicatorStyles": false, "allowEval": false}'>"""
+        """<meta name="htmx-config" content='{"includeIndicatorStyles": false, "allowEval": false, "defaultSettleDelay": 0}'>"""
         in page
     )
     css = (ROOT / "static" / "css" / "ledger.css").read_text()

@@ -121,6 +121,54 @@ def test_owner_previews_saves_a_guidellm_sweep_and_sees_its_curve(live_server, p
     expect(page.locator("#capacity")).to_contain_text("GPU-hours per million output tokens")
 
 
+def test_save_waits_while_the_file_is_read_and_then_saves_in_place(live_server, page, owner, kb):
+    """The summary a preview brings moves Save report down: a click aimed at it while the
+    file is read would land on whatever slides under the pointer, so it is disabled then.
+    The browser holds the preview request until the button has been seen disabled."""
+    log_in(page, live_server, owner)
+    page.goto(f"{live_server.url}/services/kb-assistant/r1/")
+    held = []
+    page.route("**/loadtests/preview", lambda route: held.append(route))
+    save = page.get_by_role("button", name="Save report")
+
+    page.get_by_label("Workload class").select_option("batch")
+    page.get_by_label("Report file").set_input_files(
+        fixture_path("guidellm", "rate-sweep", "benchmarks.json")
+    )
+    expect(page.locator("#loadtest-busy")).to_be_visible()
+    expect(save).to_be_disabled()
+    held[0].continue_()
+
+    expect(page.locator("#preview-summary")).to_contain_text("not saved yet")
+    expect(save).to_be_enabled()
+    save.click()
+    expect(page.locator("#evidence [role=status]")).to_contain_text("Saved benchmarks.json")
+    assert LoadTestReport.objects.count() == 1
+
+
+def test_a_click_just_after_the_preview_arrives_saves_through_htmx(live_server, page, owner, kb):
+    """htmx wires swapped-in content only when it settles: with a settle delay, a click
+    in that gap submits the form natively and leaves the page. The click here comes in
+    the task right after the swap."""
+    log_in(page, live_server, owner)
+    url = f"{live_server.url}/services/kb-assistant/r1/"
+    page.goto(url)
+    page.evaluate(
+        """() => document.body.addEventListener('htmx:afterSwap', () => setTimeout(() => {
+            document.querySelector('#loadtest-form button[type=submit]').click()
+        }), {once: true})"""
+    )
+
+    page.get_by_label("Workload class").select_option("batch")
+    page.get_by_label("Report file").set_input_files(
+        fixture_path("guidellm", "rate-sweep", "benchmarks.json")
+    )
+
+    expect(page.locator("#evidence [role=status]")).to_contain_text("Saved benchmarks.json")
+    assert page.url == url
+    assert LoadTestReport.objects.count() == 1
+
+
 def test_a_bad_file_shows_where_it_is_wrong_before_anything_is_saved(live_server, page, owner, kb):
     log_in(page, live_server, owner)
     page.goto(f"{live_server.url}/services/kb-assistant/r1/")
