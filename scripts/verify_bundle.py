@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check an Inference Release Ledger evidence bundle offline, without the server.
 
-    python scripts/verify_bundle.py BUNDLE.zip --key ledger-signing-key.pem
+    python scripts/verify_bundle.py BUNDLE.zip --key ledger-signing-key.pem [--jobs N]
 
 Needs only Python 3.11 and the `cryptography` package. It checks, in order, and names
 the first thing that does not match:
@@ -13,6 +13,11 @@ the first thing that does not match:
    the one before it, sequence numbers contiguous;
 4. that the exported event records are the chain's events, and the chain head.
 Exit status: 0 verified, 1 a mismatch (printed), 2 the bundle could not be read.
+
+The two large files (the segment and the event records) are read once each: their
+sha256 is taken as they are decompressed, and blocks of their lines are parsed and
+hashed by --jobs processes (default: one per CPU). A file whose digest differs from the
+signed one is named as changed, whatever its lines say.
 """
 
 from __future__ import annotations
@@ -21,16 +26,23 @@ import argparse
 import base64
 import hashlib
 import json
+import os
 import sys
 import zipfile
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 GENESIS_HASH = "0" * 64
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 UNSIGNED = {"attestation.dsse.json", "signing-key.pem"}
+SEGMENT = "chain/segment.jsonl"
+RECORDS = "records/events.jsonl"
+BLOCK_BYTES = 4 << 20
 HASHED_FIELDS = (
     "sequence",
     "service",
@@ -52,10 +64,17 @@ class Unreadable(Exception):
     """Not a bundle at all: not a zip file, or not readable."""
 
 
+# One encoder for every event: json.dumps would build a new one per call.
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+
+
+_DECODER = json.JSONDecoder()
+
+
 def canonical_json(data: Any) -> str:
-    return json.dumps(
-        data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
+    return _CANONICAL.encode(data)
 
 
 def event_hash(record: dict[str, Any]) -> str:
@@ -107,8 +126,16 @@ def _sha256(archive: zipfile.ZipFile, name: str) -> str:
     return digest.hexdigest()
 
 
-def verify_files(archive: zipfile.ZipFile, statement: dict[str, Any]) -> None:
-    signed = {s["name"]: s["digest"]["sha256"] for s in statement.get("subject", [])}
+def signed_digests(statement: dict[str, Any]) -> dict[str, str]:
+    return {s["name"]: s["digest"]["sha256"] for s in statement.get("subject", [])}
+
+
+def verify_files(
+    archive: zipfile.ZipFile, statement: dict[str, Any], *, streamed: frozenset[str] = frozenset()
+) -> None:
+    """Every file against the signed statement, except those in `streamed`, whose digests
+    are taken while their lines are read (`_stream`)."""
+    signed = signed_digests(statement)
     present = [n for n in archive.namelist() if n not in UNSIGNED and not n.endswith("/")]
     if "manifest.json" in present and _sha256(archive, "manifest.json") != signed.get(
         "manifest.json"
@@ -120,81 +147,258 @@ def verify_files(archive: zipfile.ZipFile, statement: dict[str, Any]) -> None:
     for name in present:
         if name not in signed:
             raise Mismatch(f"{name}: in the bundle but not in the signed statement")
-        actual = _sha256(archive, name)
-        if actual != signed[name]:
-            raise Mismatch(
-                f"{name}: sha256 {actual[:16]}… differs from the signed statement's "
-                f"{signed[name][:16]}… (the file was changed after export)"
-            )
+        if name not in streamed:
+            _check_digest(name, _sha256(archive, name), signed[name])
     for name in signed:
         if name not in present:
             raise Mismatch(f"{name}: in the signed statement but missing from the bundle")
 
 
-def _lines(archive: zipfile.ZipFile, name: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    with archive.open(name) as member:
-        for number, line in enumerate(member, start=1):
-            if line.strip():
-                yield number, json.loads(line)
+def _check_digest(name: str, actual: str, signed: str) -> None:
+    if actual != signed:
+        raise Mismatch(
+            f"{name}: sha256 {actual[:16]}… differs from the signed statement's "
+            f"{signed[:16]}… (the file was changed after export)"
+        )
 
 
-def verify_segment(archive: zipfile.ZipFile) -> tuple[int | None, int | None, dict[int, str]]:
-    """(first, last) sequence of the period and each event's hash."""
-    before: dict[str, Any] | None = None
-    hashes: dict[int, str] = {}
-    first = last = None
-    for number, record in _lines(archive, "chain/segment.jsonl"):
-        where = f"chain/segment.jsonl line {number} (event #{record.get('sequence')})"
-        if before is None:
-            genesis = record.get("genesis") and record.get("hash") == GENESIS_HASH
-            if not genesis and event_hash(record) != record.get("hash"):
-                raise Mismatch(f"{where}: its content does not match its hash")
-            before = record
+# ---------------------------------------------------------------- reading the large files
+
+
+def _blocks(member: Any, digest: Any, size: int) -> Iterator[tuple[int, bytes]]:
+    """(number of its first line, whole lines) in blocks of about `size` bytes; every
+    byte passes through `digest` as it is read."""
+    number, rest = 1, b""
+    while chunk := member.read(size):
+        digest.update(chunk)
+        data = rest + chunk
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            yield number, data[:cut]
+            number += data.count(b"\n", 0, cut)
+        rest = data[cut:]
+    if rest:
+        yield number, rest
+
+
+def _records(name: str, number: int, data: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        text = data.decode()
+    except UnicodeDecodeError as error:
+        line = number + data.count(b"\n", 0, error.start)
+        raise Mismatch(f"{name} line {line}: not UTF-8 text") from None
+    for offset, line in enumerate(text.split("\n")):
+        if not line.strip():
             continue
-        expected = before["sequence"] + 1
-        if record.get("sequence") != expected:
-            if isinstance(record.get("sequence"), int) and record["sequence"] < expected:
+        try:
+            record, end = _DECODER.raw_decode(line)
+            if extra := line[end:].lstrip():
+                raise ValueError(f"extra data at column {len(line) - len(extra) + 1}")
+        except ValueError as error:
+            raise Mismatch(f"{name} line {number + offset}: not JSON ({error})") from None
+        if not isinstance(record, dict):
+            raise Mismatch(f"{name} line {number + offset}: not a JSON object")
+        yield number + offset, record
+
+
+# ---------------------------------------------------------------- the chain segment
+
+# A segment event as the checks need it: line number, sequence, prev_hash, hash, whether
+# the hash recomputed from its fields matches, whether it is the genesis marker.
+Entry = tuple[int, int, Any, Any, bool, bool]
+
+
+def _entry(number: int, record: dict[str, Any]) -> Entry:
+    sequence = record.get("sequence")
+    if not isinstance(sequence, int) or isinstance(sequence, bool):
+        raise Mismatch(f"{SEGMENT} line {number}: sequence {sequence!r} is not a whole number")
+    own = record.get("hash")
+    genesis = bool(record.get("genesis")) and own == GENESIS_HASH
+    matches = genesis or event_hash(record) == own
+    return number, sequence, record.get("prev_hash"), own, matches, genesis
+
+
+def _link_problem(before: Entry, entry: Entry) -> str | None:
+    """What is wrong with `entry` following `before`, in the words an auditor reads."""
+    number, sequence, prev, _, matches, _ = entry
+    where = f"{SEGMENT} line {number} (event #{sequence})"
+    expected = before[1] + 1
+    if sequence != expected:
+        if sequence < expected:
+            return f"{where}: comes after event #{before[1]}; the events are out of order"
+        return (
+            f"{where}: event #{expected} is missing (the sequence jumps from "
+            f"#{before[1]} to #{sequence})"
+        )
+    if prev != before[3]:
+        return f"{where}: prev_hash does not match the hash of event #{before[1]}"
+    if not matches:
+        return f"{where}: its content does not match its hash"
+    return None
+
+
+@dataclass(frozen=True)
+class SegmentBlock:
+    """One block of the segment, checked within itself; the caller links it to the
+    block before and stops at its problem."""
+
+    first: Entry | None
+    last: Entry | None
+    problem: str | None
+    hashes: str  # every event's hash, in order, concatenated (64 characters each)
+
+
+def check_segment_block(number: int, data: bytes) -> SegmentBlock:
+    first = before = None
+    hashes = []
+    for line, record in _records(SEGMENT, number, data):
+        entry = _entry(line, record)
+        if before is None:
+            first = entry
+        elif problem := _link_problem(before, entry):
+            return SegmentBlock(first, before, problem, "".join(hashes))
+        hashes.append(entry[3] if isinstance(entry[3], str) and len(entry[3]) == 64 else "?" * 64)
+        before = entry
+    return SegmentBlock(first, before, None, "".join(hashes))
+
+
+@dataclass
+class Segment:
+    """The segment as verified: its first entry (the event before the period, or the
+    genesis marker) and every event's hash from there on, by sequence."""
+
+    start: int | None = None
+    hashes: str = ""
+
+    @property
+    def period(self) -> tuple[int | None, int | None]:
+        count = len(self.hashes) // 64
+        if self.start is None or count < 2:
+            return None, None
+        return self.start + 1, self.start + count - 1
+
+    def hash_of(self, sequence: Any) -> str | None:
+        """The hash of an event inside the period (not the one before it)."""
+        first, last = self.period
+        if first is None or not isinstance(sequence, int) or not first <= sequence <= last:
+            return None
+        at = (sequence - self.start) * 64
+        return self.hashes[at : at + 64]
+
+
+def _read_segment(blocks: Iterator[SegmentBlock]) -> Segment:
+    segment = Segment()
+    parts: list[str] = []
+    before: Entry | None = None
+    for block in blocks:
+        if block.first is None:
+            continue
+        if before is None:
+            if not block.first[4]:
+                number, sequence = block.first[:2]
                 raise Mismatch(
-                    f"{where}: comes after event #{before['sequence']}; the events are out of order"
+                    f"{SEGMENT} line {number} (event #{sequence}): its content does not match its hash"
                 )
-            raise Mismatch(
-                f"{where}: event #{expected} is missing (the sequence jumps from "
-                f"#{before['sequence']} to #{record.get('sequence')})"
-            )
-        if record.get("prev_hash") != before["hash"]:
-            raise Mismatch(
-                f"{where}: prev_hash does not match the hash of event #{before['sequence']}"
-            )
-        if event_hash(record) != record.get("hash"):
-            raise Mismatch(f"{where}: its content does not match its hash")
-        hashes[record["sequence"]] = record["hash"]
-        first = record["sequence"] if first is None else first
-        last = record["sequence"]
-        before = record
-    return first, last, hashes
+            segment.start = block.first[1]
+        elif problem := _link_problem(before, block.first):
+            raise Mismatch(problem)
+        if block.problem:
+            raise Mismatch(block.problem)
+        parts.append(block.hashes)
+        before = block.last
+    segment.hashes = "".join(parts)
+    return segment
 
 
-def verify_records(archive: zipfile.ZipFile, hashes: dict[int, str]) -> int:
+# ---------------------------------------------------------------- the exported records
+
+
+def read_records_block(number: int, data: bytes) -> list[tuple[int, Any, Any]]:
+    return [(n, r.get("sequence"), r.get("hash")) for n, r in _records(RECORDS, number, data)]
+
+
+def _check_records(blocks: Iterator[list[tuple[int, Any, Any]]], segment: Segment) -> int:
     count = 0
-    for number, record in _lines(archive, "records/events.jsonl"):
-        if hashes.get(record.get("sequence")) != record.get("hash"):
-            raise Mismatch(
-                f"records/events.jsonl line {number}: event #{record.get('sequence')} is not "
-                "the chain segment's event of that number"
-            )
-        count += 1
+    for block in blocks:
+        for number, sequence, own in block:
+            if segment.hash_of(sequence) != own:
+                raise Mismatch(
+                    f"{RECORDS} line {number}: event #{sequence} is not "
+                    "the chain segment's event of that number"
+                )
+        count += len(block)
     return count
 
 
-def verify(path: Path, key_pem: bytes | None) -> str:
-    """A one-line summary when the bundle verifies; raises Mismatch otherwise."""
+# ---------------------------------------------------------------- reading in parallel
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class _Inline(Executor):
+    """An executor that runs each call at once, in this process (--jobs 1)."""
+
+    def submit(self, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> Future[R]:
+        future: Future[R] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as error:  # handed to the caller through result()
+            future.set_exception(error)
+        return future
+
+
+def _stream(
+    archive: zipfile.ZipFile,
+    name: str,
+    signed: str,
+    work: Callable[[int, bytes], T],
+    judge: Callable[[Iterator[T]], R],
+    pool: Executor,
+    jobs: int,
+    block_bytes: int,
+) -> R:
+    """Read `name` once: its sha256 as it is decompressed, its blocks of lines handed to
+    `work` in the pool (a few at a time, so memory stays flat) and the results, in
+    order, to `judge`. A changed file is named as such before anything its lines say."""
+    digest = hashlib.sha256()
+    failure: Mismatch | None = None
+    with archive.open(name) as member:
+        blocks = _blocks(member, digest, block_bytes)
+
+        def results() -> Iterator[T]:
+            pending: deque[Future[T]] = deque()
+            for number, data in blocks:
+                pending.append(pool.submit(work, number, data))
+                if len(pending) > 2 * jobs:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+
+        try:
+            verdict = judge(results())
+        except Mismatch as error:
+            failure = error
+        for _ in blocks:  # whatever is left still counts towards the digest
+            pass
+    _check_digest(name, digest.hexdigest(), signed)
+    if failure is not None:
+        raise failure
+    return verdict
+
+
+def verify(
+    path: Path, key_pem: bytes | None, *, jobs: int = 1, block_bytes: int = BLOCK_BYTES
+) -> str:
+    """A one-line summary when the bundle verifies; raises Mismatch otherwise.
+    `jobs` processes parse the large files, `block_bytes` at a time."""
     try:
         archive = zipfile.ZipFile(path)
     except (OSError, zipfile.BadZipFile) as error:
         raise Unreadable(f"{path}: not a readable zip file ({error})") from None
     with archive:
         names = set(archive.namelist())
-        for required in ("attestation.dsse.json", "manifest.json", "chain/segment.jsonl"):
+        for required in ("attestation.dsse.json", "manifest.json", SEGMENT):
             if required not in names:
                 raise Mismatch(f"{required}: missing from the bundle")
         pinned = key_pem is not None
@@ -203,11 +407,39 @@ def verify(path: Path, key_pem: bytes | None) -> str:
                 raise Mismatch("signing-key.pem: missing, and no --key was given")
             key_pem = archive.read("signing-key.pem")
         statement = verify_signature(json.loads(archive.read("attestation.dsse.json")), key_pem)
-        verify_files(archive, statement)
-        first, last, hashes = verify_segment(archive)
-        records = verify_records(archive, hashes) if "records/events.jsonl" in names else 0
+        streamed = frozenset({SEGMENT, RECORDS} & names)
+        verify_files(archive, statement, streamed=streamed)
+        signed = signed_digests(statement)
+        with ProcessPoolExecutor(jobs) if jobs > 1 else _Inline() as pool:
+            segment = _stream(
+                archive,
+                SEGMENT,
+                signed[SEGMENT],
+                check_segment_block,
+                _read_segment,
+                pool,
+                jobs,
+                block_bytes,
+            )
+            records = 0
+            if RECORDS in names:
+                records = _stream(
+                    archive,
+                    RECORDS,
+                    signed[RECORDS],
+                    read_records_block,
+                    lambda blocks: _check_records(blocks, segment),
+                    pool,
+                    jobs,
+                    block_bytes,
+                )
+        first, last = segment.period
         head = statement.get("predicate", {}).get("chain_head", {})
-        if last is not None and head.get("sequence") == last and head.get("hash") != hashes[last]:
+        if (
+            last is not None
+            and head.get("sequence") == last
+            and head.get("hash") != segment.hash_of(last)
+        ):
             raise Mismatch(f"chain head: event #{last} differs from the signed chain head")
         if last is not None and isinstance(head.get("sequence"), int) and last > head["sequence"]:
             raise Mismatch(
@@ -228,14 +460,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--key", type=Path, help="the ledger's public key (PEM), pinned out of band"
     )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="processes that parse and hash the events (default: one per CPU)",
+    )
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs {args.jobs}: expected 1 or more")
     try:
         key = args.key.read_bytes() if args.key else None
     except OSError as error:
         print(f"cannot read the key: {error}", file=sys.stderr)
         return 2
     try:
-        print(verify(args.bundle, key))
+        print(verify(args.bundle, key, jobs=args.jobs))
     except Unreadable as error:
         print(f"cannot read the bundle: {error}", file=sys.stderr)
         return 2

@@ -32,12 +32,23 @@ def _plain(value: Any) -> Any:
 
 
 def csv_lines(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> Iterator[str]:
-    """A header row, then one CSV line per row (UTF-8 text, RFC 4180 quoting)."""
+    """A header row, then one CSV line per row (UTF-8 text, RFC 4180 quoting, lines
+    ending in \\n as PostgreSQL's COPY writes them)."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(columns)
+    # The csv module quotes a cell holding a line break only if the break is part of
+    # its line terminator: with "\r\n" a lone \r is quoted too. Each row's "\r\n" is
+    # then turned into "\n".
+    writer = csv.writer(buffer, lineterminator="\r\n")
+
+    def write(cells: Sequence[Any]) -> None:
+        writer.writerow(cells)
+        buffer.seek(buffer.tell() - 2)
+        buffer.write("\n")
+        buffer.truncate()
+
+    write(columns)
     for row in rows:
-        writer.writerow([spreadsheet_safe(_plain(v)) for v in row])
+        write([spreadsheet_safe(_plain(v)) for v in row])
         if buffer.tell() > 64 * 1024:
             yield buffer.getvalue()
             buffer.seek(0)

@@ -8,6 +8,7 @@ import base64
 import csv
 import datetime as dt
 import hashlib
+import io
 import json
 import re
 import subprocess
@@ -238,6 +239,89 @@ def test_an_edited_event_is_named_even_when_the_bundle_is_signed_again(history, 
     assert f"(event #{record['sequence']}): its content does not match its hash" in result.stdout
 
 
+def _verdict(bundle: Path, key: Path, **options) -> str:
+    """The in-process verifier's verdict (the code the script runs)."""
+    from ledger.management.commands.verify_bundle import verifier
+
+    check = verifier()
+    try:
+        return check.verify(bundle, key.read_bytes(), **options)
+    except check.Mismatch as error:
+        return f"NOT VERIFIED: {error}"
+
+
+# Blocks of 300 bytes hold about one line each, so every link between two events is
+# checked across blocks, and handed to two processes.
+SPLITS = [{"jobs": 1}, {"jobs": 2, "block_bytes": 300}, {"jobs": 1, "block_bytes": 300}]
+
+
+def test_the_verdict_is_the_same_whatever_the_blocks_and_processes(history, tmp_path, key_file):
+    bundle = _export(tmp_path)
+    verdicts = {_verdict(bundle, key_file, **split) for split in SPLITS}
+    assert len(verdicts) == 1
+    (verdict,) = verdicts
+    inside = Event.objects.filter(created_at__gte=OCT, created_at__lt=NOV).order_by("sequence")
+    assert f"events #{inside.first().sequence} to #{inside.last().sequence}" in verdict
+    assert f"{inside.count()} exported records in the chain" in verdict
+
+
+@pytest.mark.parametrize("split", SPLITS, ids=["inline", "two-processes", "small-blocks"])
+def test_each_tamper_is_named_whatever_the_blocks_and_processes(history, tmp_path, split):
+    bundle = _export(tmp_path)
+    lines = _segment(bundle)
+    edited = json.loads(lines[4])
+    edited["actor"] = "someone-else"
+    removed = json.loads(lines[2])["sequence"]
+    tampered = lines[:2] + lines[3:4] + [(canonical_json(edited) + "\n").encode()] + lines[5:]
+    _rewrite(bundle, {"chain/segment.jsonl": b"".join(tampered)})
+    key = _resign(bundle, tmp_path)
+
+    # The first thing that does not match is named: the gap comes before the edit.
+    assert f"event #{removed} is missing" in _verdict(bundle, key, **split)
+
+    _rewrite(bundle, {"chain/segment.jsonl": b"".join(lines[:4] + tampered[3:])})
+    key = _resign(bundle, tmp_path)
+    assert _verdict(bundle, key, **split) == (
+        f"NOT VERIFIED: chain/segment.jsonl line 5 (event #{edited['sequence']}): "
+        "its content does not match its hash"
+    )
+
+
+def test_a_changed_file_is_named_as_changed_before_what_its_lines_say(history, tmp_path, key_file):
+    bundle = _export(tmp_path)
+    lines = _segment(bundle)
+    _rewrite(bundle, {"chain/segment.jsonl": b"".join(lines[:1] + [b"{not json\n"] + lines[1:])})
+
+    verdict = _verdict(bundle, key_file, jobs=2, block_bytes=300)
+
+    assert verdict.startswith("NOT VERIFIED: chain/segment.jsonl: sha256 ")
+    assert "the file was changed after export" in verdict
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (b"{not json\n", "line 2: not JSON (Expecting property name"),
+        (b"[1, 2]\n", "line 2: not a JSON object"),
+        (b'{"sequence": "7"}\n', "line 2: sequence '7' is not a whole number"),
+        (b'{"sequence": 1} trailing\n', "line 2: not JSON (extra data at column 17)"),
+        (b"\xff\xfe\n", "line 2: not UTF-8 text"),
+    ],
+)
+def test_a_line_that_cannot_be_read_is_named_even_when_signed_again(
+    history, tmp_path, line, message
+):
+    bundle = _export(tmp_path)
+    lines = _segment(bundle)
+    _rewrite(bundle, {"chain/segment.jsonl": b"".join(lines[:1] + [line] + lines[1:])})
+
+    result = _verify(bundle, _resign(bundle, tmp_path))
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"NOT VERIFIED: chain/segment.jsonl {message}" in result.stdout
+    assert "Traceback" not in result.stderr
+
+
 def test_not_a_zip_is_exit_2(tmp_path, key_file):
     junk = tmp_path / "junk.zip"
     junk.write_text("not a zip")
@@ -321,10 +405,23 @@ def test_postgresqls_copy_writes_the_same_csv_as_the_python_path(history):
     from ledger.exports.events import EVENT_COLUMNS, copy_csv, event_rows, period_events
     from ledger.exports.tabular import csv_lines
 
+    # Every formula start, and first characters that only look like one.
+    labels = ["+1", "-1", "@SUM(A1)", "\tx", "\rx", "＝1", "é=", "", "a-b"]
+    with time_machine.travel(OCT + dt.timedelta(days=5), tick=False):
+        for label in labels:
+            append_event(
+                actor=None,
+                action="test.note",
+                subject=("test", "2"),
+                subject_label=label,
+                payload={},
+            )
     by_copy = b"".join(copy_csv(OCT, NOV)).decode()
     by_python = "".join(csv_lines(EVENT_COLUMNS, event_rows(period_events(OCT, NOV))))
-    copied = list(csv.reader(by_copy.splitlines()))
-    written = list(csv.reader(by_python.splitlines()))
+    copied = list(csv.reader(io.StringIO(by_copy, newline="")))
+    written = list(csv.reader(io.StringIO(by_python, newline="")))
     assert len(copied) > 5
     assert copied == written
     assert any(row[6] == '\'=HYPERLINK("http://evil")' for row in copied)
+    shown = [row[6] for row in copied if row[3] == "test.note" and row[5] == "2"]
+    assert shown == ["'+1", "'-1", "'@SUM(A1)", "'\tx", "'\rx", "＝1", "é=", "", "a-b"]

@@ -4,6 +4,7 @@ which runs without Django."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -12,10 +13,14 @@ from django.core.management.base import BaseCommand, CommandError
 
 
 def verifier() -> ModuleType:
+    if (loaded := sys.modules.get("verify_bundle")) is not None:
+        return loaded
     path = Path(settings.BASE_DIR) / "scripts" / "verify_bundle.py"
     spec = importlib.util.spec_from_file_location("verify_bundle", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    # Registered before it runs, as an import would: its dataclasses look themselves up.
+    sys.modules["verify_bundle"] = module
     spec.loader.exec_module(module)
     return module
 
