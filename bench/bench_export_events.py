@@ -112,15 +112,15 @@ def _copy_seconds(until: dt.datetime) -> float:
         "WHERE e.created_at >= %s AND e.created_at < %s "
         "ORDER BY e.sequence) TO STDOUT WITH (FORMAT csv, HEADER)"
     )
+    size = 0
     started = time.perf_counter()
     with (
         psycopg.connect(dsn) as conn,
         conn.cursor() as cursor,
-        open(os.devnull, "wb") as sink,
         cursor.copy(query, (SINCE, until)) as copy,
     ):
-        for block in copy:
-            sink.write(block)
+        for row in copy:  # only counted: the reference does no more than read
+            size += len(row)
     return time.perf_counter() - started
 
 
@@ -133,10 +133,8 @@ def _export_seconds(until: dt.datetime) -> tuple[float, int]:
     filters = AuditFilters(since=SINCE, until=until)
     size = 0
     started = time.perf_counter()
-    with open(os.devnull, "wb") as sink:
-        for chunk in record_chunks(RECORD_TYPES["events"], filters, "csv"):
-            size += len(chunk)
-            sink.write(chunk)
+    for chunk in record_chunks(RECORD_TYPES["events"], filters, "csv"):
+        size += len(chunk)
     return time.perf_counter() - started, size
 
 
@@ -157,6 +155,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--csv-only", action="store_true", help="skip the commands, the bundle and its check"
+    )
     args = parser.parse_args()
     _setup_django()
     from django.core.management import call_command
@@ -174,6 +175,13 @@ def main() -> int:
         exports.append(seconds)
     copy_s, export_s = statistics.median(copies), statistics.median(exports)
     ratio = export_s / copy_s
+    print(f"COPY … TO STDOUT (csv), raw columns: median {copy_s:.2f} s ({_listed(copies)})")
+    print(
+        f"events.csv as exported ({size / 1e6:.0f} MB): median {export_s:.2f} s "
+        f"({_listed(exports)}) = {ratio:.2f}x COPY (target <= 1.2x)"
+    )
+    if args.csv_only:
+        return 1 if ratio > 1.2 else 0
     python = sys.executable
     with tempfile.TemporaryDirectory() as scratch:
         period = ["--since", SINCE.isoformat(), "--until", until.isoformat()]
@@ -204,11 +212,6 @@ def main() -> int:
             ).stdout
         )
         verify_s, _ = _run([python, "scripts/verify_bundle.py", str(bundle), "--key", str(key)])
-    print(f"COPY … TO STDOUT (csv), raw columns: median {copy_s:.2f} s ({_listed(copies)})")
-    print(
-        f"events.csv as exported ({size / 1e6:.0f} MB): median {export_s:.2f} s "
-        f"({_listed(exports)}) = {ratio:.2f}x COPY (target <= 1.2x)"
-    )
     print(
         f"manage.py export_audit --format csv: {csv_s:.2f} s including start-up, "
         f"peak RSS <= {csv_mb} MB (target < 300)"
