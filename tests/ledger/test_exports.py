@@ -290,7 +290,7 @@ def test_each_tamper_is_named_whatever_the_blocks_and_processes(history, tmp_pat
 def test_a_changed_file_is_named_as_changed_before_what_its_lines_say(history, tmp_path, key_file):
     bundle = _export(tmp_path)
     lines = _segment(bundle)
-    _rewrite(bundle, {"chain/segment.jsonl": b"".join(lines[:1] + [b"{not json\n"] + lines[1:])})
+    _rewrite(bundle, {"chain/segment.jsonl": b"".join([*lines[:1], b"{not json\n", *lines[1:]])})
 
     verdict = _verdict(bundle, key_file, jobs=2, block_bytes=300)
 
@@ -313,7 +313,7 @@ def test_a_line_that_cannot_be_read_is_named_even_when_signed_again(
 ):
     bundle = _export(tmp_path)
     lines = _segment(bundle)
-    _rewrite(bundle, {"chain/segment.jsonl": b"".join(lines[:1] + [line] + lines[1:])})
+    _rewrite(bundle, {"chain/segment.jsonl": b"".join([*lines[:1], line, *lines[1:]])})
 
     result = _verify(bundle, _resign(bundle, tmp_path))
 
@@ -406,7 +406,7 @@ def test_postgresqls_copy_writes_the_same_csv_as_the_python_path(history):
     from ledger.exports.tabular import csv_lines
 
     # Every formula start, and first characters that only look like one.
-    labels = ["+1", "-1", "@SUM(A1)", "\tx", "\rx", "＝1", "é=", "", "a-b"]
+    labels = ["+1", "-1", "@SUM(A1)", "\tx", "\rx", "\uff1d1", "é=", "", "a-b"]
     with time_machine.travel(OCT + dt.timedelta(days=5), tick=False):
         for label in labels:
             append_event(
@@ -424,4 +424,4 @@ def test_postgresqls_copy_writes_the_same_csv_as_the_python_path(history):
     assert copied == written
     assert any(row[6] == '\'=HYPERLINK("http://evil")' for row in copied)
     shown = [row[6] for row in copied if row[3] == "test.note" and row[5] == "2"]
-    assert shown == ["'+1", "'-1", "'@SUM(A1)", "'\tx", "'\rx", "＝1", "é=", "", "a-b"]
+    assert shown == ["'+1", "'-1", "'@SUM(A1)", "'\tx", "'\rx", "\uff1d1", "é=", "", "a-b"]
