@@ -9,8 +9,10 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
+from lib.choices import ChoiceLabels
 
-class Backend(models.Model):
+
+class Backend(ChoiceLabels, models.Model):
     """An OpenAI-compatible endpoint serving one registered revision."""
 
     class Engine(models.TextChoices):
@@ -127,7 +129,7 @@ class SampleSet(models.Model):
         return f"{self.name}@{self.version}"
 
 
-class Sample(models.Model):
+class Sample(ChoiceLabels, models.Model):
     class Category(models.TextChoices):
         SHORT_QA = "short_qa", pgettext_lazy("sample category", "Short Q&A")
         LONG_CONTEXT = "long_context", pgettext_lazy("sample category", "Long context")
@@ -194,7 +196,7 @@ class RunQuerySet(models.QuerySet):
         )
 
 
-class Run(models.Model):
+class Run(ChoiceLabels, models.Model):
     class State(models.TextChoices):
         QUEUED = "queued", pgettext_lazy("run state", "Queued")
         RUNNING = "running", pgettext_lazy("run state", "Running")
@@ -265,7 +267,7 @@ class Run(models.Model):
         return f"run {self.pk} {self.sample_set} on {self.backend}"
 
 
-class Result(models.Model):
+class Result(ChoiceLabels, models.Model):
     """One attempt of one sample in one run; unique so a resumed run never duplicates."""
 
     class Outcome(models.TextChoices):
@@ -322,7 +324,7 @@ class Result(models.Model):
         return f"{self.sample} #{self.attempt}: {self.outcome}"
 
 
-class Schedule(models.Model):
+class Schedule(ChoiceLabels, models.Model):
     """A sample set, a backend and a crontab, kept in django-celery-beat's database scheduler."""
 
     class Purpose(models.TextChoices):

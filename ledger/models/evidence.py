@@ -22,6 +22,7 @@ from django.utils.text import get_valid_filename
 from django.utils.translation import gettext_lazy as _
 
 from ledger.models.registry import Revision
+from lib.choices import ChoiceLabels
 
 
 class RequestLevel(TypedDict):
@@ -51,7 +52,7 @@ class LoadTestReportQuerySet(models.QuerySet):
         return self.select_related("revision__service", "revision__runtime", "uploaded_by")
 
 
-class LoadTestReport(models.Model):
+class LoadTestReport(ChoiceLabels, models.Model):
     """One load-test file attached to a revision as evidence for one workload class."""
 
     class Workload(models.TextChoices):

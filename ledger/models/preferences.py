@@ -8,6 +8,7 @@ from django.db import models
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from lib.choices import ChoiceLabels
 from lib.i18n import is_time_zone
 
 
@@ -20,7 +21,7 @@ def validate_time_zone(value: str) -> None:
         )
 
 
-class UserPreference(models.Model):
+class UserPreference(ChoiceLabels, models.Model):
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="preference"
     )

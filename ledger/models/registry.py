@@ -22,6 +22,7 @@ from ledger.validators import (
     validate_spdx_id,
     validate_version,
 )
+from lib.choices import ChoiceLabels
 
 
 class Team(models.Model):
@@ -61,7 +62,7 @@ class ServiceQuerySet(models.QuerySet):
         return self.filter(team__members=user, team__members__groups__name="model_owner").distinct()
 
 
-class Service(models.Model):
+class Service(ChoiceLabels, models.Model):
     class Tier(models.TextChoices):
         EXPERIMENTAL = "experimental", _("Experimental")
         INTERNAL = "internal", _("Internal")
@@ -146,7 +147,7 @@ class Service(models.Model):
         return self.slug
 
 
-class License(models.Model):
+class License(ChoiceLabels, models.Model):
     """A license as the ledger classifies it; identified by SPDX id or LicenseRef-…"""
 
     class Kind(models.TextChoices):
@@ -194,7 +195,7 @@ class ModelAssetQuerySet(models.QuerySet):
         return self.exclude(lifecycle=ModelAsset.Lifecycle.RETIRED)
 
 
-class ModelAsset(models.Model):
+class ModelAsset(ChoiceLabels, models.Model):
     class Quantization(models.TextChoices):
         FP32 = "fp32", _("FP32")
         BF16 = "bf16", _("BF16")
@@ -337,7 +338,7 @@ class ModelAsset(models.Model):
         return locks.reasons_for(self)
 
 
-class Runtime(models.Model):
+class Runtime(ChoiceLabels, models.Model):
     name = models.SlugField(max_length=100, unique=True, help_text=_("e.g. vllm-0-6-3-h100x2"))
     team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="runtimes")
     engine = models.CharField(max_length=24, choices=Engine.choices)
@@ -489,7 +490,7 @@ class Revision(models.Model):
         return locks.reasons_for(self)
 
 
-class Capability(models.Model):
+class Capability(ChoiceLabels, models.Model):
     """One thing a revision declares it can do, and whether that was verified."""
 
     class Kind(models.TextChoices):

@@ -19,6 +19,7 @@ from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
 from ledger.models.registry import Revision, Service
+from lib.choices import ChoiceLabels
 
 # The latency columns, as (metric, percentile) pairs: ttft_p50_ms … e2e_p99_ms.
 LATENCY_METRICS = ("ttft", "tpot", "e2e")
@@ -72,7 +73,7 @@ class RunSummaryQuerySet(models.QuerySet):
         return self.select_related("service", "revision", "recorded_by")
 
 
-class RunSummary(models.Model):
+class RunSummary(ChoiceLabels, models.Model):
     class Source(models.TextChoices):
         GATEWAY = "gateway", _("Pushed by the gateway")
         SCRAPE = "scrape", _("Scraped from the engine's metrics")

@@ -10,6 +10,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from lib.choices import ChoiceLabels
+
 
 class StandardChangeTemplateQuerySet(models.QuerySet):
     def usable(self) -> StandardChangeTemplateQuerySet:
@@ -65,7 +67,7 @@ class StandardChangeTemplate(models.Model):
         return f"{self.key} v{self.version}"
 
 
-class BlackoutWindow(models.Model):
+class BlackoutWindow(ChoiceLabels, models.Model):
     """No rollout may start inside one, except on the emergency path.
 
     `starts_at` to `ends_at` is the first occurrence; `recurrence` repeats that

@@ -15,13 +15,15 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from lib.choices import ChoiceLabels
+
 
 class ExportQuerySet(models.QuerySet):
     def for_page(self) -> ExportQuerySet:
         return self.select_related("requested_by")
 
 
-class Export(models.Model):
+class Export(ChoiceLabels, models.Model):
     class Format(models.TextChoices):
         CSV = "csv", _("CSV (one file per record type, zipped)")
         JSONL = "jsonl", _("JSON Lines (one file per record type, zipped)")

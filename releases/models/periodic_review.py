@@ -18,6 +18,8 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
+from lib.choices import ChoiceLabels
+
 
 class ReviewQuerySet(models.QuerySet):
     def not_concluded(self) -> ReviewQuerySet:
@@ -27,7 +29,7 @@ class ReviewQuerySet(models.QuerySet):
         return self.select_related("service__team", "assignee", "concluded_by")
 
 
-class Review(models.Model):
+class Review(ChoiceLabels, models.Model):
     class State(models.TextChoices):
         OPEN = "open", _("Open")
         IN_PROGRESS = "in_progress", _("In progress")
@@ -137,7 +139,7 @@ class Review(models.Model):
         return self.state != Review.State.CONCLUDED
 
 
-class ReviewTrigger(models.Model):
+class ReviewTrigger(ChoiceLabels, models.Model):
     """Why a review was raised: one finding of the sweep, with its numbers.
 
     `key` names the occurrence (the revision that drifted, the run that regressed, the
@@ -198,7 +200,7 @@ class ReviewTrigger(models.Model):
         return f"{self.kind} on review #{self.review_id}"
 
 
-class ReviewChecklistItem(models.Model):
+class ReviewChecklistItem(ChoiceLabels, models.Model):
     """One question of a review's checklist: the facts the system found, then the
     reviewer's answer and note."""
 

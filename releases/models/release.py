@@ -17,6 +17,8 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
+from lib.choices import ChoiceLabels
+
 
 class ReleaseQuerySet(models.QuerySet):
     def past_draft(self) -> ReleaseQuerySet:
@@ -31,7 +33,7 @@ class ReleaseQuerySet(models.QuerySet):
         return self.filter(state__in=Release.OPEN_STATES)
 
 
-class Release(models.Model):
+class Release(ChoiceLabels, models.Model):
     class State(models.TextChoices):
         DRAFT = "draft", _("Draft")
         SUBMITTED = "submitted", _("Submitted")

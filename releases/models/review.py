@@ -8,8 +8,10 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
+from lib.choices import ChoiceLabels
 
-class SignOff(models.Model):
+
+class SignOff(ChoiceLabels, models.Model):
     """One signer's decision for one role, bound to the snapshot they saw.
 
     A later change of anything in the snapshot voids it (`voided_at` and a

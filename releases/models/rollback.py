@@ -8,8 +8,10 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from lib.choices import ChoiceLabels
 
-class RollbackEvent(models.Model):
+
+class RollbackEvent(ChoiceLabels, models.Model):
     """One rollback actually executed: the live revision set back to a target.
 
     It starts when it is recorded and finishes when the target's verification replay

@@ -14,8 +14,10 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from lib.choices import ChoiceLabels
 
-class Stage(models.Model):
+
+class Stage(ChoiceLabels, models.Model):
     class State(models.TextChoices):
         PENDING = "pending", _("Pending")
         OBSERVING = "observing", _("Observing")
@@ -118,7 +120,7 @@ class Stage(models.Model):
         return self.traffic_pct >= 100
 
 
-class Observation(models.Model):
+class Observation(ChoiceLabels, models.Model):
     """The candidate and the live baseline measured side by side over one window.
 
     `candidate` and `baseline` hold aggregates ({requests, ttft_p95_ms, …}); raw

@@ -15,8 +15,10 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from lib.choices import ChoiceLabels
 
-class WebhookSubscription(models.Model):
+
+class WebhookSubscription(ChoiceLabels, models.Model):
     class State(models.TextChoices):
         ACTIVE = "active", _("Active")
         PAUSED = "paused", _("Paused")
@@ -59,7 +61,7 @@ class WebhookSubscription(models.Model):
         return self.state == self.State.ACTIVE
 
 
-class Delivery(models.Model):
+class Delivery(ChoiceLabels, models.Model):
     class State(models.TextChoices):
         PENDING = "pending", _("Pending")
         RETRYING = "retrying", _("Retrying")
