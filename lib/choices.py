@@ -2,8 +2,8 @@
 
 Django's `get_FOO_display` builds a dict of the field's choices on every call, and
 building it hashes each label: a lazily translated label is hashed by translating it,
-so a field of ten choices costs ten catalog lookups, about 100 µs. A list page asks
-for several labels a row; this was most of the release list's time.
+so a field of nine choices costs nine catalog lookups, 43-62 µs against 8-9 µs for a
+scan. The list and release pages ask for a few labels a row: about 5 ms a page.
 """
 
 from __future__ import annotations
