@@ -9,14 +9,30 @@ from __future__ import annotations
 
 import datetime as dt
 
-from django.db.models import Q, QuerySet
+from django.contrib.auth import get_user_model
+from django.db.models import Prefetch, Q, QuerySet
 from django.utils import timezone
 
-from ledger.models import Event, Service
+from ledger.models import Event, Revision, Service
 from releases.gates import read_releases
 from releases.models import BlackoutWindow, Comment, Release
 
 RELEASE_SUBJECT = "releases.release"
+
+
+LIST_FIELDS = (
+    "id",
+    "service_id",
+    "from_revision_id",
+    "to_revision_id",
+    "change_kind",
+    "risk",
+    "summary",
+    "state",
+    "path",
+    "filed_by_id",
+    "created_at",
+)
 
 
 def release_list_queryset() -> QuerySet[Release]:
@@ -25,11 +41,20 @@ def release_list_queryset() -> QuerySet[Release]:
     Prefetched rather than joined: with a join PostgreSQL joins every release
     before it sorts them for the page (40 ms at 10,000 releases); without, it
     sorts the narrow release rows alone and fetches the few related rows of
-    the page by key (four small queries).
+    the page by key (four small queries). Only the columns the rows show are
+    read: a release's JSON fields (plans, impact, classifications) cost more to
+    decode than the rest of its row.
     """
-    return Release.objects.prefetch_related(
-        "service", "from_revision", "to_revision", "filed_by"
-    ).order_by("-created_at", "-id")
+    return (
+        Release.objects.only(*LIST_FIELDS)
+        .prefetch_related(
+            Prefetch("service", Service.objects.only("id", "slug", "tier")),
+            Prefetch("from_revision", Revision.objects.only("id", "number")),
+            Prefetch("to_revision", Revision.objects.only("id", "number")),
+            Prefetch("filed_by", get_user_model().objects.only("id", "username")),
+        )
+        .order_by("-created_at", "-id")
+    )
 
 
 def release_for_page(pk: int) -> Release | None:
