@@ -6,7 +6,8 @@ With `seed_demo --scale 2000` plus 20,000 releases (bulk rows over the fleet, as
 busiest, through the verbs: a release rolling out at its second stage with
 observations, a plan in force, an open unauthorized change, a rollback waiting for
 confirmation and a runbook of its own. Then, through Django's test Client (the
-whole middleware and view stack, no network), for the page (logged in as the demo
+whole middleware and view stack, no network; settings as deployed:
+`releases_pages.serve_as_deployed`), for the page (logged in as the demo
 SRE), the API (a token) and `serving/?at=`: median, p95 and worst time over
 `--requests` requests after a warm-up, and the SQL queries of one request.
 
@@ -250,13 +251,12 @@ def main() -> int:
     from django.core.management import call_command
     from django.db import connection
     from django.test import Client
-    from django.test.utils import setup_test_environment
     from rest_framework.authtoken.models import Token
 
     from ledger.models import Event, Service
     from releases.models import Release
 
-    setup_test_environment()
+    releases_pages.serve_as_deployed()
     print(f"database: {connection.vendor} {connection.settings_dict['NAME']}")
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     print(f"machine: {os.cpu_count()} CPUs, load average {load}; {args.requests} requests each")
