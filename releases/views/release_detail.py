@@ -31,7 +31,6 @@ from releases import gates as release_gates
 from releases import permissions, policy, services
 from releases.forms import CommentForm, SignOffForm, WaiverForm
 from releases.forms.release import SECTIONS, STAGE_PARTS
-from releases.forms.rollout import ObservationForm
 from releases.models import Release, SignOff
 from releases.queries import pages as page_queries
 from releases.queries.rollout import rollout_of
@@ -193,15 +192,10 @@ def _rollout_context(request: AuthenticatedHttpRequest, release: Release) -> dic
         "can_promote": rolling and permissions.can_promote(user, release),
         "can_abort": rolling and permissions.can_promote(user, release),
         "can_hold": rolling and permissions.can_hold(user, release),
-        "can_observe": rolling and permissions.can_post_observation(user, release),
-        "observation_form": (
-            ObservationForm()
-            if rolling
-            and rollout
-            and rollout.current
-            and permissions.can_post_observation(user, release)
-            else None
-        ),
+        "can_observe": rolling
+        and rollout is not None
+        and rollout.current is not None
+        and permissions.can_post_observation(user, release),
         "can_roll_back": state in ("rolling_out", "released")
         and permissions.can_record_rollback(user, release.service),
         "can_close": state in Release.FINISHED_STATES

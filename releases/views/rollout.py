@@ -16,11 +16,11 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
+from django.views.decorators.vary import vary_on_headers
 from django_stubs_ext import StrOrPromise
 
 from lib.actors import AuthenticatedHttpRequest
-from lib.http import post_only
-from lib.pages import apply_errors
+from lib.pages import apply_errors, wants_fragment
 from releases import permissions, services
 from releases.forms.rollout import CloseForm, ObservationForm, ReasonForm
 from releases.models import Release
@@ -150,11 +150,16 @@ def _apply(request: AuthenticatedHttpRequest, release: Release, action: str, rea
     return _("Aborted the rollout of release #%(pk)s.") % {"pk": release.pk}
 
 
-@post_only("records what a stage of the rollout measured", page="releases:release_detail")
+@require_http_methods(["GET", "POST"])
 @login_required
+@vary_on_headers("HX-Request")
 def release_observation(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    """The observation form of the stage carrying traffic (the release page fetches it when
+    its "Post an observation" panel opens), and the observation it records."""
     release = _release(pk)
     permissions.ensure_can_post_observation(request.user, release)
+    if request.method == "GET":
+        return _observation_form_page(request, release)
     form = ObservationForm(request.POST)
     if form.is_valid():
         try:
@@ -185,6 +190,21 @@ def release_observation(request: AuthenticatedHttpRequest, pk: int) -> HttpRespo
         {"release": release, "form": form, "rollout": rollout_of(release)},
         status=400,
     )
+
+
+def _observation_form_page(request: AuthenticatedHttpRequest, release: Release) -> HttpResponse:
+    rollout = rollout_of(release)
+    if release.state != Release.State.ROLLING_OUT or rollout is None or rollout.current is None:
+        messages.info(
+            request,
+            _("Release #%(pk)s has no stage carrying traffic: there is nothing to observe.")
+            % {"pk": release.pk},
+        )
+        return redirect(reverse("releases:release_detail", args=[release.pk]) + "#rollout")
+    context = {"release": release, "form": ObservationForm(), "rollout": rollout}
+    if wants_fragment(request):
+        return render(request, "releases/_observation_form.html", context)
+    return render(request, "releases/observation_form.html", context)
 
 
 @require_http_methods(["GET", "POST"])

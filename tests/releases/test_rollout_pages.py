@@ -16,7 +16,7 @@ from ledger.models import Event
 from releases import services
 from releases.models import Observation, RollbackEvent, Runbook, Stage
 from releases.services.readiness import refresh_readiness
-from tests.releases.factories import observe, roll_out
+from tests.releases.factories import file_release, observe, roll_out
 from tests.replay.factories import ProbeFactory
 from tests.replay.helpers import make_set, sample
 
@@ -87,10 +87,40 @@ def test_a_bad_observation_shows_the_form_again_naming_the_field(client, rolling
     assert not Observation.objects.exists()
 
 
-def test_the_observation_address_explains_itself_on_a_get(client, rolling, sre):
-    response = page(client, sre, reverse("releases:release_observation", args=[rolling.pk]))
-    assert response.status_code == 405
-    assert "records what a stage of the rollout measured" in response.content.decode()
+def test_the_release_page_fetches_the_observation_form_only_when_its_panel_opens(
+    client, rolling, sre
+):
+    url = reverse("releases:release_observation", args=[rolling.pk])
+    release_page = page(client, sre, reverse("releases:release_detail", args=[rolling.pk]))
+    html = release_page.content.decode()
+    assert f'hx-get="{url}" hx-trigger="toggle once"' in html
+    assert f'<a href="{url}">Open the observation form</a>' in html  # without JavaScript
+    assert 'name="candidate_ttft_p95_ms"' not in html
+
+    fragment = client.get(url, headers={"HX-Request": "true"})
+    assert fragment.status_code == 200
+    assert fragment["Vary"].count("HX-Request") == 1
+    body = fragment.content.decode()
+    assert 'name="candidate_ttft_p95_ms"' in body and 'name="csrfmiddlewaretoken"' in body
+    assert "<html" not in body
+
+    whole = client.get(url).content.decode()
+    assert "<html" in whole and 'name="candidate_ttft_p95_ms"' in whole
+    assert "Stage 1 sends 5 % of traffic to" in whole
+
+
+def test_the_observation_form_is_refused_to_readers_and_outside_a_rollout(
+    client, world, rolling, auditor, owner
+):
+    client.force_login(auditor)
+    assert client.get(reverse("releases:release_observation", args=[rolling.pk])).status_code == 403
+    draft = file_release(world, owner)
+    client.force_login(owner)
+    response = client.get(reverse("releases:release_observation", args=[draft.pk]), follow=True)
+    assert response.redirect_chain[-1][0].endswith(f"/releases/{draft.pk}/#rollout")
+    assert "has no stage carrying traffic: there is nothing to observe" in (
+        response.content.decode()
+    )
 
 
 def test_promote_is_confirmed_first_and_refused_with_its_reason(client, rolling, sre):
