@@ -304,11 +304,21 @@ class ServiceViewSet(RegistryViewSet):
     lookup_field = "slug"
 
     def get_queryset(self):
+        if self.action == "serving":
+            # Read from the events: the service row is only its id and slug.
+            return Service.objects.all()
         queryset = Service.objects.for_catalog()
         if self.action != "list":
             # Detail shows license findings of the live revision.
             queryset = queryset.select_related("live_revision__model_asset__license")
         return queryset
+
+    def filter_queryset(self, queryset):
+        # The catalog's filters narrow the list; `serving` reads one service by its slug
+        # (and its `at` is no catalog filter).
+        if self.action == "serving":
+            return queryset
+        return super().filter_queryset(queryset)
 
     def perform_create(self, serializer):
         serializer.instance = self.call_verb(services.create_service, **serializer.validated_data)
