@@ -6,6 +6,7 @@ import datetime as dt
 from collections.abc import Iterator
 from typing import Any
 
+import psycopg
 from django.db.models import Max, Min, QuerySet
 
 from ledger.chain import GENESIS_HASH, _json_default
@@ -89,17 +90,21 @@ def copy_csv(
     query = _COPY_SELECT + (" AND s.slug = %s" if service else "") + " ORDER BY e.sequence"
     params: list[Any] = [since, until, *([service] if service else [])]
     yield (",".join(EVENT_COLUMNS) + "\n").encode()
-    with connection.cursor() as cursor:
-        raw = cursor.cursor  # psycopg's own cursor: Django's wrapper has no copy()
-        with raw.copy(f"COPY ({query}) TO STDOUT WITH (FORMAT csv)", params) as copy:
-            # COPY hands over a row at a time; write in blocks of about 1 MiB.
-            buffer = bytearray()
-            for row in copy:
-                buffer += row
-                if len(buffer) >= 1 << 20:
-                    yield bytes(buffer)
-                    buffer.clear()
-            yield bytes(buffer)
+    connection.ensure_connection()
+    # psycopg's own cursor (Django's wrapper has no copy()), binding on the client:
+    # PostgreSQL takes no parameters in a COPY, and the connection binds on the server.
+    with (
+        psycopg.ClientCursor(connection.connection) as raw,
+        raw.copy(f"COPY ({query}) TO STDOUT WITH (FORMAT csv)", params) as copy,
+    ):
+        # COPY hands over a row at a time; write in blocks of about 1 MiB.
+        buffer = bytearray()
+        for row in copy:
+            buffer += row
+            if len(buffer) >= 1 << 20:
+                yield bytes(buffer)
+                buffer.clear()
+        yield bytes(buffer)
 
 
 def event_rows(events: QuerySet[Event]) -> Iterator[tuple[Any, ...]]:
