@@ -82,6 +82,42 @@ def test_migrations_reach_the_owner_through_its_own_alias(scratch_dir):
     assert result.stdout.split() == ["ledger", "ledger_app", "ledger", "default"]
 
 
+@pytest.mark.django_db
+def test_a_statement_run_twice_on_a_connection_is_prepared():
+    from django.db import connection
+
+    from ledger.models import Service
+
+    def prepared() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_prepared_statements")
+            return cursor.fetchone()[0]
+
+    before = prepared()
+    for _ in range(2):
+        list(Service.objects.filter(slug="no-such-service"))
+    assert prepared() > before
+
+
+@pytest.mark.parametrize(("setting", "binding"), [("", "True 1"), ("false", "None None")])
+def test_prepared_statements_can_be_turned_off_for_a_pooler(scratch_dir, setting, binding):
+    script = (
+        "from django.conf import settings as s; o = s.DATABASES['default']['OPTIONS']; "
+        "print(o.get('server_side_binding'), o.get('prepare_threshold'))"
+    )
+    env = child_env(
+        DEBUG="true",
+        DATA_DIR=str(scratch_dir),
+        DATABASE_URL="postgres://ledger:ledger@db.example:5432/ledger",
+        **({"DATABASE_PREPARED_STATEMENTS": setting} if setting else {}),
+    )
+
+    result = run_manage("shell", "--no-imports", "-c", script, env=env)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == binding.split()
+
+
 def test_sign_in_and_api_limits_come_from_the_environment(scratch_dir):
     script = (
         "from django.conf import settings as s; r = s.REST_FRAMEWORK; "
