@@ -212,25 +212,17 @@ def _flush_may_truncate_events():
     """Between transactional tests Django's flush TRUNCATEs every table, which the
     event table's trigger refuses; the test harness alone is let through, with
     pgtrigger's own escape hatch (tests/ledger/test_chain.py proves the refusal)."""
-    import pgtrigger
-    import psycopg
     from django.core.management.commands import flush
-    from django.db import connections
+
+    from tests.support.triggers import ignoring
 
     original = flush.Command.handle
 
     def handle(self, *args, **options):
-        connection = connections[options.get("database") or "default"]
-        connection.ensure_connection()
-        # The hatch puts a second statement before each one, which a connection that
-        # binds on the server (config/settings.py: prepared statements) refuses.
-        binding = connection.connection.cursor_factory
-        connection.connection.cursor_factory = psycopg.ClientCursor
-        try:
-            with pgtrigger.ignore("ledger.Event:ledger_event_no_truncate"):
-                return original(self, *args, **options)
-        finally:
-            connection.connection.cursor_factory = binding
+        with ignoring(
+            "ledger.Event:ledger_event_no_truncate", using=options.get("database") or "default"
+        ):
+            return original(self, *args, **options)
 
     flush.Command.handle = handle
     yield

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pgtrigger
 import pytest
 import time_machine
 
@@ -15,6 +14,7 @@ from tests.ledger.factories import (
     RuntimeFactory,
     ServiceFactory,
 )
+from tests.support import triggers
 
 
 @pytest.fixture
@@ -125,7 +125,7 @@ def test_verify_chain_without_javascript_renders_a_page(client, auditor, history
 
 def test_verify_chain_names_the_first_altered_event(client, auditor, history):
     victim = Event.objects.order_by("sequence")[1]
-    with pgtrigger.ignore("ledger.Event:ledger_event_append_only"):
+    with triggers.ignoring("ledger.Event:ledger_event_append_only"):
         Event.objects.filter(pk=victim.pk).update(actor_label="mallory")
     client.force_login(auditor)
 
