@@ -164,8 +164,9 @@ def is_digest(value: Any) -> bool:
 @register.simple_tag
 def moment(value: Any) -> SafeString | str:
     """A moment in the reader's time zone, `<time datetime="2026-12-03T18:20:05+00:00">
-    2026-12-03 18:20 UTC</time>`: what `date:'c'` and `date:"Y-m-d H:i T"` write, in a
-    fifth of their time (a list shows one on every row). Nothing for no moment."""
+    2026-12-03 18:20 UTC</time>`: what `date:'c'` and `date:"Y-m-d H:i T"` write, in
+    about a third of their time (50 us against 130-160; a list shows one a row).
+    Nothing for no moment."""
     if not isinstance(value, dt.datetime):
         return ""
     if timezone.is_aware(value):

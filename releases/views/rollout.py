@@ -13,6 +13,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
@@ -195,11 +196,11 @@ def release_observation(request: AuthenticatedHttpRequest, pk: int) -> HttpRespo
 def _observation_form_page(request: AuthenticatedHttpRequest, release: Release) -> HttpResponse:
     rollout = rollout_of(release)
     if release.state != Release.State.ROLLING_OUT or rollout is None or rollout.current is None:
-        messages.info(
-            request,
-            _("Release #%(pk)s has no stage carrying traffic: there is nothing to observe.")
-            % {"pk": release.pk},
-        )
+        nothing = _("Release #%(pk)s has no stage carrying traffic: there is nothing to observe.")
+        nothing %= {"pk": release.pk}
+        if wants_fragment(request):  # the panel of a page read before the rollout ended
+            return HttpResponse(format_html('<p class="empty">{}</p>', nothing))
+        messages.info(request, nothing)
         return redirect(reverse("releases:release_detail", args=[release.pk]) + "#rollout")
     context = {"release": release, "form": ObservationForm(), "rollout": rollout}
     if wants_fragment(request):

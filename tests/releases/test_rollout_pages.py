@@ -121,6 +121,15 @@ def test_the_observation_form_is_refused_to_readers_and_outside_a_rollout(
     assert "has no stage carrying traffic: there is nothing to observe" in (
         response.content.decode()
     )
+    # The panel of a page read while the rollout ran gets the sentence, not a whole page.
+    fragment = client.get(
+        reverse("releases:release_observation", args=[draft.pk]), headers={"HX-Request": "true"}
+    )
+    assert fragment.status_code == 200
+    assert fragment.content.decode() == (
+        f'<p class="empty">Release #{draft.pk} has no stage carrying traffic: '
+        "there is nothing to observe.</p>"
+    )
 
 
 def test_promote_is_confirmed_first_and_refused_with_its_reason(client, rolling, sre):
