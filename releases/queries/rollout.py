@@ -50,6 +50,11 @@ class Rollout:
         return self.current is not None and self.current.stage.state == Stage.State.HELD
 
     @property
+    def observable(self) -> bool:
+        """A stage carries traffic, so observations of it may be posted."""
+        return self.release.state == Release.State.ROLLING_OUT and self.current is not None
+
+    @property
     def traffic_pct(self) -> float:
         if self.release.state == Release.State.RELEASED:
             return 100.0

@@ -192,9 +192,8 @@ def _rollout_context(request: AuthenticatedHttpRequest, release: Release) -> dic
         "can_promote": rolling and permissions.can_promote(user, release),
         "can_abort": rolling and permissions.can_promote(user, release),
         "can_hold": rolling and permissions.can_hold(user, release),
-        "can_observe": rolling
-        and rollout is not None
-        and rollout.current is not None
+        "can_observe": rollout is not None
+        and rollout.observable
         and permissions.can_post_observation(user, release),
         "can_roll_back": state in ("rolling_out", "released")
         and permissions.can_record_rollback(user, release.service),

@@ -195,7 +195,7 @@ def release_observation(request: AuthenticatedHttpRequest, pk: int) -> HttpRespo
 
 def _observation_form_page(request: AuthenticatedHttpRequest, release: Release) -> HttpResponse:
     rollout = rollout_of(release)
-    if release.state != Release.State.ROLLING_OUT or rollout is None or rollout.current is None:
+    if rollout is None or not rollout.observable:
         nothing = _("Release #%(pk)s has no stage carrying traffic: there is nothing to observe.")
         nothing %= {"pk": release.pk}
         if wants_fragment(request):  # the panel of a page read before the rollout ended
