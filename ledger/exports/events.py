@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import psycopg
+from django.db import transaction
 from django.db.models import Max, Min, QuerySet
 
 from ledger.chain import GENESIS_HASH, _json_default
@@ -69,7 +70,9 @@ def _neutralised(column: str) -> str:
 # Constant SQL (no input reaches it; the period and service are bound parameters).
 _COPY_SELECT = (
     "SELECT e.sequence, "  # noqa: S608
-    """to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'), """
+    # tabular.utc_moment's form: PostgreSQL's own text of a timestamp (DateStyle ISO)
+    # with a "T": to_char costs half a second more over a million rows.
+    "replace((e.created_at AT TIME ZONE 'UTC')::text, ' ', 'T') || '+00:00', "
     f"{_neutralised('e.actor_label')}, {_neutralised('e.action')}, "
     f"{_neutralised('e.subject_type')}, {_neutralised('e.subject_id')}, "
     f"{_neutralised('e.subject_label')}, {_neutralised('s.slug')}, e.payload, "
@@ -93,18 +96,21 @@ def copy_csv(
     connection.ensure_connection()
     # psycopg's own cursor (Django's wrapper has no copy()), binding on the client:
     # PostgreSQL takes no parameters in a COPY, and the connection binds on the server.
+    # The transaction only scopes the DateStyle the moments are written in.
     with (
+        transaction.atomic(),
         psycopg.ClientCursor(connection.connection) as raw,
-        raw.copy(f"COPY ({query}) TO STDOUT WITH (FORMAT csv)", params) as copy,
     ):
-        # COPY hands over a row at a time; write in blocks of about 1 MiB.
-        buffer = bytearray()
-        for row in copy:
-            buffer += row
-            if len(buffer) >= 1 << 20:
-                yield bytes(buffer)
-                buffer.clear()
-        yield bytes(buffer)
+        raw.execute("SET LOCAL datestyle TO 'ISO'")
+        with raw.copy(f"COPY ({query}) TO STDOUT WITH (FORMAT csv)", params) as copy:
+            # COPY hands over a row at a time; write in blocks of about 1 MiB.
+            buffer = bytearray()
+            for row in copy:
+                buffer += row
+                if len(buffer) >= 1 << 20:
+                    yield bytes(buffer)
+                    buffer.clear()
+            yield bytes(buffer)
 
 
 def event_rows(events: QuerySet[Event]) -> Iterator[tuple[Any, ...]]:

@@ -2,7 +2,10 @@
 
 CSV cells that a spreadsheet would read as a formula (starting with = + - @, or a tab or
 carriage return before one) are prefixed with a single quote, the OWASP advice; JSON
-Lines keep every value as it is.
+Lines keep every value as it is. Moments are written in UTC as RFC 3339 with the
+fraction of a second only as long as it needs to be (none when it is zero), the way
+PostgreSQL writes a timestamp: the events' CSV is written by PostgreSQL's COPY, and the
+two paths must agree.
 """
 
 from __future__ import annotations
@@ -23,9 +26,19 @@ def spreadsheet_safe(value: Any) -> Any:
     return value
 
 
+def utc_moment(value: dt.datetime) -> str:
+    """`2026-03-05T12:00:00+00:00`, `2026-03-05T12:00:00.25+00:00`."""
+    moment = value.astimezone(dt.UTC)
+    text = moment.isoformat()
+    if moment.microsecond:
+        # The fraction holds a digit other than zero, so stripping stops inside it.
+        text = text[:-6].rstrip("0") + text[-6:]
+    return text
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, dt.datetime):
-        return value.astimezone(dt.UTC).isoformat(timespec="microseconds")
+        return utc_moment(value)
     if isinstance(value, dt.date):
         return value.isoformat()
     return value

@@ -407,8 +407,11 @@ def test_postgresqls_copy_writes_the_same_csv_as_the_python_path(history):
 
     # Every formula start, and first characters that only look like one.
     labels = ["+1", "-1", "@SUM(A1)", "\tx", "\rx", "\uff1d1", "é=", "", "a-b"]
-    with time_machine.travel(OCT + dt.timedelta(days=5), tick=False):
-        for label in labels:
+    # Fractions of a second of every length, written as long as they need to be.
+    fractions = [0, 1, 500_000, 123_450, 999_999, 10, 0, 250_000, 7]
+    for label, microseconds in zip(labels, fractions, strict=True):
+        moment = OCT + dt.timedelta(days=5, seconds=len(label), microseconds=microseconds)
+        with time_machine.travel(moment, tick=False):
             append_event(
                 actor=None,
                 action="test.note",
@@ -423,5 +426,42 @@ def test_postgresqls_copy_writes_the_same_csv_as_the_python_path(history):
     assert len(copied) > 5
     assert copied == written
     assert any(row[6] == '\'=HYPERLINK("http://evil")' for row in copied)
-    shown = [row[6] for row in copied if row[3] == "test.note" and row[5] == "2"]
-    assert shown == ["'+1", "'-1", "'@SUM(A1)", "'\tx", "'\rx", "\uff1d1", "é=", "", "a-b"]
+    notes = [row for row in copied if row[3] == "test.note" and row[5] == "2"]
+    assert [row[6] for row in notes] == [
+        "'+1",
+        "'-1",
+        "'@SUM(A1)",
+        "'\tx",
+        "'\rx",
+        "\uff1d1",
+        "é=",
+        "",
+        "a-b",
+    ]
+    assert [row[1][17:] for row in notes] == [
+        "02+00:00",
+        "02.000001+00:00",
+        "08.5+00:00",
+        "02.12345+00:00",
+        "02.999999+00:00",
+        "02.00001+00:00",
+        "02+00:00",
+        "00.25+00:00",
+        "03.000007+00:00",
+    ]
+
+
+def test_the_copys_moments_do_not_follow_the_connections_date_style(history):
+    from django.db import connection
+
+    from ledger.exports.events import copy_csv
+
+    iso = b"".join(copy_csv(OCT, NOV))
+    with connection.cursor() as cursor:
+        cursor.execute("SET datestyle TO 'German'")
+        try:
+            german = b"".join(copy_csv(OCT, NOV))
+        finally:
+            cursor.execute("SET datestyle TO 'ISO, MDY'")
+    assert german == iso
+    assert b",2026-10-03T00:00:00+00:00," in iso
