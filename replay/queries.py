@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, cast
 
 from django.conf import settings
-from django.db.models import Count, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 
 from ledger.models import Revision, Service
+from lib.querysets import built_once
 from replay.models import Backend, Probe, Run, Sample
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 
 class TrendPoint(TypedDict):
@@ -90,13 +94,17 @@ def last_verifications(revision_ids: Iterable[int]) -> dict[int, Run]:
     ids = set(revision_ids)
     if not ids:
         return {}
-    runs = Run.objects.filter(
-        revision_id__in=ids,
+    runs = _newest_verifications().filter(revision_id__in=ids)
+    return {run.revision_id: run for run in runs}
+
+
+@built_once
+def _newest_verifications() -> QuerySet[Run]:
+    return Run.objects.filter(
         trigger=Run.Trigger.VERIFICATION,
         state=Run.State.FINISHED,
         pk=_newest_finished(trigger=Run.Trigger.VERIFICATION),
     ).select_related("backend", "sample_set")
-    return {run.revision_id: run for run in runs}
 
 
 def _newest_finished(**alike: Any) -> Subquery:
@@ -242,6 +250,15 @@ def expected_check_interval() -> dt.timedelta:
     return dt.timedelta(minutes=2 * settings.REPLAY_PROBE_EVERY_MINUTES)
 
 
+class _LatestIds(TypedDict):
+    latest_probe: int | None
+    latest_reachable: int | None
+    latest_run: int | None
+
+
+_BackendWithLatest: TypeAlias = "WithAnnotations[Backend, _LatestIds]"
+
+
 def live_health(service: Service, *, now: dt.datetime | None = None) -> Health:
     """What replay knows about the live revision, in one honest word and its reasons.
 
@@ -263,18 +280,9 @@ def live_health(service: Service, *, now: dt.datetime | None = None) -> Health:
             ],
             checked_at=None,
         )
-    probes = Probe.objects.filter(backend=OuterRef("pk")).order_by("-started_at")
-    runs = Run.objects.filter(backend=OuterRef("pk"), state=Run.State.FINISHED).order_by(
-        "-finished_at"
-    )
-    backends = list(
-        Backend.objects.filter(revision_id=service.live_revision_id, enabled=True)
-        .annotate(
-            latest_probe=Subquery(probes.values("pk")[:1]),
-            latest_reachable=Subquery(probes.filter(reachable=True).values("pk")[:1]),
-            latest_run=Subquery(runs.values("pk")[:1]),
-        )
-        .order_by("name")
+    backends = cast(
+        "list[_BackendWithLatest]",
+        list(_backends_with_latest().filter(revision_id=service.live_revision_id, enabled=True)),
     )
     if not backends:
         return Health(
@@ -320,6 +328,21 @@ def live_health(service: Service, *, now: dt.datetime | None = None) -> Health:
     word = min((r["word"] for r in reasons), key=_SEVERITY.index)
     reasons.sort(key=lambda r: _SEVERITY.index(r["word"]))
     return Health(word=word, reasons=reasons, checked_at=newest)
+
+
+@built_once
+def _backends_with_latest() -> QuerySet[Backend]:
+    """Backends with the ids of their latest probe, latest reachable probe and latest
+    finished run."""
+    probes = Probe.objects.filter(backend=OuterRef("pk")).order_by("-started_at")
+    runs = Run.objects.filter(backend=OuterRef("pk"), state=Run.State.FINISHED).order_by(
+        "-finished_at"
+    )
+    return Backend.objects.annotate(
+        latest_probe=Subquery(probes.values("pk")[:1]),
+        latest_reachable=Subquery(probes.filter(reachable=True).values("pk")[:1]),
+        latest_run=Subquery(runs.values("pk")[:1]),
+    ).order_by("name")
 
 
 def _backend_reasons(

@@ -33,6 +33,7 @@ from ledger.queries.diff import Change, breaking_changes, has_breaking, revision
 from ledger.queries.events import (
     EventNote,
     FieldChange,
+    describe_for_timeline,
     event_changes,
     event_notes,
     events_of_service,
@@ -151,6 +152,7 @@ __all__ = [
     "capabilities_of",
     "capacity_from_levels",
     "current_reports",
+    "describe_for_timeline",
     "event_changes",
     "event_notes",
     "events_of_service",

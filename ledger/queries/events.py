@@ -3,6 +3,7 @@ which events belong to a service; what their subjects are called."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, TypedDict
 
 from django.apps import apps
@@ -71,6 +72,15 @@ def event_notes(event: Event) -> EventNote | None:
     if isinstance(reason, str) and reason:
         return {"decision": "", "text": reason}
     return None
+
+
+def describe_for_timeline(
+    events: Iterable[Event], labels: dict[str, dict[Any, str]] | None = None
+) -> None:
+    """Give each event the `changes` and `note` a timeline shows (ledger/_event.html)."""
+    for event in events:
+        event.changes = event_changes(event, labels)  # type: ignore[attr-defined]
+        event.note = event_notes(event)  # type: ignore[attr-defined]
 
 
 def subject_type_names() -> dict[str, str]:

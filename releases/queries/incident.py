@@ -17,7 +17,8 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, DateTimeField, Exists, JSONField, OuterRef, Q, Subquery
+from django.db.models import Count, Exists, JSONField, OuterRef, Q, QuerySet, Subquery, Window
+from django.db.models.functions import JSONObject
 from django.utils import timezone
 
 from ledger import queries as ledger_queries
@@ -25,6 +26,7 @@ from ledger.models import Event, Service, Team
 from ledger.roles import Role
 from ledger.validators import parse_image
 from lib.aggregates import ListAgg, split
+from lib.querysets import built_once
 from releases import playbooks
 from releases.models import RollbackEvent, Stage, UnauthorizedChange
 from releases.playbooks import Degradation, Playbook
@@ -111,13 +113,32 @@ class Incident:
     owners: list[Owner]
     now: dt.datetime
 
+    @property
+    def revision_labels(self) -> dict[int, str]:
+        """The labels of the revisions the screen has read, by id (for the changes'
+        before and after)."""
+        release = self.plan.release
+        known = [self.service.live_revision, self.plan.target]
+        if release is not None:
+            known += [release.from_revision, release.to_revision]
+        return {revision.pk: revision.label for revision in known if revision is not None}
+
 
 def incident_service(slug: str) -> Service:
     """The service with everything the screen reads about it (one query; DoesNotExist).
 
-    Annotated: `task_type_list` (joined slugs), `open_findings` with the newest one's
-    `finding_at` and `finding`, and `rollback_open_*` for a rollback not finished.
+    Annotated: `task_type_list` (joined slugs); `newest_finding`, the newest open
+    unauthorized change as `{"open": how many are open, "at"}`, and what it found
+    (`newest_finding_found`); and
+    `open_rollback`, a rollback not finished, as `{"id", "state", "at"}`.
     """
+    return _incident_services().get(slug=slug)
+
+
+@built_once
+def _incident_services() -> QuerySet[Service]:
+    """Each of the two last annotations is one subquery returning a JSON object, not
+    one per value: Django compiles a subquery in a millisecond, on every request."""
     findings = UnauthorizedChange.objects.filter(
         service=OuterRef("pk"), reconciled_at__isnull=True
     ).order_by("-detected_at", "-pk")
@@ -125,37 +146,32 @@ def incident_service(slug: str) -> Service:
         service=OuterRef("pk"),
         state__in=(RollbackEvent.State.VERIFYING, RollbackEvent.State.AWAITING_CONFIRMATION),
     ).order_by("-started_at", "-pk")
-    return (
-        Service.objects.select_related(
-            "team",
-            "runbook",
-            "live_revision__model_asset__license",
-            "live_revision__runtime",
-            "live_revision__service",
-        )
-        .annotate(
-            # An aggregate in a subquery: on the service row itself it would GROUP BY
-            # every column of six joined tables, which PostgreSQL plans slowly.
-            task_type_list=Subquery(
-                Service.task_types.through.objects.filter(service=OuterRef("pk"))
-                .order_by()
-                .values("service")
-                .annotate(slugs=ListAgg("tasktype__slug"))
-                .values("slugs")  # type: ignore[misc]  # the stubs do not see the annotation
-            ),
-            open_findings=Subquery(
-                findings.order_by().values("service").annotate(n=Count("pk")).values("n")[:1]
-            ),
-            finding_at=Subquery(findings.values("detected_at")[:1], output_field=DateTimeField()),
-            finding=Subquery(findings.values("found")[:1], output_field=JSONField()),
-            rollback_open_id=Subquery(unfinished.values("pk")[:1]),
-            rollback_open_state=Subquery(unfinished.values("state")[:1]),
-            rollback_open_at=Subquery(
-                unfinished.values("started_at")[:1], output_field=DateTimeField()
-            ),
-            plan_release_id=plan_release_id(),
-        )
-        .get(slug=slug)
+    return Service.objects.select_related(
+        "team",
+        "runbook",
+        "live_revision__model_asset__license",
+        "live_revision__runtime",
+        "live_revision__service",
+    ).annotate(
+        # An aggregate in a subquery: on the service row itself it would GROUP BY
+        # every column of six joined tables, which PostgreSQL plans slowly.
+        task_type_list=Subquery(
+            Service.task_types.through.objects.filter(service=OuterRef("pk"))
+            .order_by()
+            .values("service")
+            .annotate(slugs=ListAgg("tasktype__slug"))
+            .values("slugs")  # type: ignore[misc]  # the stubs do not see the annotation
+        ),
+        newest_finding=Subquery(
+            # The window counts every open finding before LIMIT keeps the newest.
+            findings.values(row=JSONObject(open=Window(Count("pk")), at="detected_at"))[:1]
+        ),
+        # Not in the object: SQLite would put a JSON column there as a string.
+        newest_finding_found=Subquery(findings.values("found")[:1], output_field=JSONField()),
+        open_rollback=Subquery(
+            unfinished.values(row=JSONObject(id="pk", state="state", at="started_at"))[:1]
+        ),
+        plan_release_id=plan_release_id(),
     )
 
 
@@ -198,19 +214,26 @@ def _owners(service: Service) -> list[Owner]:
     return sorted(owners, key=lambda o: (order.index(o.role), o.username))
 
 
+def _moment(text: str) -> dt.datetime:
+    """A moment the database wrote into JSON: ISO 8601 with its offset (PostgreSQL), or
+    in UTC without one (SQLite, as Django stores it there)."""
+    moment = dt.datetime.fromisoformat(text)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.UTC)
+
+
 def _rollout(plan: RollbackPlan) -> RolloutState | None:
     release = plan.release
     if release is None or not plan.in_flight:
         return None
-    number = getattr(release, "stage_number", None)
+    stage = getattr(release, "active_stage", None) or {}
     return RolloutState(
         release_id=release.pk,
         to_revision_label=release.to_revision.label,
-        stage_number=number,
+        stage_number=stage.get("number"),
         stages=len([s for s in release.gray_stages if isinstance(s, dict)]) or 1,
-        traffic_pct=float(getattr(release, "stage_traffic", 0) or 0),
-        stage_state=getattr(release, "stage_state", "") or "",
-        why=getattr(release, "stage_why", "") or "",
+        traffic_pct=float(stage.get("traffic") or 0),
+        stage_state=stage.get("state") or "",
+        why=stage.get("why") or "",
     )
 
 
@@ -245,8 +268,8 @@ def incident(service: Service, *, symptom: str = "", now: dt.datetime | None = N
             "-sequence"
         )[:CHANGES_LISTED]
     )
-    open_findings = getattr(service, "open_findings", None) or 0
-    rollback_id = getattr(service, "rollback_open_id", None)
+    finding = getattr(service, "newest_finding", None)
+    rollback = getattr(service, "open_rollback", None)
     return Incident(
         service=service,
         serving=serving,
@@ -256,13 +279,17 @@ def incident(service: Service, *, symptom: str = "", now: dt.datetime | None = N
         readiness=plan_readiness(service, plan, now=now),
         rollout=_rollout(plan),
         unauthorized=(
-            Finding(open_findings, service.finding_at, service.finding or [])  # type: ignore[attr-defined]
-            if open_findings
+            Finding(
+                finding["open"],
+                _moment(finding["at"]),
+                service.newest_finding_found or [],  # type: ignore[attr-defined]
+            )
+            if finding
             else None
         ),
         rollback_in_progress=(
-            RollbackInProgress(rollback_id, service.rollback_open_state, service.rollback_open_at)  # type: ignore[attr-defined]
-            if rollback_id
+            RollbackInProgress(rollback["id"], rollback["state"], _moment(rollback["at"]))
+            if rollback
             else None
         ),
         playbooks=tier_playbooks,

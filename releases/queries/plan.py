@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Case, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models.functions import JSONObject
 
 from ledger import queries as ledger_queries
 from ledger.models import Revision, Service
+from lib.querysets import built_once
 from releases.models import Release, Stage
 from releases.queries.readiness import (
     NO_TARGET,
@@ -85,21 +87,27 @@ def plan_release(
 ) -> Release | None:
     """The release rolling out on the service, else the released one that made its live
     revision live (one query, the targets' parts loaded); or the release `pk` found so
-    by `plan_release_id`. `with_stage`: annotated with the stage carrying traffic
-    (`stage_number`, `stage_traffic`, `stage_state`, `stage_why`)."""
-    releases = Release.objects.select_related("to_revision", *_TARGET_PARTS)
-    if with_stage:
-        active = Stage.objects.filter(release=OuterRef("pk"), state__in=Stage.ACTIVE_STATES)
-        releases = releases.annotate(
-            stage_number=Subquery(active.values("number")[:1]),
-            stage_traffic=Subquery(active.values("traffic_pct")[:1]),
-            stage_state=Subquery(active.values("state")[:1]),
-            stage_why=Subquery(active.values("state_reason")[:1]),
-        )
+    by `plan_release_id`. `with_stage`: annotated with the stage carrying traffic as
+    `active_stage`, `{"number", "traffic", "state", "why"}`."""
+    releases = _releases_with_stage() if with_stage else _releases()
     if pk is not None:
         return releases.filter(pk=pk).first()
     # Compared in SQL with what is live now, not with a copy of the service row.
     return _in_force(releases.filter(service=service), F("service__live_revision_id")).first()
+
+
+@built_once
+def _releases() -> QuerySet[Release]:
+    return Release.objects.select_related("to_revision", *_TARGET_PARTS)
+
+
+@built_once
+def _releases_with_stage() -> QuerySet[Release]:
+    # One subquery returning a JSON object, not one per value: Django compiles a
+    # subquery in a millisecond, on every request.
+    active = Stage.objects.filter(release=OuterRef("pk"), state__in=Stage.ACTIVE_STATES)
+    stage = JSONObject(number="number", traffic="traffic_pct", state="state", why="state_reason")
+    return _releases().annotate(active_stage=Subquery(active.values(row=stage)[:1]))
 
 
 def plan_of(release: Release) -> RollbackPlan:

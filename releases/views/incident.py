@@ -10,6 +10,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
+from ledger import queries as ledger_queries
 from ledger.models import Service
 from lib.actors import AuthenticatedHttpRequest
 from lib.pages import wants_fragment
@@ -27,8 +28,10 @@ def incident_screen(request: AuthenticatedHttpRequest, slug: str) -> HttpRespons
     except Service.DoesNotExist:
         raise Http404(f"There is no service {slug!r}.") from None
     symptom = request.GET.get("symptom", "")
+    screen = incident(service, symptom=symptom)
+    ledger_queries.describe_for_timeline(screen.changes, {"live_revision": screen.revision_labels})
     context = {
-        "incident": incident(service, symptom=symptom),
+        "incident": screen,
         "service": service,
         "live": service.live_revision,
         "modes": playbooks.FAILURE_MODES,

@@ -113,9 +113,7 @@ def service_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse
     revisions = ledger_queries.service_revisions(service)
     labels = {"live_revision": {r.pk: r.label for r in revisions}}
     events = _recent_events(service)
-    for event in events:
-        event.changes = ledger_queries.event_changes(event, labels)
-        event.note = ledger_queries.event_notes(event)
+    ledger_queries.describe_for_timeline(events, labels)
     matrix = ledger_queries.slo_matrix(service)
     comparison = ledger_queries.live_vs_candidate(matrix)
     findings = ledger_queries.license_findings(service, live) if live else []

@@ -1,5 +1,6 @@
 """The configuration `make run` uses: no servers, everything under DATA_DIR."""
 
+import datetime as dt
 import json
 import os
 import signal
@@ -105,16 +106,34 @@ def test_the_embedded_worker_stops_soon_after_ctrl_c(scratch_dir):
 
 
 _PAGES_SCRIPT = """
-import json
+import datetime as dt, json
 from django.contrib.auth import get_user_model
 from django.test import Client
 from ledger.models import Service
+from releases.models import RollbackEvent, UnauthorizedChange
+sre = get_user_model().objects.get(username="sre")
+kb = Service.objects.get(slug="kb-assistant")
+at = dt.datetime(2026, 11, 30, 8, 15, 42, 250000, tzinfo=dt.UTC)
+UnauthorizedChange.objects.create(
+    service=kb, expected_revision=kb.live_revision, detected_at=at,
+    found=[{"what": "engine_version", "registered": "0.6.3", "reported": "0.7.1"}],
+)
+RollbackEvent.objects.create(
+    service=kb, from_revision=kb.live_revision, to_revision=kb.live_revision, reason="drill",
+    recorded_by=sre, started_at=at, state=RollbackEvent.State.VERIFYING,
+)
 client = Client(SERVER_NAME="localhost")
-client.force_login(get_user_model().objects.get(username="sre"))
+client.force_login(sre)
 paths = ["/", "/services/", "/releases/", "/audit/"]
 for slug in Service.objects.values_list("slug", flat=True):
     paths += [f"/services/{slug}/", f"/services/{slug}/incident/", f"/api/services/{slug}/incident/"]
-print(json.dumps({path: client.get(path).status_code for path in paths}))
+statuses = {path: client.get(path).status_code for path in paths}
+kb_incident = client.get("/api/services/kb-assistant/incident/").json()
+print(json.dumps({
+    "statuses": statuses,
+    "finding": kb_incident["unauthorized_change"],
+    "rollback": kb_incident["rollback"]["in_progress"],
+}))
 """
 
 
@@ -127,6 +146,15 @@ def test_the_demo_pages_answer_on_sqlite(scratch_dir):
         assert done.returncode == 0, done.stderr[-3000:]
     pages = run_manage("shell", "-c", _PAGES_SCRIPT, env=env, timeout=600)
     assert pages.returncode == 0, pages.stderr[-3000:]
-    statuses = json.loads(pages.stdout.strip().splitlines()[-1])
+    answers = json.loads(pages.stdout.strip().splitlines()[-1])
+    statuses = answers["statuses"]
     assert len(statuses) > 20
     assert {path: status for path, status in statuses.items() if status != 200} == {}
+    # What SQLite hands back inside JSON objects (a moment without its offset) is read
+    # as the moment stored.
+    assert answers["finding"]["open"] == 1
+    assert answers["finding"]["found"][0]["reported"] == "0.7.1"
+    at = dt.datetime(2026, 11, 30, 8, 15, 42, 250000, tzinfo=dt.UTC)
+    assert dt.datetime.fromisoformat(answers["finding"]["detected_at"]) == at
+    assert answers["rollback"]["state"] == "verifying"
+    assert dt.datetime.fromisoformat(answers["rollback"]["started_at"]) == at

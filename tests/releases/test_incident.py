@@ -3,6 +3,8 @@ safe, what to check for a symptom, what changed, who to call; and the search to 
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from django.urls import reverse
 from django.utils import timezone
@@ -10,7 +12,9 @@ from playwright.sync_api import expect
 from rest_framework.authtoken.models import Token
 
 from ledger import services as ledger_services
+from releases.models import RollbackEvent, UnauthorizedChange
 from releases.playbooks import DEFAULT_PLAYBOOKS
+from releases.queries.incident import RollbackInProgress, incident, incident_service
 from replay.models import Probe, Run
 from tests.factories import PASSWORD, UserFactory
 from tests.ledger.factories import ModelAssetFactory, RevisionFactory, ServiceFactory
@@ -85,6 +89,56 @@ def test_changes_of_the_last_72_hours_and_owners_with_how_to_reach_them(client, 
     owners = _section(body, "owners-heading")
     assert "mailto:owner@example.com" in owners
     assert "platform_sre" in owners  # the SRE outside the team is on call for the role
+
+
+def test_the_changes_say_what_changed_with_revisions_by_their_labels(client, sre, kb):
+    ledger_services.update_service(kb, actor=None, name="Knowledge base, EU")
+    changes = _section(_page(client, sre).content.decode(), "changes-heading")
+    assert "<code>name</code>: <del>" in changes
+    assert "<ins>Knowledge base, EU</ins>" in changes
+    r1, r2 = kb.revisions.order_by("number")
+    assert f"<del>{r1.label}</del> → <ins>{r2.label}</ins>" in changes
+
+
+def test_open_findings_and_an_unfinished_rollback_are_read_as_recorded(kb, owner):
+    """The newest open finding with the count of all open ones, and a rollback not
+    finished, exactly as stored (they travel as JSON objects from the database)."""
+    live = kb.live_revision
+    earlier = timezone.now() - dt.timedelta(hours=2, microseconds=123_457)
+    later = earlier + dt.timedelta(minutes=40, microseconds=5)
+    for at, reported in ((earlier, "0.7.0"), (later, "0.7.1")):
+        UnauthorizedChange.objects.create(
+            service=kb,
+            expected_revision=live,
+            found=[{"what": "engine_version", "registered": "0.6.3", "reported": reported}],
+            detected_at=at,
+        )
+    UnauthorizedChange.objects.create(
+        service=kb,
+        expected_revision=live,
+        found=[],
+        detected_at=later,
+        reconciled_at=later,
+        reconciled_by=owner,
+        reconciliation="node 7 restarted with the registered image",
+    )
+    rollback = RollbackEvent.objects.create(
+        service=kb,
+        from_revision=live,
+        to_revision=kb.revisions.get(number=1),
+        reason="canary errors",
+        recorded_by=owner,
+        started_at=earlier,
+        state=RollbackEvent.State.AWAITING_CONFIRMATION,
+    )
+    screen = incident(incident_service("kb-assistant"))
+    assert screen.unauthorized is not None
+    assert screen.unauthorized.open_count == 2
+    assert screen.unauthorized.detected_at == later
+    assert screen.unauthorized.found[0]["reported"] == "0.7.1"
+    assert screen.rollback_in_progress == RollbackInProgress(
+        rollback.pk, "awaiting_confirmation", earlier
+    )
 
 
 def test_a_service_with_nothing_live_says_so_and_has_no_rollback_target(client, sre, team):
