@@ -22,21 +22,15 @@ from django.db.models.functions import JSONObject
 from django.utils import timezone
 
 from ledger import queries as ledger_queries
-from ledger.models import Event, Service, Team
+from ledger.models import Event, Revision, Service, Team
 from ledger.roles import Role
 from ledger.validators import parse_image
 from lib.aggregates import ListAgg, split
 from lib.querysets import built_once
 from releases import playbooks
-from releases.models import RollbackEvent, Stage, UnauthorizedChange
+from releases.models import Release, RollbackEvent, Stage, UnauthorizedChange
 from releases.playbooks import Degradation, Playbook
-from releases.queries.plan import (
-    RollbackPlan,
-    plan_of,
-    plan_readiness,
-    plan_release,
-    plan_release_id,
-)
+from releases.queries.plan import RollbackPlan, plan_of, plan_readiness, plan_release_id
 from releases.queries.readiness import HISTORY_READ, Readiness, previous_live_revision
 from replay import queries as replay_queries
 
@@ -120,7 +114,7 @@ class Incident:
         release = self.plan.release
         known = [self.service.live_revision, self.plan.target]
         if release is not None:
-            known += [release.from_revision, release.to_revision]
+            known.append(release.to_revision)
         return {revision.pk: revision.label for revision in known if revision is not None}
 
 
@@ -238,12 +232,39 @@ def _rollout(plan: RollbackPlan) -> RolloutState | None:
 
 
 def _plan_with_stage(service: Service) -> RollbackPlan:
-    """The plan in force, its release read only when the service row named one."""
+    """The plan in force, its release read only when the service row named one, and
+    its target only when that is not the live revision (which the service row holds,
+    as it does while a rollout runs)."""
     pk = getattr(service, "plan_release_id", None)
-    release = plan_release(service, with_stage=True, pk=pk) if pk else None
-    if release is not None:
+    release = _releases_with_stage().filter(pk=pk).first() if pk else None
+    if release is None:
+        return RollbackPlan(release=None, target=None)
+    target_id = release.rollback_target_id or release.from_revision_id
+    live = service.live_revision
+    if target_id is None:  # nothing was live when it was filed: no target, no query
         return plan_of(release)
-    return RollbackPlan(release=None, target=None)
+    if live is not None and live.pk == target_id:
+        return plan_of(release, target=live)
+    return plan_of(release, target=_revisions_with_parts().filter(pk=target_id).first())
+
+
+@built_once
+def _releases_with_stage() -> QuerySet[Release]:
+    """The plan's release with its to-revision and the stage carrying traffic as
+    `active_stage`, `{"number", "traffic", "state", "why"}`: one subquery returning
+    a JSON object, not one per value (Django compiles a subquery in a millisecond,
+    on every request)."""
+    active = Stage.objects.filter(release=OuterRef("pk"), state__in=Stage.ACTIVE_STATES)
+    stage = JSONObject(number="number", traffic="traffic_pct", state="state", why="state_reason")
+    return Release.objects.select_related("to_revision").annotate(
+        active_stage=Subquery(active.values(row=stage)[:1])
+    )
+
+
+@built_once
+def _revisions_with_parts() -> QuerySet[Revision]:
+    """What judging a rollback target reads: its asset's lifecycle, its runtime's image."""
+    return Revision.objects.select_related("model_asset", "runtime")
 
 
 def incident(service: Service, *, symptom: str = "", now: dt.datetime | None = None) -> Incident:

@@ -14,12 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Case, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
-from django.db.models.functions import JSONObject
 
 from ledger import queries as ledger_queries
 from ledger.models import Revision, Service
 from lib.querysets import built_once
-from releases.models import Release, Stage
+from releases.models import Release
 from releases.queries.readiness import (
     NO_TARGET,
     Readiness,
@@ -82,14 +81,11 @@ def plan_release_id() -> Subquery:
     return Subquery(_in_force(releases, OuterRef("live_revision_id")).values("pk")[:1])
 
 
-def plan_release(
-    service: Service, *, with_stage: bool = False, pk: int | None = None
-) -> Release | None:
+def plan_release(service: Service, *, pk: int | None = None) -> Release | None:
     """The release rolling out on the service, else the released one that made its live
     revision live (one query, the targets' parts loaded); or the release `pk` found so
-    by `plan_release_id`. `with_stage`: annotated with the stage carrying traffic as
-    `active_stage`, `{"number", "traffic", "state", "why"}`."""
-    releases = _releases_with_stage() if with_stage else _releases()
+    by `plan_release_id`."""
+    releases = _releases()
     if pk is not None:
         return releases.filter(pk=pk).first()
     # Compared in SQL with what is live now, not with a copy of the service row.
@@ -101,19 +97,12 @@ def _releases() -> QuerySet[Release]:
     return Release.objects.select_related("to_revision", *_TARGET_PARTS)
 
 
-@built_once
-def _releases_with_stage() -> QuerySet[Release]:
-    # One subquery returning a JSON object, not one per value: Django compiles a
-    # subquery in a millisecond, on every request.
-    active = Stage.objects.filter(release=OuterRef("pk"), state__in=Stage.ACTIVE_STATES)
-    stage = JSONObject(number="number", traffic="traffic_pct", state="state", why="state_reason")
-    return _releases().annotate(active_stage=Subquery(active.values(row=stage)[:1]))
-
-
-def plan_of(release: Release) -> RollbackPlan:
+def plan_of(release: Release, *, target: Revision | None = None) -> RollbackPlan:
+    """The release's plan; `target`, its target with its asset and runtime, when the
+    caller has read it (else the release was read with its targets' parts)."""
     return RollbackPlan(
         release=release,
-        target=release.rollback_target or release.from_revision,
+        target=target or release.rollback_target or release.from_revision,
         kind=release.rollback_kind,
         triggers=[str(t) for t in release.rollback_triggers if isinstance(t, str)],
         expected_minutes=release.rollback_expected_minutes,

@@ -183,3 +183,24 @@ def test_the_incident_answer_holds_the_rollout_and_the_plan(world, rolling, sre)
     assert (rollback["kind"], rollback["expected_minutes"]) == ("model", 10)
     assert rollback["trigger_conditions"] == ["p95 TTFT above 1200 ms for 10 min"]
     assert rollback["target"]["id"] == world.live.pk
+
+
+def test_once_released_the_plan_targets_what_served_before_in_a_bounded_read(
+    world, rolling, sre, django_assert_max_num_queries
+):
+    """While rolling out the target is the live revision the service row holds; once
+    released it is the revision that served before, read on its own."""
+    from tests.releases.test_rollbacks import release_fully
+
+    release_fully(rolling, sre)
+    api = client_for(sre)
+    with django_assert_max_num_queries(12):
+        body = api.get("/api/services/kb-assistant/incident/").json()
+    assert body["live"]["id"] == world.candidate.pk
+    assert body["rollout"] is None
+    rollback = body["rollback"]
+    assert rollback["plan_release"] == rolling.pk
+    assert rollback["target"]["id"] == world.live.pk
+    assert rollback["target"]["model"] == (
+        f"{world.live.model_asset.name}@{world.live.model_asset.revision}"
+    )
