@@ -110,6 +110,7 @@ from ledger.queries.staleness import (
     StatusWord,
     current_reports,
     evidence_status,
+    has_current_report,
     max_age_days,
     newest_by_workload,
 )
@@ -164,6 +165,7 @@ __all__ = [
     "goodput_slo",
     "gpu_hours_per_million",
     "has_breaking",
+    "has_current_report",
     "latency_point",
     "latency_points",
     "latest_license_review",

@@ -104,6 +104,21 @@ def current_reports(
     return [r for r in reports if evidence_status(r, now=now).status == "current"]
 
 
+def has_current_report(revision: Revision, *, now: dt.datetime | None = None) -> bool:
+    """Whether any of the revision's reports is current (one query): only what
+    `evidence_status` reads, the revision given rather than joined (its service and
+    runtime are read from it, once, if it was fetched without them)."""
+    reports = LoadTestReport.objects.filter(revision=revision).only(
+        "id", "revision_id", "measured_at", "fingerprint", "hardware", "mismatch"
+    )
+    now = now or timezone.now()
+    for report in reports:
+        report.revision = revision
+        if evidence_status(report, now=now).status == "current":
+            return True
+    return False
+
+
 def newest_by_workload(reports: Iterable[_Report]) -> dict[str, _Report]:
     """The newest report of each workload class, in the order of the classes."""
     newest: dict[str, _Report] = {}

@@ -126,7 +126,11 @@ def incident_service(slug: str) -> Service:
     (`newest_finding_found`); and
     `open_rollback`, a rollback not finished, as `{"id", "state", "at"}`.
     """
-    return _incident_services().get(slug=slug)
+    service = _incident_services().get(slug=slug)
+    if service.live_revision is not None:
+        # Its own service, without joining the service table a second time.
+        service.live_revision.service = service
+    return service
 
 
 @built_once
@@ -141,11 +145,7 @@ def _incident_services() -> QuerySet[Service]:
         state__in=(RollbackEvent.State.VERIFYING, RollbackEvent.State.AWAITING_CONFIRMATION),
     ).order_by("-started_at", "-pk")
     return Service.objects.select_related(
-        "team",
-        "runbook",
-        "live_revision__model_asset__license",
-        "live_revision__runtime",
-        "live_revision__service",
+        "team", "runbook", "live_revision__model_asset", "live_revision__runtime"
     ).annotate(
         # An aggregate in a subquery: on the service row itself it would GROUP BY
         # every column of six joined tables, which PostgreSQL plans slowly.
@@ -278,6 +278,8 @@ def incident(service: Service, *, symptom: str = "", now: dt.datetime | None = N
     )
     if plan.release is None:
         plan = RollbackPlan(release=None, target=previous_live_revision(service, history))
+    if plan.target is not None and plan.target.service_id == service.pk:
+        plan.target.service = service  # what judging its evidence reads, not read again
     serving = (
         history[0] if history and live is not None and history[0].revision_id == live.pk else None
     )

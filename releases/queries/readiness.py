@@ -141,7 +141,7 @@ def rollback_readiness(
                 "rollback may start a different image than the one that served",
             )
         )
-    if not ledger_queries.current_reports(target, now=now):
+    if not ledger_queries.has_current_report(target, now=now):
         reasons.append(Reason("at risk", f"{target.label} has no current load-test evidence"))
     live = service.live_revision
     if live is not None and live.pk != target.pk:

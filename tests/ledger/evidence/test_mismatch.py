@@ -98,6 +98,7 @@ def test_with_a_reason_it_is_attached_marked_mismatched_and_the_reason_is_in_the
     assert REASON in status.reason
     # Release gates: never current, and listed for them to name.
     assert queries.current_reports(qwen) == []
+    assert not queries.has_current_report(qwen)
     assert queries.mismatched_reports(qwen) == [report]
 
 

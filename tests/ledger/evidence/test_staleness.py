@@ -110,6 +110,22 @@ def test_current_reports_leave_stale_evidence_out(revision):
         }
 
 
+def test_has_current_report_says_whether_current_reports_holds_any(
+    revision, django_assert_num_queries
+):
+    assert not queries.has_current_report(revision)
+    with time_machine.travel(START, tick=False):
+        import_file(revision, "vllm", "vllm_c2_n20_detailed.json", workload="short")
+    for days, current in ((20, True), (100, False)):
+        with time_machine.travel(START + dt.timedelta(days=days), tick=False):
+            assert bool(queries.current_reports(revision)) is current
+            # The revision as pages read it, with its parts: its reports take it
+            # rather than joining it again.
+            read = type(revision).objects.with_parts().get(pk=revision.pk)
+            with django_assert_num_queries(1):
+                assert queries.has_current_report(read) is current
+
+
 def test_measured_at_can_be_given_but_not_in_the_future(revision):
     when = timezone.now() - dt.timedelta(days=100)
 
