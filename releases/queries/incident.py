@@ -181,7 +181,7 @@ def _owners(service: Service) -> list[Owner]:
     rows = (
         user_model.groups.through.objects.filter(user__is_active=True, group__name__in=Role.values)
         .annotate(in_team=Exists(membership))
-        .filter(Exists(membership) | Q(group__name__in=ON_CALL_ROLES))
+        .filter(Q(in_team=True) | Q(group__name__in=ON_CALL_ROLES))
         .values_list(  # type: ignore[misc]  # the stubs do not see the annotation
             "group__name",
             "in_team",
@@ -271,12 +271,13 @@ def incident(service: Service, *, symptom: str = "", now: dt.datetime | None = N
     now = now or timezone.now()
     live = service.live_revision
     plan = _plan_with_stage(service)
-    # With a plan in force the history is read only for "since"; without one, the
-    # revision that served before is the target, and its parts are loaded.
+    # With a plan in force only the newest interval is read, for "since"; without one,
+    # the revision that served before is the target, and its parts are loaded.
+    planned = plan.release is not None
     history = ledger_queries.serving_history(
-        service, limit=HISTORY_READ, with_revisions=plan.release is None
+        service, limit=1 if planned else HISTORY_READ, with_revisions=not planned
     )
-    if plan.release is None:
+    if not planned:
         plan = RollbackPlan(release=None, target=previous_live_revision(service, history))
     if plan.target is not None and plan.target.service_id == service.pk:
         plan.target.service = service  # what judging its evidence reads, not read again
