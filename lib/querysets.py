@@ -9,7 +9,7 @@ the rest once and copy it each time.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import TypeVar
 
 from django.db.models import Model, QuerySet
@@ -17,14 +17,19 @@ from django.db.models import Model, QuerySet
 M = TypeVar("M", bound=Model)
 
 
-def built_once(build: Callable[[], QuerySet[M]]) -> Callable[[], QuerySet[M]]:
-    """`build`'s queryset, built on the first call and handed out as a fresh copy each
-    time (a copy's results never stick to the one kept). `build` must read nothing
-    that changes while the process runs: no clock, no settings overridden later."""
+def built_once(build: Callable[..., QuerySet[M]]) -> Callable[..., QuerySet[M]]:
+    """`build`'s queryset, built on the first call with given arguments (hashable, a
+    handful of shapes) and handed out as a fresh copy each time: a copy's results
+    never stick to the one kept. `build` must read nothing that changes while the
+    process runs: no clock, no settings overridden later.
+
+    The copies share the kept queryset's resolved subqueries, which compiling
+    touches: safe in one thread per process (gunicorn's sync workers, Celery's
+    prefork pool), a harmless race at worst under threads."""
     kept = functools.cache(build)
 
     @functools.wraps(build)
-    def copy() -> QuerySet[M]:
-        return kept().all()
+    def copy(*shape: Hashable) -> QuerySet[M]:
+        return kept(*shape).all()
 
     return copy

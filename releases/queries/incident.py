@@ -4,11 +4,17 @@ where a rollback would go and whether that is safe, what to check for the sympto
 changed lately, and who to call.
 
 The queries: the service with its live revision, runbook, task types, open unauthorized
-changes, rollback in progress and the id of the release whose plan is in force (1);
-that release with its rollout stage (1, when there is one); the serving history (1,
-and 1 more for the revision that served before when no release's plan is in force);
-health (3); the target's evidence, diff and last verification (3); the changes of the
-window (1); the people (1). Eleven at most, on PostgreSQL and SQLite alike.
+changes, rollback in progress and which release's plan is in force (1); that release
+with its rollout stage, and its target's parts when the target is not the live
+revision (1, when there is one); the serving history (1, and 1 more for the revision
+that served before when no release's plan is in force); health (3); the target's
+evidence, diff and last verification (3); the changes of the window (1); the people
+(1). Eleven at most, on PostgreSQL and SQLite alike; the page adds one for the labels
+of revisions its changes name that none of these read.
+
+Most of a request's time went to Django building and compiling SQL, not to
+PostgreSQL: the wide reads are built once per process (`lib.querysets.built_once`),
+and values read together from one row come back as one JSON object per subquery.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from django.utils import timezone
 
 from ledger import queries as ledger_queries
 from ledger.models import Event, Revision, Service, Team
+from ledger.queries.serving import LIVE_CHANGED
 from ledger.roles import Role
 from ledger.validators import parse_image
 from lib.aggregates import ListAgg, split
@@ -30,7 +37,7 @@ from lib.querysets import built_once
 from releases import playbooks
 from releases.models import Release, RollbackEvent, Stage, UnauthorizedChange
 from releases.playbooks import Degradation, Playbook
-from releases.queries.plan import RollbackPlan, plan_of, plan_readiness, plan_release_id
+from releases.queries.plan import RollbackPlan, plan_in_force, plan_of, plan_readiness
 from releases.queries.readiness import HISTORY_READ, Readiness, previous_live_revision
 from replay import queries as replay_queries
 
@@ -107,15 +114,26 @@ class Incident:
     owners: list[Owner]
     now: dt.datetime
 
-    @property
-    def revision_labels(self) -> dict[int, str]:
-        """The labels of the revisions the screen has read, by id (for the changes'
-        before and after)."""
-        release = self.plan.release
-        known = [self.service.live_revision, self.plan.target]
-        if release is not None:
-            known.append(release.to_revision)
-        return {revision.pk: revision.label for revision in known if revision is not None}
+
+def changed_revision_labels(screen: Incident) -> dict[int, str]:
+    """The labels of the revisions the changes name as live, before or after, by id:
+    those the screen has read, the rest in one query (none when it has them all)."""
+    release = screen.plan.release
+    known = [screen.service.live_revision, screen.plan.target]
+    if release is not None:
+        known.append(release.to_revision)
+    labels = {revision.pk: revision.label for revision in known if revision is not None}
+    named = {
+        value
+        for event in screen.changes
+        if event.action == LIVE_CHANGED
+        for side in ("before", "after")
+        if isinstance(value := (event.payload_data.get(side) or {}).get("live_revision"), int)
+    }
+    if missing := named - labels.keys():
+        for pk, number in Revision.objects.filter(pk__in=missing).values_list("pk", "number"):
+            labels[pk] = Revision(number=number).label
+    return labels
 
 
 def incident_service(slug: str) -> Service:
@@ -165,7 +183,7 @@ def _incident_services() -> QuerySet[Service]:
         open_rollback=Subquery(
             unfinished.values(row=JSONObject(id="pk", state="state", at="started_at"))[:1]
         ),
-        plan_release_id=plan_release_id(),
+        plan_in_force=plan_in_force(),
     )
 
 
@@ -232,39 +250,37 @@ def _rollout(plan: RollbackPlan) -> RolloutState | None:
 
 
 def _plan_with_stage(service: Service) -> RollbackPlan:
-    """The plan in force, its release read only when the service row named one, and
-    its target only when that is not the live revision (which the service row holds,
-    as it does while a rollout runs)."""
-    pk = getattr(service, "plan_release_id", None)
-    release = _releases_with_stage().filter(pk=pk).first() if pk else None
+    """The plan in force, read only when the service row named its release, in one
+    query joining its target's parts only when the target is not the live revision
+    (which the service row holds, as it does while a rollout runs)."""
+    named = getattr(service, "plan_in_force", None)
+    if not named:
+        return RollbackPlan(release=None, target=None)
+    target_id = named["rollback_target"] or named["from_revision"]
+    live = service.live_revision
+    if target_id is None or (live is not None and live.pk == target_id):
+        target_path = ""
+    else:
+        target_path = "rollback_target" if named["rollback_target"] else "from_revision"
+    release = _releases_with_stage(target_path).filter(pk=named["id"]).first()
     if release is None:
         return RollbackPlan(release=None, target=None)
-    target_id = release.rollback_target_id or release.from_revision_id
-    live = service.live_revision
-    if target_id is None:  # nothing was live when it was filed: no target, no query
-        return plan_of(release)
-    if live is not None and live.pk == target_id:
-        return plan_of(release, target=live)
-    return plan_of(release, target=_revisions_with_parts().filter(pk=target_id).first())
+    return plan_of(release, target=live if target_path == "" and target_id else None)
 
 
 @built_once
-def _releases_with_stage() -> QuerySet[Release]:
-    """The plan's release with its to-revision and the stage carrying traffic as
+def _releases_with_stage(target_path: str) -> QuerySet[Release]:
+    """The plan's release with its to-revision, its target at `target_path` with the
+    target's asset and runtime (none for ""), and the stage carrying traffic as
     `active_stage`, `{"number", "traffic", "state", "why"}`: one subquery returning
     a JSON object, not one per value (Django compiles a subquery in a millisecond,
     on every request)."""
+    parts = (f"{target_path}__model_asset", f"{target_path}__runtime") if target_path else ()
     active = Stage.objects.filter(release=OuterRef("pk"), state__in=Stage.ACTIVE_STATES)
     stage = JSONObject(number="number", traffic="traffic_pct", state="state", why="state_reason")
-    return Release.objects.select_related("to_revision").annotate(
+    return Release.objects.select_related("to_revision", *parts).annotate(
         active_stage=Subquery(active.values(row=stage)[:1])
     )
-
-
-@built_once
-def _revisions_with_parts() -> QuerySet[Revision]:
-    """What judging a rollback target reads: its asset's lifecycle, its runtime's image."""
-    return Revision.objects.select_related("model_asset", "runtime")
 
 
 def incident(service: Service, *, symptom: str = "", now: dt.datetime | None = None) -> Incident:
@@ -279,8 +295,6 @@ def incident(service: Service, *, symptom: str = "", now: dt.datetime | None = N
     )
     if not planned:
         plan = RollbackPlan(release=None, target=previous_live_revision(service, history))
-    if plan.target is not None and plan.target.service_id == service.pk:
-        plan.target.service = service  # what judging its evidence reads, not read again
     serving = (
         history[0] if history and live is not None and history[0].revision_id == live.pk else None
     )

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Case, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models.functions import JSONObject
 
 from ledger import queries as ledger_queries
 from ledger.models import Revision, Service
@@ -79,6 +80,16 @@ def plan_release_id() -> Subquery:
     """The id of the release whose plan is in force, as an annotation of services."""
     releases = Release.objects.filter(service=OuterRef("pk"))
     return Subquery(_in_force(releases, OuterRef("live_revision_id")).values("pk")[:1])
+
+
+def plan_in_force() -> Subquery:
+    """The release whose plan is in force, as an annotation of services: a JSON object
+    `{"id", "rollback_target", "from_revision"}` (ids), or null."""
+    releases = Release.objects.filter(service=OuterRef("pk"))
+    row = JSONObject(
+        id="pk", rollback_target="rollback_target_id", from_revision="from_revision_id"
+    )
+    return Subquery(_in_force(releases, OuterRef("live_revision_id")).values(row=row)[:1])
 
 
 def plan_release(service: Service, *, pk: int | None = None) -> Release | None:

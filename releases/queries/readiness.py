@@ -141,6 +141,8 @@ def rollback_readiness(
                 "rollback may start a different image than the one that served",
             )
         )
+    if target.service_id == service.pk:
+        target.service = service  # what judging its evidence reads, not read again
     if not ledger_queries.has_current_report(target, now=now):
         reasons.append(Reason("at risk", f"{target.label} has no current load-test evidence"))
     live = service.live_revision

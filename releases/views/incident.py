@@ -15,7 +15,7 @@ from ledger.models import Service
 from lib.actors import AuthenticatedHttpRequest
 from lib.pages import wants_fragment
 from releases import permissions, playbooks
-from releases.queries.incident import incident, incident_service
+from releases.queries.incident import changed_revision_labels, incident, incident_service
 
 SEARCH_LISTED = 20
 
@@ -29,7 +29,8 @@ def incident_screen(request: AuthenticatedHttpRequest, slug: str) -> HttpRespons
         raise Http404(f"There is no service {slug!r}.") from None
     symptom = request.GET.get("symptom", "")
     screen = incident(service, symptom=symptom)
-    ledger_queries.describe_for_timeline(screen.changes, {"live_revision": screen.revision_labels})
+    labels = {"live_revision": changed_revision_labels(screen)}
+    ledger_queries.describe_for_timeline(screen.changes, labels)
     context = {
         "incident": screen,
         "service": service,

@@ -189,7 +189,7 @@ def test_once_released_the_plan_targets_what_served_before_in_a_bounded_read(
     world, rolling, sre, django_assert_max_num_queries
 ):
     """While rolling out the target is the live revision the service row holds; once
-    released it is the revision that served before, read on its own."""
+    released it is the revision that served before, joined to the release's row."""
     from tests.releases.test_rollbacks import release_fully
 
     release_fully(rolling, sre)
@@ -204,3 +204,4 @@ def test_once_released_the_plan_targets_what_served_before_in_a_bounded_read(
     assert rollback["target"]["model"] == (
         f"{world.live.model_asset.name}@{world.live.model_asset.revision}"
     )
+    assert body["health"]["reasons"][0]["backend"] == world.candidate_backend.name

@@ -100,6 +100,16 @@ def test_the_changes_say_what_changed_with_revisions_by_their_labels(client, sre
     assert f"<del>{r1.label}</del> → <ins>{r2.label}</ins>" in changes
 
 
+def test_every_revision_the_changes_name_is_shown_by_its_label(client, sre, kb, team):
+    """r1 → r2 → r3: r3 is live and r2 the target, so the screen has not read r1."""
+    r1, r2 = kb.revisions.order_by("number")
+    r3 = RevisionFactory(service=kb, model_asset=r2.model_asset, runtime=r2.runtime)
+    ledger_services.set_live_revision(kb, r3, actor=None, reason="third")
+    changes = _section(_page(client, sre).content.decode(), "changes-heading")
+    assert f"<del>{r1.label}</del> → <ins>{r2.label}</ins>" in changes
+    assert f"<del>{r2.label}</del> → <ins>{r3.label}</ins>" in changes
+
+
 def test_open_findings_and_an_unfinished_rollback_are_read_as_recorded(kb, owner):
     """The newest open finding with the count of all open ones, and a rollback not
     finished, exactly as stored (they travel as JSON objects from the database)."""
