@@ -96,7 +96,8 @@ def copy_csv(
     connection.ensure_connection()
     # psycopg's own cursor (Django's wrapper has no copy()), binding on the client:
     # PostgreSQL takes no parameters in a COPY, and the connection binds on the server.
-    # The transaction only scopes the DateStyle the moments are written in.
+    # The transaction only scopes the DateStyle the moments are written in; it stays
+    # open while the caller holds the generator: read it to the end, or close it.
     with (
         transaction.atomic(),
         psycopg.ClientCursor(connection.connection) as raw,

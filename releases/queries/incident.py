@@ -141,8 +141,8 @@ def incident_service(slug: str) -> Service:
 
     Annotated: `task_type_list` (joined slugs); `newest_finding`, the newest open
     unauthorized change as `{"open": how many are open, "at"}`, and what it found
-    (`newest_finding_found`); and
-    `open_rollback`, a rollback not finished, as `{"id", "state", "at"}`.
+    (`newest_finding_found`); `open_rollback`, a rollback not finished, as
+    `{"id", "state", "at"}`; `plan_in_force` (`plan.plan_in_force`).
     """
     service = _incident_services().get(slug=slug)
     if service.live_revision is not None:
@@ -153,8 +153,9 @@ def incident_service(slug: str) -> Service:
 
 @built_once
 def _incident_services() -> QuerySet[Service]:
-    """Each of the two last annotations is one subquery returning a JSON object, not
-    one per value: Django compiles a subquery in a millisecond, on every request."""
+    """`newest_finding`, `open_rollback` and `plan_in_force` are each one subquery
+    returning a JSON object, not one per value: Django compiles a subquery in about a
+    millisecond, on every request."""
     findings = UnauthorizedChange.objects.filter(
         service=OuterRef("pk"), reconciled_at__isnull=True
     ).order_by("-detected_at", "-pk")
@@ -258,14 +259,15 @@ def _plan_with_stage(service: Service) -> RollbackPlan:
         return RollbackPlan(release=None, target=None)
     target_id = named["rollback_target"] or named["from_revision"]
     live = service.live_revision
-    if target_id is None or (live is not None and live.pk == target_id):
-        target_path = ""
+    on_live = live is not None and live.pk == target_id
+    if target_id is None or on_live:
+        target_path = ""  # no target, or the live revision: nothing to join
     else:
         target_path = "rollback_target" if named["rollback_target"] else "from_revision"
     release = _releases_with_stage(target_path).filter(pk=named["id"]).first()
     if release is None:
         return RollbackPlan(release=None, target=None)
-    return plan_of(release, target=live if target_path == "" and target_id else None)
+    return plan_of(release, target=live if on_live else None)
 
 
 @built_once
