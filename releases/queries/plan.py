@@ -76,20 +76,24 @@ def _in_force(releases: QuerySet[Release], live_revision: Any) -> QuerySet[Relea
     )
 
 
+def _in_force_for_outer_service() -> QuerySet[Release]:
+    """`_in_force` for the service of the outer query (an annotation of services)."""
+    releases = Release.objects.filter(service=OuterRef("pk"))
+    return _in_force(releases, OuterRef("live_revision_id"))
+
+
 def plan_release_id() -> Subquery:
     """The id of the release whose plan is in force, as an annotation of services."""
-    releases = Release.objects.filter(service=OuterRef("pk"))
-    return Subquery(_in_force(releases, OuterRef("live_revision_id")).values("pk")[:1])
+    return Subquery(_in_force_for_outer_service().values("pk")[:1])
 
 
 def plan_in_force() -> Subquery:
     """The release whose plan is in force, as an annotation of services: a JSON object
     `{"id", "rollback_target", "from_revision"}` (ids), or null."""
-    releases = Release.objects.filter(service=OuterRef("pk"))
     row = JSONObject(
         id="pk", rollback_target="rollback_target_id", from_revision="from_revision_id"
     )
-    return Subquery(_in_force(releases, OuterRef("live_revision_id")).values(row=row)[:1])
+    return Subquery(_in_force_for_outer_service().values(row=row)[:1])
 
 
 def plan_release(service: Service, *, pk: int | None = None) -> Release | None:
