@@ -207,7 +207,8 @@ async def _hammer(url: str, tokens: list[str], seconds: float) -> tuple[int, dic
 
 def _gunicorn(slug: str, tokens: list[str], args) -> bool:
     port = _free_port()
-    # As deployed: DEBUG off (it keeps a log of every query), so a key of its own.
+    # As deployed: DEBUG off (it keeps a log of every query), so a key of its own;
+    # static files from the finders, as the benchmark does not run collectstatic.
     env = {
         **os.environ,
         "DEBUG": "false",
