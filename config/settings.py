@@ -578,10 +578,12 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
-# The ledger's Ed25519 signing key (PKCS#8 PEM) for checkpoints and exports; without
-# one, a key is generated into DATA_DIR/keys on first use (one machine only).
+# The ledger's Ed25519 signing key (PKCS#8 PEM) for events, checkpoints and exports;
+# without one, a key is generated into DATA_DIR/keys on first use (one machine only).
 LEDGER_SIGNING_KEY = env_str("LEDGER_SIGNING_KEY")
 LEDGER_SIGNING_KEY_PATH = DATA_DIR / "keys" / "ledger-signing-key.pem"
+# The public keys (PEM blocks) of signing keys rotated out, whose signatures still count.
+LEDGER_RETIRED_PUBLIC_KEYS = env_str("LEDGER_RETIRED_PUBLIC_KEYS")
 LEDGER_CHECKPOINT_EVERY_MINUTES = env_int("LEDGER_CHECKPOINT_EVERY_MINUTES", 60)
 if LEDGER_CHECKPOINT_EVERY_MINUTES < 1:
     raise ImproperlyConfigured(

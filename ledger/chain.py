@@ -16,6 +16,7 @@ from typing import Any
 from django.db import connection, models, transaction
 from django.utils import timezone
 
+from ledger import signing
 from ledger.models import Event
 from lib import metrics
 from lib.actors import Actor
@@ -208,6 +209,7 @@ def append_events(entries: Sequence[NewEvent], *, actor: Actor) -> list[Event]:
             prev_hash=event.prev_hash,
             service_id=event.service_id,
         )
+        event.key_id, event.signature = signing.sign_event_hash(event.hash)
     _insert(events)
     # Counted once the events are there for good: a rolled-back append was never in the chain.
     for action, count in Counter(event.action for event in events).items():
@@ -262,13 +264,17 @@ def _rows(batch: int) -> Iterator[dict]:
             "prev_hash",
             "hash",
             "service_id",
+            "key_id",
+            "signature",
         )
         .iterator(chunk_size=batch)
     )
 
 
 def verify_chain(batch: int = 5000) -> ChainReport:
-    """Recompute every hash from the stored fields; report the first event that does not match."""
+    """Recompute every hash from the stored fields and check its signature; report the
+    first event that does not match."""
+    keys = signing.trusted_keys()
     expected_prev = GENESIS_HASH
     count = 0
     for row in _rows(batch):
@@ -309,6 +315,10 @@ def verify_chain(batch: int = 5000) -> ChainReport:
                 sequence,
                 "its content does not match its hash (the row was changed after it was written)",
             )
+        if problem := signing.event_signature_problem(
+            row["hash"], row["key_id"], row["signature"], keys
+        ):
+            return ChainReport(False, count - 1, expected_prev, sequence, problem)
         expected_prev = row["hash"]
     return ChainReport(True, count, expected_prev)
 

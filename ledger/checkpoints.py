@@ -73,13 +73,14 @@ def _read(storage: Storage, name: str) -> Checkpoint:
     try:
         with storage.open(name) as stored:
             envelope = json.loads(stored.read())
-        payload = json.loads(signing.verify(envelope, payload_type=PAYLOAD_TYPE))
+        signed, key_id = signing.verify(envelope, payload_type=PAYLOAD_TYPE)
+        payload = json.loads(signed)
         return Checkpoint(
             sequence=int(payload["sequence"]),
             hash=str(payload["hash"]),
             taken_at=dt.datetime.fromisoformat(payload["taken_at"]),
             reason=str(payload.get("reason", "")),
-            key_id=signing.public_key().keyid,
+            key_id=key_id,
             name=name,
         )
     except signing.SignatureInvalid as error:

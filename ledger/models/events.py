@@ -14,7 +14,7 @@ class EventQuerySet(models.QuerySet):
 
 
 class Event(models.Model):
-    """One change anywhere in the ledger: an append-only, hash-chained record.
+    """One change anywhere in the ledger: an append-only, hash-chained, signed record.
 
     `payload` holds the canonical JSON text exactly as hashed, so verification
     never depends on how a database re-serializes JSON.
@@ -46,6 +46,14 @@ class Event(models.Model):
     payload = models.TextField(help_text=_("Canonical JSON: sorted keys, no spaces."))
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64)
+    # Outside what the hash covers: the application's Ed25519 signature of the hash
+    # (ledger.signing.sign_event_hash), which a database password alone cannot make.
+    key_id = models.CharField(
+        max_length=64, blank=True, help_text=_("Fingerprint of the key that signed the hash.")
+    )
+    signature = models.CharField(
+        max_length=88, blank=True, help_text=_("Ed25519 signature of the hash, base64.")
+    )
 
     objects = EventQuerySet.as_manager()
 

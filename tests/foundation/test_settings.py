@@ -173,6 +173,7 @@ def _production_env(scratch_dir, **overrides) -> dict[str, str]:
         SECRET_KEY=secrets.token_urlsafe(50),
         HTTPS="true",
         LEDGER_SIGNING_KEY=_ed25519_pem(),
+        LEDGER_SIGNING_KEY_FILE=None,  # the suite's, which would win over the value
         ALLOWED_HOSTS="ledger.example.com,testserver",
         DATA_DIR=str(scratch_dir),
         DJANGO_ALLOW_ASYNC_UNSAFE=None,  # the suite's own, which check --deploy refuses

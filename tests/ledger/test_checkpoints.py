@@ -15,8 +15,6 @@ import uuid
 from io import StringIO
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.core.files.storage import FileSystemStorage, default_storage
 from django.core.management import call_command
 from django.db import DatabaseError, connection, transaction
@@ -183,22 +181,10 @@ def test_the_verify_page_and_api_say_the_tail_was_cut(client, auditor):
 @pytest.mark.django_db(transaction=True)
 def test_the_beat_task_takes_a_checkpoint_on_a_real_worker(settings, tmp_path):
     _append(3)
-    key = (
-        Ed25519PrivateKey.generate()
-        .private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-        .decode()
-    )
-    settings.LEDGER_SIGNING_KEY = key  # the worker signs with it, this process verifies
+    # The worker signs with the suite's one key (LEDGER_SIGNING_KEY_FILE); this process
+    # verifies with it.
     data_dir = tmp_path / "worker-data"
-    env = child_env(
-        DATABASE_URL=database_url(connection.settings_dict),
-        DATA_DIR=str(data_dir),
-        LEDGER_SIGNING_KEY=key,
-    )
+    env = child_env(DATABASE_URL=database_url(connection.settings_dict), DATA_DIR=str(data_dir))
     queue = f"test-{uuid.uuid4().hex[:12]}"
     from ledger.tasks import checkpoint_ledger
 
