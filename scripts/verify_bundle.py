@@ -5,14 +5,22 @@
 
 Needs only Python 3.11 and the `cryptography` package. It checks, in order, and names
 the first thing that does not match:
-1. the DSSE envelope's Ed25519 signature, with the public key you pinned (--key; without
-   it, the key inside the bundle is used and the result says it was not pinned);
-2. that every file in the bundle is a subject of the signed in-toto Statement with the
+1. the zip itself: each name once (whatever its case or Unicode form), no absolute or
+   `..` path, backslash or NUL, only regular files, and the name in each entry's local
+   header the one the central directory gives — so that what `unzip` extracts is what
+   was checked;
+2. the DSSE envelope's Ed25519 signature, with a public key you pinned (--key, repeated
+   for the retired keys of a rotation; a file may hold several PEM blocks);
+3. that every entry in the bundle is a subject of the signed in-toto Statement with the
    same sha256, and every subject is in the bundle (the manifest is a subject too);
-3. the chain segment: each event's hash recomputed from its fields, each event linked to
-   the one before it, sequence numbers contiguous;
-4. that the exported event records are the chain's events, and the chain head.
-Exit status: 0 verified, 1 a mismatch (printed), 2 the bundle could not be read.
+4. the chain segment: each event's hash recomputed from its fields, each event linked to
+   the one before it, sequence numbers contiguous, and each event's own signature by a
+   pinned key (an event the application did not sign was not written by it);
+5. that the exported event records are the chain's events, and the chain head.
+Exit status: 0 verified with a pinned key, 1 a mismatch (printed), 2 the bundle could
+not be read (or no key was given), 3 consistent with the key the bundle carries but not
+checked against one you trust (--trust-bundle-key: anyone who re-signs a bundle can put
+their own key in it).
 
 The two large files (the segment and the event records) are read once each: their
 sha256 is taken as they are decompressed, and blocks of their lines are parsed and
@@ -24,13 +32,19 @@ from __future__ import annotations
 
 import argparse
 import base64
+import functools
 import hashlib
 import json
 import os
+import re
+import stat
+import struct
 import sys
+import unicodedata
 import zipfile
+import zlib
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +57,9 @@ UNSIGNED = {"attestation.dsse.json", "signing-key.pem"}
 SEGMENT = "chain/segment.jsonl"
 RECORDS = "records/events.jsonl"
 BLOCK_BYTES = 4 << 20
+EVENT_SIGNATURE_CONTEXT = b"inference-release-ledger/event/v1 "
+PEM_BLOCK = re.compile(rb"-----BEGIN PUBLIC KEY-----.+?-----END PUBLIC KEY-----", re.DOTALL)
+EXIT_VERIFIED, EXIT_MISMATCH, EXIT_UNREADABLE, EXIT_UNPINNED = 0, 1, 2, 3
 HASHED_FIELDS = (
     "sequence",
     "service",
@@ -88,14 +105,45 @@ def pae(payload_type: str, payload: bytes) -> bytes:
     return b"DSSEv1 %d %s %d %s" % (len(kind), kind, len(payload), payload)
 
 
-def verify_signature(envelope: dict[str, Any], public_key_pem: bytes) -> dict[str, Any]:
-    from cryptography.exceptions import InvalidSignature
+# ---------------------------------------------------------------- keys
+
+
+def key_id(key: Any) -> str:
+    """A public key's fingerprint as the ledger names it (securesystemslib's key id:
+    sha256 of its canonical description), shown on the Audit page."""
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    raw = key.public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
+    described = {"keytype": "ed25519", "keyval": {"public": raw}, "scheme": "ed25519"}
+    return hashlib.sha256(canonical_json(described).encode()).hexdigest()
+
+
+@functools.cache
+def load_keys(pems: tuple[bytes, ...]) -> dict[str, Any]:
+    """Every Ed25519 public key in the PEM texts, by fingerprint."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
     from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
-    key = load_pem_public_key(public_key_pem)
-    if not isinstance(key, Ed25519PublicKey):
-        raise Mismatch("signature: the key given is not an Ed25519 public key")
+    keys = {}
+    for text in pems:
+        blocks = PEM_BLOCK.findall(text)
+        if not blocks:
+            raise Mismatch("signature: the key given holds no PEM public key")
+        for block in blocks:
+            try:
+                key = load_pem_public_key(block)
+            except ValueError as error:
+                raise Mismatch(f"signature: the key given cannot be read ({error})") from None
+            if not isinstance(key, Ed25519PublicKey):
+                raise Mismatch("signature: the key given is not an Ed25519 public key")
+            keys[key_id(key)] = key
+    return keys
+
+
+def verify_signature(envelope: dict[str, Any], keys: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The signed statement and the fingerprint of the key that signed it."""
+    from cryptography.exceptions import InvalidSignature
+
     if envelope.get("payloadType") != PAYLOAD_TYPE:
         raise Mismatch(
             f"signature: payload type is {envelope.get('payloadType')!r}, not {PAYLOAD_TYPE!r}"
@@ -107,15 +155,109 @@ def verify_signature(envelope: dict[str, Any], public_key_pem: bytes) -> dict[st
         raise Mismatch(f"signature: the envelope is malformed ({error})") from None
     message = pae(PAYLOAD_TYPE, payload)
     for signature in signatures:
-        try:
-            key.verify(signature, message)
-        except InvalidSignature:
-            continue
-        statement = json.loads(payload)
-        if statement.get("_type") != STATEMENT_TYPE:
-            raise Mismatch(f"statement: _type is {statement.get('_type')!r}, not {STATEMENT_TYPE}")
-        return statement
+        for fingerprint, key in keys.items():
+            try:
+                key.verify(signature, message)
+            except InvalidSignature:
+                continue
+            statement = json.loads(payload)
+            if statement.get("_type") != STATEMENT_TYPE:
+                raise Mismatch(
+                    f"statement: _type is {statement.get('_type')!r}, not {STATEMENT_TYPE}"
+                )
+            return statement, fingerprint
     raise Mismatch("signature: no signature in attestation.dsse.json verifies with the key given")
+
+
+def event_signature_problem(record: dict[str, Any], keys: dict[str, Any]) -> str | None:
+    """Why an event's own signature does not vouch for its hash, or None."""
+    from cryptography.exceptions import InvalidSignature
+
+    signature, fingerprint, own = record.get("signature"), record.get("key_id"), record.get("hash")
+    if not signature or not isinstance(signature, str):
+        return (
+            "it carries no signature: the application did not write it "
+            "(a row inserted with the database's password?)"
+        )
+    key = keys.get(fingerprint) if isinstance(fingerprint, str) else None
+    if key is None:
+        return (
+            f"it is signed by key {str(fingerprint)[:16]}…, which is not a key you pinned "
+            "(after a rotation, pass the retired keys with --key too)"
+        )
+    try:
+        key.verify(
+            base64.b64decode(signature, validate=True),
+            EVENT_SIGNATURE_CONTEXT + str(own).encode(),
+        )
+    except (InvalidSignature, ValueError):
+        return f"its signature does not verify with key {fingerprint[:16]}…"
+    return None
+
+
+# ---------------------------------------------------------------- the zip itself
+
+_LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
+
+
+def _name_problem(name: str) -> str | None:
+    if "\0" in name:
+        return "has a NUL character"
+    if "\\" in name:
+        return "has a backslash"
+    if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
+        return "is an absolute path"
+    parts = name.split("/")
+    if ".." in parts:
+        return "climbs out with '..'"
+    if any(part in ("", ".") for part in parts):
+        return "has an empty or '.' part"
+    return None
+
+
+def check_entries(archive: zipfile.ZipFile) -> None:
+    """Each entry a regular file named once, safely, the same in its local header as in
+    the central directory: an extractor then writes exactly the files that were checked
+    (Python's zipfile maps a name to its last entry, `unzip` asks which to keep)."""
+    seen: dict[str, str] = {}
+    for info in archive.infolist():
+        name = info.orig_filename
+        shown = repr(name)[1:-1]
+        if problem := _name_problem(name):
+            raise Mismatch(f"{shown}: the entry's name {problem}")
+        if name.endswith("/") or info.is_dir():
+            raise Mismatch(f"{shown}: a directory entry (a bundle holds only files)")
+        # A Unix mode of no type (Python's zipfile writes 0600) is a file to extractors.
+        kind = stat.S_IFMT(info.external_attr >> 16)
+        if info.create_system == 3 and kind not in (0, stat.S_IFREG):
+            raise Mismatch(f"{shown}: not a regular file (mode {info.external_attr >> 16:o})")
+        folded = unicodedata.normalize("NFC", name).casefold()
+        if folded in seen:
+            twice = "twice" if seen[folded] == name else f"beside {seen[folded]!r}"
+            raise Mismatch(
+                f"{shown}: in the bundle {twice} — a second entry of one name "
+                "(an extractor would write one over the other)"
+            )
+        seen[folded] = name
+        _check_local_header(archive, info, shown)
+
+
+def _check_local_header(archive: zipfile.ZipFile, info: zipfile.ZipInfo, shown: str) -> None:
+    fp = archive.fp
+    assert fp is not None
+    fp.seek(info.header_offset)
+    header = fp.read(_LOCAL_HEADER.size)
+    if len(header) != _LOCAL_HEADER.size or header[:4] != b"PK\x03\x04":
+        raise Mismatch(f"{shown}: its local header is missing or damaged")
+    fields = _LOCAL_HEADER.unpack(header)
+    flags, name_length = fields[3], fields[10]
+    raw = fp.read(name_length)
+    local = raw.decode("utf-8" if flags & 0x800 else "cp437", errors="replace")
+    if local != info.orig_filename:
+        raise Mismatch(
+            f"{shown}: its local header names it {local!r} (an extractor reading the "
+            "local headers would write another file)"
+        )
 
 
 def _sha256(archive: zipfile.ZipFile, name: str) -> str:
@@ -204,23 +346,36 @@ def _records(name: str, number: int, data: bytes) -> Iterator[tuple[int, dict[st
 # ---------------------------------------------------------------- the chain segment
 
 # A segment event as the checks need it: line number, sequence, prev_hash, hash, whether
-# the hash recomputed from its fields matches, whether it is the genesis marker.
-Entry = tuple[int, int, Any, Any, bool, bool]
+# the hash recomputed from its fields matches, whether it is the genesis marker, and
+# what is wrong with its signature (None when it is good).
+Entry = tuple[int, int, Any, Any, bool, bool, str | None]
 
 
-def _entry(number: int, record: dict[str, Any]) -> Entry:
+def _entry(number: int, record: dict[str, Any], keys: dict[str, Any]) -> Entry:
     sequence = record.get("sequence")
     if not isinstance(sequence, int) or isinstance(sequence, bool):
         raise Mismatch(f"{SEGMENT} line {number}: sequence {sequence!r} is not a whole number")
     own = record.get("hash")
     genesis = bool(record.get("genesis")) and own == GENESIS_HASH
     matches = genesis or event_hash(record) == own
-    return number, sequence, record.get("prev_hash"), own, matches, genesis
+    unsigned = None if genesis or not matches else event_signature_problem(record, keys)
+    return number, sequence, record.get("prev_hash"), own, matches, genesis, unsigned
+
+
+def _own_problem(entry: Entry) -> str | None:
+    """What is wrong with an event in itself: its hash, then its signature."""
+    number, sequence, *_, matches, _, unsigned = entry
+    where = f"{SEGMENT} line {number} (event #{sequence})"
+    if not matches:
+        return f"{where}: its content does not match its hash"
+    if unsigned:
+        return f"{where}: {unsigned}"
+    return None
 
 
 def _link_problem(before: Entry, entry: Entry) -> str | None:
     """What is wrong with `entry` following `before`, in the words an auditor reads."""
-    number, sequence, prev, _, matches, _ = entry
+    number, sequence, prev = entry[:3]
     where = f"{SEGMENT} line {number} (event #{sequence})"
     expected = before[1] + 1
     if sequence != expected:
@@ -232,9 +387,7 @@ def _link_problem(before: Entry, entry: Entry) -> str | None:
         )
     if prev != before[3]:
         return f"{where}: prev_hash does not match the hash of event #{before[1]}"
-    if not matches:
-        return f"{where}: its content does not match its hash"
-    return None
+    return _own_problem(entry)
 
 
 @dataclass(frozen=True)
@@ -248,11 +401,13 @@ class SegmentBlock:
     hashes: str  # every event's hash, in order, concatenated (64 characters each)
 
 
-def check_segment_block(number: int, data: bytes) -> SegmentBlock:
+def check_segment_block(pems: tuple[bytes, ...], number: int, data: bytes) -> SegmentBlock:
+    """`pems`: the pinned keys, as text (a worker process loads them once)."""
+    keys = load_keys(pems)
     first = before = None
     hashes = []
     for line, record in _records(SEGMENT, number, data):
-        entry = _entry(line, record)
+        entry = _entry(line, record, keys)
         if before is None:
             first = entry
         elif problem := _link_problem(before, entry):
@@ -294,11 +449,8 @@ def _read_segment(blocks: Iterator[SegmentBlock]) -> Segment:
         if block.first is None:
             continue
         if before is None:
-            if not block.first[4]:
-                number, sequence = block.first[:2]
-                raise Mismatch(
-                    f"{SEGMENT} line {number} (event #{sequence}): its content does not match its hash"
-                )
+            if problem := _own_problem(block.first):
+                raise Mismatch(problem)
             segment.start = block.first[1]
         elif problem := _link_problem(before, block.first):
             raise Mismatch(problem)
@@ -388,25 +540,39 @@ def _stream(
 
 
 def verify(
-    path: Path, key_pem: bytes | None, *, jobs: int = 1, block_bytes: int = BLOCK_BYTES
+    path: Path,
+    keys_pem: bytes | Sequence[bytes] | None,
+    *,
+    jobs: int = 1,
+    block_bytes: int = BLOCK_BYTES,
 ) -> str:
     """A one-line summary when the bundle verifies; raises Mismatch otherwise.
-    `jobs` processes parse the large files, `block_bytes` at a time."""
+
+    `keys_pem`: the pinned public keys (PEM texts, each may hold several blocks); None
+    takes the keys the bundle carries, which proves only that it is consistent (the
+    summary says so). `jobs` processes parse the large files, `block_bytes` at a time."""
     try:
         archive = zipfile.ZipFile(path)
     except (OSError, zipfile.BadZipFile) as error:
         raise Unreadable(f"{path}: not a readable zip file ({error})") from None
     with archive:
+        check_entries(archive)
         names = set(archive.namelist())
         for required in ("attestation.dsse.json", "manifest.json", SEGMENT):
             if required not in names:
                 raise Mismatch(f"{required}: missing from the bundle")
-        pinned = key_pem is not None
-        if key_pem is None:
+        pinned = keys_pem is not None
+        if keys_pem is None:
             if "signing-key.pem" not in names:
                 raise Mismatch("signing-key.pem: missing, and no --key was given")
-            key_pem = archive.read("signing-key.pem")
-        statement = verify_signature(json.loads(archive.read("attestation.dsse.json")), key_pem)
+            pems: tuple[bytes, ...] = (archive.read("signing-key.pem"),)
+        elif isinstance(keys_pem, bytes):
+            pems = (keys_pem,)
+        else:
+            pems = tuple(keys_pem)
+        statement, signer = verify_signature(
+            json.loads(archive.read("attestation.dsse.json")), load_keys(pems)
+        )
         streamed = frozenset({SEGMENT, RECORDS} & names)
         verify_files(archive, statement, streamed=streamed)
         signed = signed_digests(statement)
@@ -415,7 +581,7 @@ def verify(
                 archive,
                 SEGMENT,
                 signed[SEGMENT],
-                check_segment_block,
+                functools.partial(check_segment_block, pems),
                 _read_segment,
                 pool,
                 jobs,
@@ -446,19 +612,40 @@ def verify(
                 f"chain head: the segment ends at #{last}, after the signed head #{head['sequence']}"
             )
     span = f"events #{first} to #{last}" if first is not None else "no events"
-    key_note = "key pinned" if pinned else "key NOT pinned (taken from the bundle; pass --key)"
+    key_note = (
+        f"key pinned ({signer})"
+        if pinned
+        else f"key NOT pinned ({signer}, taken from the bundle; pass --key)"
+    )
     return (
         f"verified: {len(statement['subject'])} files match the signed statement, {span} "
-        f"recomputed and linked, {records} exported records in the chain, chain head "
-        f"#{head.get('sequence')}; {key_note}"
+        f"recomputed, linked and their signatures checked, {records} exported records in "
+        f"the chain, chain head #{head.get('sequence')}; {key_note}"
     )
+
+
+UNPINNED_WARNING = (
+    "WARNING: checked only against the key inside the bundle. Whoever re-signs a bundle "
+    "can put their own key in it, so this proves the bundle is consistent, not that the "
+    "ledger made it. Pin the ledger's key with --key: its fingerprint is on the Audit "
+    "page (and `manage.py signing_key` prints it)."
+)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("bundle", type=Path)
     parser.add_argument(
-        "--key", type=Path, help="the ledger's public key (PEM), pinned out of band"
+        "--key",
+        type=Path,
+        action="append",
+        help="the ledger's public key (PEM), pinned out of band; repeat it (or put several "
+        "PEM blocks in the file) for the keys a rotation retired",
+    )
+    parser.add_argument(
+        "--trust-bundle-key",
+        action="store_true",
+        help="no pinned key: check against the key inside the bundle, warn, and exit 3",
     )
     parser.add_argument(
         "--jobs",
@@ -469,23 +656,40 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs {args.jobs}: expected 1 or more")
+    if not args.key and not args.trust_bundle_key:
+        print(
+            "NOT VERIFIED: no key given. Pass the ledger's public key with --key (its "
+            "fingerprint is on the Audit page); --trust-bundle-key checks only that the "
+            "bundle is consistent with the key it carries.",
+            file=sys.stderr,
+        )
+        return EXIT_UNREADABLE
+    if args.key and args.trust_bundle_key:
+        parser.error("--key and --trust-bundle-key exclude each other")
     try:
-        key = args.key.read_bytes() if args.key else None
+        keys = [path.read_bytes() for path in args.key] if args.key else None
     except OSError as error:
         print(f"cannot read the key: {error}", file=sys.stderr)
-        return 2
+        return EXIT_UNREADABLE
     try:
-        print(verify(args.bundle, key, jobs=args.jobs))
+        summary = verify(args.bundle, keys, jobs=args.jobs)
     except Unreadable as error:
         print(f"cannot read the bundle: {error}", file=sys.stderr)
-        return 2
+        return EXIT_UNREADABLE
     except Mismatch as error:
         print(f"NOT VERIFIED: {error}")
-        return 1
+        return EXIT_MISMATCH
     except (ValueError, KeyError) as error:
         print(f"NOT VERIFIED: the bundle is malformed ({error})")
-        return 1
-    return 0
+        return EXIT_MISMATCH
+    except (zipfile.BadZipFile, zlib.error) as error:
+        print(f"NOT VERIFIED: the bundle is damaged ({error})")
+        return EXIT_MISMATCH
+    print(summary)
+    if keys is None:
+        print(UNPINNED_WARNING, file=sys.stderr)
+        return EXIT_UNPINNED
+    return EXIT_VERIFIED
 
 
 if __name__ == "__main__":

@@ -6,14 +6,19 @@ Inside:
   chain, preceded by the event just before it, each with exactly the fields its hash
   covers, so `scripts/verify_bundle.py` can recompute every hash and link;
 - ``boms/`` — the CycloneDX ML-BOM of every revision the period's events mention;
-- ``evidence/`` — the raw load-test files those events mention, named by digest;
+- ``evidence/`` — the raw load-test files those events mention, named by digest, each
+  once however many reports share it;
 - ``manifest.json`` — every file with its sha256 and size, the chain head at export time;
 - ``attestation.dsse.json`` — an in-toto Statement (subjects: the files and their
   digests, manifest included; predicate: filters, period, chain head) in a DSSE envelope
   signed with the ledger's Ed25519 key;
-- ``signing-key.pem`` — the public key, for convenience only: an auditor pins the key
-  out of band (`manage.py signing_key`, `/api/ledger/signing-key/`).
+- ``signing-key.pem`` — the public keys (the signing key, then retired ones), for
+  convenience only: an auditor pins the key out of band (`manage.py signing_key`,
+  `/api/ledger/signing-key/`, the fingerprint on the Audit page).
 Files are written and hashed as they stream; nothing holds the whole period in memory.
+Each name is written once (the verifier refuses a zip with two entries of one name, as
+`unzip` would ask which to keep), as a regular file readable by all (0644), dated with
+the export's time.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import struct
+import time
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -57,10 +64,31 @@ class RecordFile:
     lines: Callable[[], Iterable[str]]
 
 
+# A regular file, rw-r--r--, in the external attributes' high half (the Unix mode).
+_FILE_ATTRIBUTES = 0o100644 << 16
+
+
 @dataclass
 class _Written:
+    moment: dt.datetime
     on_file: Callable[[str], None] | None = None
     files: list[dict[str, Any]] = field(default_factory=list)
+    names: set[str] = field(default_factory=set)
+
+    def entry(self, path: str) -> zipfile.ZipInfo:
+        """The entry of a new file; a name written already is a bug, refused."""
+        if path in self.names:
+            raise ValueError(f"{path} is already in the bundle")
+        self.names.add(path)
+        # The DOS time fields are local time, as unzip and zipfile read them; the
+        # extended timestamp (0x5455) gives extractors the exact moment in UTC.
+        moment = int(self.moment.timestamp())
+        info = zipfile.ZipInfo(path, date_time=time.localtime(moment)[:6])
+        info.extra = struct.pack("<HHBL", 0x5455, 5, 1, moment)
+        info.compress_type = zipfile.ZIP_DEFLATED
+        info.create_system = 3  # Unix, so that extractors read the mode
+        info.external_attr = _FILE_ATTRIBUTES
+        return info
 
     def add(self, path: str, sha256: str, size: int) -> None:
         self.files.append({"path": path, "sha256": sha256, "size": size})
@@ -71,7 +99,7 @@ class _Written:
 def _write(archive: zipfile.ZipFile, written: _Written, path: str, chunks: Iterable[bytes]) -> str:
     digest = hashlib.sha256()
     size = 0
-    with archive.open(path, "w", force_zip64=True) as out:
+    with archive.open(written.entry(path), "w", force_zip64=True) as out:
         for chunk in chunks:
             digest.update(chunk)
             size += len(chunk)
@@ -110,7 +138,8 @@ def write_bundle(
     """
     if events is None:
         events = period_events(since, until, service=service)
-    written = _Written(on_file)
+    created = dt.datetime.now(dt.UTC)
+    written = _Written(created, on_file)
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         _write(
             archive,
@@ -136,14 +165,20 @@ def write_bundle(
         reports = LoadTestReport.objects.filter(
             pk__in=mentioned_ids(events, "ledger.loadtestreport")
         ).order_by("pk")
+        # Content-addressed: reports of one file (the same run filed for several
+        # workloads or revisions) share its one copy.
+        copied: set[str] = set()
         for report in reports:
+            if report.raw_sha256 in copied:
+                continue
+            copied.add(report.raw_sha256)
             suffix = PurePosixPath(report.filename).suffix[:16]
             with report.raw_file.open("rb") as raw:
                 _write(archive, written, f"evidence/{report.raw_sha256}{suffix}", _chunks(raw))
         checkpoint = take_checkpoint(reason="export")
         manifest = {
             "format": FORMAT,
-            "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "created_at": created.isoformat(timespec="seconds"),
             "filters": filters if filters is not None else {"service": service},
             "period": {"since": since.isoformat(), "until": until.isoformat()},
             "chain_head": {"sequence": checkpoint.sequence, "hash": checkpoint.hash},
@@ -152,7 +187,7 @@ def write_bundle(
         }
         manifest_bytes = json.dumps(manifest, indent=2, sort_keys=True).encode()
         manifest_sha = hashlib.sha256(manifest_bytes).hexdigest()
-        archive.writestr("manifest.json", manifest_bytes)
+        archive.writestr(written.entry("manifest.json"), manifest_bytes)
         statement = {
             "_type": STATEMENT_TYPE,
             "subject": [
@@ -167,6 +202,7 @@ def write_bundle(
             },
         }
         envelope = signing.sign(canonical_json(statement).encode(), PAYLOAD_TYPE)
-        archive.writestr("attestation.dsse.json", json.dumps(envelope, indent=2))
-        archive.writestr("signing-key.pem", signing.public_key_pem())
+        attestation = json.dumps(envelope, indent=2)
+        archive.writestr(written.entry("attestation.dsse.json"), attestation)
+        archive.writestr(written.entry("signing-key.pem"), signing.trusted_keys_pem())
     return manifest

@@ -122,7 +122,7 @@ def event_rows(events: QuerySet[Event]) -> Iterator[tuple[Any, ...]]:
 def segment_records(since: dt.datetime, until: dt.datetime) -> Iterator[dict[str, Any]]:
     """Every event of the period — unfiltered, so the segment is contiguous — preceded by
     the event just before it (or a genesis marker), each with exactly the fields its
-    hash covers, in the form the hash was computed over."""
+    hash covers, in the form the hash was computed over, and its signature."""
     bounds = Event.objects.filter(created_at__gte=since, created_at__lt=until).aggregate(
         first=Min("sequence"), last=Max("sequence")
     )
@@ -151,11 +151,26 @@ _SEGMENT_FIELDS = (
     "payload",
     "prev_hash",
     "hash",
+    "key_id",
+    "signature",
 )
 
 
 def _segment_record(row: tuple[Any, ...]) -> dict[str, Any]:
-    sequence, service, created, actor, action, subject_type, subject_id, payload, prev, own = row
+    (
+        sequence,
+        service,
+        created,
+        actor,
+        action,
+        subject_type,
+        subject_id,
+        payload,
+        prev,
+        own,
+        key_id,
+        signature,
+    ) = row
     return {
         "sequence": sequence,
         "service": service,
@@ -167,6 +182,8 @@ def _segment_record(row: tuple[Any, ...]) -> dict[str, Any]:
         "payload": payload,
         "prev_hash": prev,
         "hash": own,
+        "key_id": key_id,
+        "signature": signature,
     }
 
 

@@ -15,13 +15,12 @@ import sys
 import uuid
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.db import connection
 from django.utils import timezone
 from playwright.sync_api import expect
 
 from config.celery import app
+from ledger import signing
 from ledger.models import Event
 from releases import services
 from releases.models import Export
@@ -60,23 +59,15 @@ def test_auditor_filters_a_period_requests_a_bundle_watches_it_build_and_it_veri
     services.submit_release(release, actor=owner)
     for role, signer in signers.items():
         services.sign_off(release, actor=signer, role=role, decision="approve")
-    private = Ed25519PrivateKey.generate()
-    pem = private.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
+    # The suite's one key, which this process and the worker both sign with.
     key = tmp_path / "ledger-key.pem"
-    key.write_bytes(
-        private.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
-    )
+    key.write_text(signing.public_key_pem())
     # The worker stores into this test's media folder (DATA_DIR/media), which the live
     # server reads back from for the signed download link.
     env = child_env(
         DATABASE_URL=database_url(connection.settings_dict),
         CELERY_TASK_DEFAULT_QUEUE=queue,
         DATA_DIR=str(tmp_path),
-        LEDGER_SIGNING_KEY=pem,
     )
     today = timezone.now().date()
     page.add_init_script(CSP_LISTENER)

@@ -15,12 +15,11 @@ import uuid
 import zipfile
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.db import connection
 from standardwebhooks import Webhook
 
 from config.celery import app
+from ledger import signing
 from ledger.models import Event
 from releases import services, tasks
 from releases.models import Delivery, Export
@@ -48,17 +47,11 @@ def queue():
 
 
 @pytest.fixture
-def signing_key(settings):
-    """One key for this process and the worker: the bundle is checked against it."""
-    private = Ed25519PrivateKey.generate()
-    pem = private.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    settings.LEDGER_SIGNING_KEY = pem
-    public = private.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-    return pem, public
+def signing_key():
+    """The suite's one key (LEDGER_SIGNING_KEY_FILE), which this process and the worker
+    both sign with, as a deployment's processes share theirs: the bundle is checked
+    against its public half."""
+    return signing.public_key_pem().encode()
 
 
 def wait_for(condition, what: str):
@@ -74,7 +67,7 @@ def wait_for(condition, what: str):
 def test_a_worker_builds_a_bundle_requested_in_a_request_that_returned_at_once(
     auditor, team, queue, s3_storage, settings, signing_key, tmp_path
 ):
-    pem, public = signing_key
+    public = signing_key
     ServiceFactory(slug="kb-assistant", team=team)
     export = exports.request_export(actor=auditor, format="bundle", filters=AuditFilters())
     assert Export.objects.get(pk=export.pk).state == "queued"  # nothing built yet
@@ -85,7 +78,6 @@ def test_a_worker_builds_a_bundle_requested_in_a_request_that_returned_at_once(
         AWS_S3_ENDPOINT_URL=settings.AWS_S3_ENDPOINT_URL,
         AWS_ACCESS_KEY_ID="testing",
         AWS_SECRET_ACCESS_KEY="testing",
-        LEDGER_SIGNING_KEY=pem,
         DATA_DIR=str(tmp_path / "worker"),
     )
 

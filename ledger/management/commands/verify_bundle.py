@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import zipfile
 from pathlib import Path
 from types import ModuleType
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+
+from ledger import signing
 
 
 def verifier() -> ModuleType:
@@ -26,16 +29,30 @@ def verifier() -> ModuleType:
 
 
 class Command(BaseCommand):
-    help = "Verify an evidence bundle: signature, file digests, chain segment, chain head."
+    help = (
+        "Verify an evidence bundle: the zip's entries, signature, file digests, chain "
+        "segment and each event's signature, chain head. Without --key, against this "
+        "ledger's own keys (the signing key and the retired ones), never the bundle's."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("bundle")
-        parser.add_argument("--key", help="The pinned public key (PEM).")
+        parser.add_argument(
+            "--key",
+            action="append",
+            help="A pinned public key (PEM); repeat it for retired keys. Default: this "
+            "ledger's keys.",
+        )
 
-    def handle(self, *args, bundle: str, key: str | None, **options):
+    def handle(self, *args, bundle: str, key: list[str] | None, **options):
         check = verifier()
         try:
-            summary = check.verify(Path(bundle), Path(key).read_bytes() if key else None)
-        except (check.Mismatch, check.Unreadable, OSError) as error:
+            keys = (
+                [Path(path).read_bytes() for path in key]
+                if key
+                else [signing.trusted_keys_pem().encode()]
+            )
+            summary = check.verify(Path(bundle), keys)
+        except (check.Mismatch, check.Unreadable, OSError, zipfile.BadZipFile) as error:
             raise CommandError(f"NOT VERIFIED: {error}") from None
         self.stdout.write(self.style.SUCCESS(summary))
