@@ -116,4 +116,5 @@ urlpatterns = [
     ),
     path("events/", events.event_list, name="event_list"),
     path("events/verify", events.event_verify, name="event_verify"),
+    path("events/signing-keys.pem", events.signing_keys_pem, name="signing_keys_pem"),
 ]

@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
+from ledger import signing
 from ledger.checkpoints import verify_ledger
 from ledger.forms import EventListFilter
 from ledger.models import Capability, Event, LicenseAcceptance, Revision, Runtime, Service
@@ -95,3 +96,13 @@ def event_verify(request: AuthenticatedHttpRequest) -> HttpResponse:
     if wants_fragment(request):
         return render(request, "ledger/_chain_status.html", context)
     return render(request, "ledger/event_verify.html", context)
+
+
+@require_GET
+@login_required
+def signing_keys_pem(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """The public keys to pin (the signing key, then retired ones), as the file
+    `scripts/verify_bundle.py --key` reads."""
+    response = HttpResponse(signing.trusted_keys_pem(), content_type="application/x-pem-file")
+    response["Content-Disposition"] = 'attachment; filename="ledger-signing-keys.pem"'
+    return response

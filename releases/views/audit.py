@@ -20,6 +20,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
+from ledger import signing
 from lib.actors import AuthenticatedHttpRequest
 from lib.http import post_only
 from lib.pages import apply_errors, paginate, render_list, wants_fragment
@@ -56,6 +57,7 @@ def audit(request: AuthenticatedHttpRequest) -> HttpResponse:
         "can_manage_webhooks": permissions.can_manage_webhooks(request.user),
         "formats": Export.Format.choices,
         "carried": [(name, request.GET.get(name, "")) for name in FILTER_FIELDS],
+        "fingerprints": signing.fingerprints(),
     }
     return render_list(request, "releases/audit.html", context)
 
