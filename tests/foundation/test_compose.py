@@ -218,6 +218,23 @@ def test_secret_key_must_be_supplied_rather_than_defaulted(services):
     assert re.fullmatch(r"\$\{SECRET_KEY:?\?.*\}", secret_key), secret_key
 
 
+def test_every_app_process_signs_with_the_one_key_of_the_deployment(compose, services):
+    """Each event is signed: a key each container generated for itself would not verify
+    in the others, and would be lost with the container."""
+    assert compose["secrets"]["ledger_signing_key"]["file"].startswith(
+        "${LEDGER_SIGNING_KEY_PATH:-"
+    )
+    for name in [*APP_SERVICES, "migrate"]:
+        assert "ledger_signing_key" in services[name]["secrets"], name
+        environment = _environment(services[name])
+        assert environment["LEDGER_SIGNING_KEY_FILE"] == "/run/secrets/ledger_signing_key", name
+
+
+def test_the_signing_key_never_enters_git_or_the_image():
+    assert "secrets/" in (ROOT / ".gitignore").read_text().splitlines()
+    assert "secrets" in (ROOT / ".dockerignore").read_text().splitlines()
+
+
 def test_database_and_broker_are_not_published_on_the_host(services):
     assert not services["postgres"].get("ports")
     assert not services["redis"].get("ports")
