@@ -27,11 +27,15 @@ A decommission skips load_evidence, metrics_coverage, replay,
 failures_classified and gray_plan: nothing new is served. The standard path
 needs only the model team's sign-off; the emergency path may start its rollout
 before its sign-offs, which are then due within `settings.RELEASES_EMERGENCY_SIGNOFF_HOURS`.
+
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Final
+
+from django.conf import settings
 
 from releases.schemas import METRICS
 
@@ -167,3 +171,14 @@ def required_signoffs(tier: str, path: str) -> tuple[str, ...]:
     if path == "standard":
         return STANDARD_PATH_SIGNOFFS
     return REQUIRED_SIGNOFFS[tier]
+
+
+def waiver_max_days(tier: str) -> int:
+    """How many days a waiver on a service of `tier` may last (read when asked)."""
+    days: int = settings.WAIVER_MAX_DAYS[tier]
+    return days
+
+
+def waiver_bound(tier: str, granted_at: dt.datetime) -> dt.datetime:
+    """The latest expiry of a waiver granted at `granted_at` on a service of `tier`."""
+    return granted_at + dt.timedelta(days=waiver_max_days(tier))

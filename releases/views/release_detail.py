@@ -88,6 +88,17 @@ def _waivable_gates(
     ]
 
 
+def _waiver_form(release: Release, *args: Any, gates: list[tuple[str, str]]) -> WaiverForm:
+    tier = release.service.tier
+    return WaiverForm(
+        *args,
+        gates=gates,
+        tier=tier,
+        max_days=policy.waiver_max_days(tier),
+        bound=policy.waiver_bound(tier, timezone.now()),
+    )
+
+
 def _read_only_form(release: Release) -> list[tuple[str, StrOrPromise, list[tuple[str, Any]]]]:
     """The form's sections as (label, value) rows for the page."""
     labels = {
@@ -224,7 +235,7 @@ def _page_context(
         "signoff_form": forms.get("signoff_form")
         or (SignOffForm(roles=signable) if signable else None),
         "waiver_form": forms.get("waiver_form")
-        or (WaiverForm(gates=waivable) if waivable else None),
+        or (_waiver_form(release, gates=waivable) if waivable else None),
         "comment_form": (
             forms.get("comment_form") or CommentForm()
             if permissions.can_comment(request.user, release)
@@ -280,7 +291,7 @@ def release_signoff(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 def release_waiver(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     release = _release(pk)
     permissions.ensure_can_waive(request.user)
-    form = WaiverForm(request.POST, gates=[(key, title) for key, title in policy.GATES.items()])
+    form = _waiver_form(release, request.POST, gates=list(policy.GATES.items()))
     if form.is_valid():
         try:
             waiver = services.grant_waiver(release, actor=request.user, **form.cleaned_data)
