@@ -219,9 +219,10 @@ def grant_waiver(
 ) -> Waiver:
     """Set a gate aside for `release` until `expires_at`, for a stated reason.
 
-    Security & compliance or platform only, never the filer, and for at most the
-    tier's `settings.WAIVER_MAX_DAYS` days; the waiver shows on every page, API answer
-    and export of the release.
+    Only the sign-off role that owns the gate waives it (`policy.WAIVER_OWNERS`), never
+    the filer nor whoever signed that role (`permissions.waiver_refusal`), and for at
+    most the tier's `settings.WAIVER_MAX_DAYS`; the waiver shows on every page, API
+    answer and export of the release.
     """
     release = lock_release(release)
     permissions.ensure_can_waive(actor)
@@ -235,6 +236,9 @@ def grant_waiver(
         errors["gate"] = f"The {gate} gate cannot be waived."
     elif gate not in applies:
         errors["gate"] = f"The {gate} gate does not apply to release #{release.pk}."
+    else:
+        # Who may, before what they wrote: the gate's owner, not its signer.
+        permissions.ensure_can_waive_gate(actor, release, gate)
     if not (reason or "").strip():
         errors["reason"] = "A waiver needs a reason."
     now = timezone.now()
@@ -250,8 +254,6 @@ def grant_waiver(
             f"{timezone.localtime(bound):%Y-%m-%d %H:%M %Z}; "
             f"{expires_at:%Y-%m-%d %H:%M %Z} is later."
         )
-    if actor is not None and actor.pk == release.filed_by_id:
-        errors["gate"] = "You filed this release: waivers are for someone else to grant."
     if errors or expires_at is None:
         raise ValidationError(errors)
     held = Waiver.objects.filter(release=release, gate=gate, revoked_at__isnull=True).first()

@@ -10,7 +10,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext, pgettext, pgettext_lazy
 
+from releases import policy
 from releases.guards import GUARD_METRICS, GuardSpec, guard_specs
+from releases.models import SignOff
 from releases.playbooks import FAILURE_MODE_TITLES
 
 register = template.Library()
@@ -132,3 +134,10 @@ def time_left(until: dt.datetime) -> Left:
     if hours:
         return Left(False, _("%(count)s h left") % {"count": hours})
     return Left(False, _("%(count)s min left") % {"count": max(1, seconds // 60)})
+
+
+@register.filter
+def waived_by(gate: str) -> str:
+    """The sign-off role that may waive `gate`, in the reader's language; "" for none."""
+    owner = policy.waiver_owner(gate)
+    return _(dict(SignOff.Role.choices)[owner]).lower() if owner else ""

@@ -294,9 +294,13 @@ def test_waivers_need_the_waiver_permission_a_reason_and_an_expiry(
 ):
     world.reports["short"].delete()
     soon = timezone.now() + dt.timedelta(days=3)
-    with pytest.raises(PermissionDenied, match="Only security & compliance or platform"):
+    with pytest.raises(PermissionDenied, match="Only platform may waive the load_evidence"):
         services.grant_waiver(
             release, actor=business, gate="load_evidence", reason="x", expires_at=soon
+        )
+    with pytest.raises(PermissionDenied, match="Only security & compliance, platform and"):
+        services.grant_waiver(
+            release, actor=owner, gate="load_evidence", reason="x", expires_at=soon
         )
     with pytest.raises(ValidationError) as caught:
         services.grant_waiver(release, actor=sre, gate="load_evidence", reason=" ", expires_at=None)

@@ -1,4 +1,5 @@
-"""Waivers: bounded per tier, and how long each has left (issue 26, item 4).
+"""Waivers: bounded per tier, owned by the role whose part of the release the gate is,
+and never granted by whoever signs that role (issue 26, items 4 and 5).
 
 Each attack of the issue is reproduced through the verb, the API and the page.
 """
@@ -9,13 +10,14 @@ import datetime as dt
 
 import pytest
 import time_machine
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.urls import reverse
 from django.utils import timezone
 
 from ledger.models import Event
-from releases import services
-from releases.models import Waiver
+from releases import permissions, policy, services
+from releases.models import SignOff, Waiver
+from tests.factories import UserFactory
 from tests.releases.factories import build_world, file_release
 from tests.releases.test_api import client_for
 
@@ -32,6 +34,12 @@ def _waive(release, actor, gate, *, after=SOON, reason="re-measured on Monday"):
 
 def _stamp(moment: dt.datetime) -> str:
     return f"{timezone.localtime(moment):%Y-%m-%d %H:%M %Z}"
+
+
+@pytest.fixture
+def security_two(db):
+    """A second security & compliance person: the one who signs when the first waived."""
+    return UserFactory(username="sue", roles=["security_compliance"])
 
 
 # ---------------------------------------------------------------- 4. bounded per tier
@@ -142,3 +150,203 @@ def test_time_left_reads_in_words(left, words):
     now = timezone.now()
     with time_machine.travel(now, tick=False):
         assert time_left(now + left).text == words
+
+
+# ---------------------------------------------------------------- 5. each gate's owner
+
+
+def test_every_waivable_gate_has_an_owning_role_that_signs_off():
+    waivable = set(policy.GATES) - policy.NOT_WAIVABLE
+    assert set(policy.WAIVER_OWNERS) == waivable
+    # The model team is the filer's own: a gate is never set aside by the team that asks.
+    assert set(policy.WAIVER_OWNERS.values()) <= {
+        "platform",
+        "security_compliance",
+        "business_owner",
+    }
+    assert set(policy.WAIVER_OWNERS.values()) <= set(SignOff.Role.values)
+    for gate in policy.NOT_WAIVABLE:
+        assert policy.waiver_owner(gate) is None
+
+
+def test_the_issues_gates_go_to_the_roles_it_names():
+    owners = policy.WAIVER_OWNERS
+    for gate in ("license", "provenance", "logging_policy"):
+        assert owners[gate] == "security_compliance"
+    for gate in ("load_evidence", "replay", "rollback_plan", "image_pinned", "gray_plan"):
+        assert owners[gate] == "platform"
+    assert owners["failures_classified"] == "business_owner"
+
+
+def test_the_platform_sre_cannot_waive_the_license_gate(world, release, sre, security):
+    """The attack: platform sets the license gate aside, then signs platform."""
+    events = Event.objects.count()
+    with pytest.raises(PermissionDenied) as caught:
+        _waive(release, sre, "license")
+    assert str(caught.value) == (
+        "Only security & compliance may waive the license gate: it is part of what that role "
+        "signs off."
+    )
+    assert not Waiver.objects.exists()
+    assert Event.objects.count() == events
+    assert _waive(release, security, "license").granted_by == security
+
+
+def test_only_the_business_owner_waives_task_fitness(world, release, sre, business):
+    with pytest.raises(PermissionDenied, match="Only business owner may waive"):
+        _waive(release, sre, "failures_classified")
+    assert _waive(release, business, "failures_classified").granted_by == business
+
+
+def test_who_waived_a_gate_cannot_sign_the_role_that_owns_it(
+    world, release, owner, security, security_two, sre
+):
+    _waive(release, security, "license")
+    services.submit_release(release, actor=owner)
+    events = Event.objects.count()
+    with pytest.raises(PermissionDenied) as caught:
+        services.sign_off(release, actor=security, role="security_compliance", decision="approve")
+    assert str(caught.value) == (
+        "You waived the license gate of this release: someone else signs off for security & "
+        "compliance, or you would approve your own waiver."
+    )
+    assert not SignOff.objects.exists()
+    assert Event.objects.count() == events
+    # Another role, and another person of the same role, may sign.
+    services.sign_off(release, actor=sre, role="platform", decision="approve")
+    services.sign_off(release, actor=security_two, role="security_compliance", decision="approve")
+    assert SignOff.objects.count() == 2
+
+
+def test_who_signed_a_role_cannot_then_waive_its_gates(world, release, owner, sre):
+    services.submit_release(release, actor=owner)
+    services.sign_off(release, actor=sre, role="platform", decision="approve")
+    world.reports["short"].delete()
+    with pytest.raises(PermissionDenied) as caught:
+        _waive(release, sre, "load_evidence")
+    assert str(caught.value) == (
+        "You signed off for platform on this release: someone else waives its load_evidence "
+        "gate, or you would approve your own waiver."
+    )
+    assert not Waiver.objects.exists()
+
+
+def test_a_revoked_waiver_no_longer_stands_between_its_granter_and_the_role(
+    world, release, owner, security
+):
+    waiver = _waive(release, security, "license")
+    services.revoke_waiver(waiver, actor=security, why="the license was approved after all")
+    services.submit_release(release, actor=owner)
+    services.sign_off(release, actor=security, role="security_compliance", decision="approve")
+    assert SignOff.objects.get().signer == security
+
+
+def test_a_superuser_who_waived_a_gate_does_not_sign_its_role(world, release, owner, team):
+    root = UserFactory(username="root-user", is_superuser=True)
+    _waive(release, root, "license")
+    services.submit_release(release, actor=owner)
+    with pytest.raises(PermissionDenied, match="You waived the license gate"):
+        services.sign_off(release, actor=root, role="security_compliance", decision="approve")
+    team.members.add(root)
+    services.sign_off(release, actor=root, role="model_team", decision="approve")
+
+
+def test_the_filer_never_waives_even_holding_the_role(world, owner, team):
+    filer = UserFactory(username="fay", roles=["model_owner", "security_compliance"])
+    team.members.add(filer)
+    release = file_release(world, filer)
+    with pytest.raises(PermissionDenied, match="You filed this release"):
+        _waive(release, filer, "license")
+
+
+def test_the_api_refuses_a_waiver_of_another_roles_gate_with_a_403_naming_the_owner(
+    world, release, sre
+):
+    response = client_for(sre).post(
+        f"/api/releases/{release.pk}/waivers/",
+        {
+            "gate": "license",
+            "reason": "x",
+            "expires_at": (timezone.now() + SOON).isoformat(),
+        },
+        format="json",
+    )
+    assert response.status_code == 403
+    assert response.json()["detail"].startswith("Only security & compliance may waive")
+    assert not Waiver.objects.exists()
+
+
+def test_the_api_shows_who_may_waive_each_gate(world, release, owner):
+    body = client_for(owner).get(f"/api/releases/{release.pk}/").json()
+    owners = {gate["key"]: gate["waivable_by"] for gate in body["gates"]}
+    assert owners["license"] == "security_compliance"
+    assert owners["load_evidence"] == "platform"
+    assert owners["failures_classified"] == "business_owner"
+    assert owners["signoffs"] is None and owners["risk"] is None
+
+
+def test_the_page_shows_beside_each_waivable_gate_who_may_waive_it(client, owner, release):
+    client.force_login(owner)
+    html = client.get(reverse("releases:release_detail", args=[release.pk])).content.decode()
+
+    def gate(key: str) -> str:
+        start = html.index(f'id="gate-{key}"')
+        return html[start : html.index("</li>", start)]
+
+    assert "Waived only by security &amp; compliance." in gate("license")
+    assert "Waived only by platform." in gate("load_evidence")
+    assert "Waived only by business owner." in gate("failures_classified")
+    assert "Waived only by" not in gate("risk")
+
+
+def test_the_page_offers_each_waiver_only_to_its_owner_and_refuses_the_rest(
+    client, owner, world, sre
+):
+    release = file_release(world, owner, logging_policy={})
+    world.reports["short"].delete()
+    client.force_login(sre)
+    url = reverse("releases:release_detail", args=[release.pk])
+    offered = dict(client.get(url).context["waiver_form"].fields["gate"].choices)
+    assert "load_evidence" in offered and "logging_policy" not in offered
+
+    response = client.post(
+        reverse("releases:release_waiver", args=[release.pk]),
+        {
+            "gate": "logging_policy",
+            "reason": "logging reviewed offline",
+            "expires_at": (timezone.localtime() + SOON).strftime("%Y-%m-%dT%H:%M"),
+        },
+    )
+    assert response.status_code == 403
+    assert "Only security &amp; compliance may waive the logging_policy gate" in (
+        response.content.decode()
+    )
+    assert not Waiver.objects.exists()
+
+
+def test_the_page_offers_no_signoff_of_the_role_whose_gate_you_waived(
+    client, owner, release, security
+):
+    _waive(release, security, "license")
+    services.submit_release(release, actor=owner)
+    client.force_login(security)
+    response = client.get(reverse("releases:release_detail", args=[release.pk]))
+    assert response.context["signable_roles"] == []
+    refused = client.post(
+        reverse("releases:release_signoff", args=[release.pk]),
+        {"role": "security_compliance", "decision": "approve"},
+    )
+    assert refused.status_code == 403
+    assert not SignOff.objects.exists()
+
+
+def test_the_page_and_the_verb_read_one_waiver_rule(world, release, owner, security, sre, business):
+    """`waiver_refusal` with what the page read agrees with the one that reads itself."""
+    services.submit_release(release, actor=owner)
+    services.sign_off(release, actor=sre, role="platform", decision="approve")
+    signoffs = list(release.signoffs.all())
+    for person in (owner, security, sre, business):
+        for gate in policy.WAIVER_OWNERS:
+            assert permissions.waiver_refusal(
+                person, release, gate, signoffs=signoffs
+            ) == permissions.waiver_refusal(person, release, gate)
