@@ -11,7 +11,8 @@ backends' address; where replay may not reach that address (outside
 development) a waiver stands in, saying so. The demo's waivers are granted by
 `admin`, who holds every role: whoever waives a gate does not sign the role that
 owns it, and `sre`, `security` and `business` sign. They last as long as the
-service's tier allows (`WAIVER_MAX_DAYS_<TIER>`).
+service's tier allows (`WAIVER_MAX_DAYS_<TIER>`). `admin` signs for the model
+team as a member of each demo team (an administrator outside a team does not).
 
 Idempotent: when the demo services already have releases, nothing is added.
 """

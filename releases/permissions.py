@@ -64,16 +64,16 @@ def can_edit_release(user: Requester, release: Release) -> bool:
 
 
 def holds_signer_role(user: Requester, release: Release, role: str) -> bool:
-    """Whether `user` holds what signing `role` needs (not whether they may sign now)."""
+    """Whether `user` holds what signing `role` needs (not whether they may sign now).
+
+    Superusers hold every ledger role. The model team is the service's team, not any
+    model owner, and not an administrator outside it: its sign-off says the team
+    approves, which only a member can say (issue 26)."""
     if not _signed_in(user):
         return False
-    if user.is_superuser:
-        return True
-    needed = Role(policy.SIGNER_ROLES[role])
-    if not has_role(user, needed):
+    if not user.is_superuser and not has_role(user, Role(policy.SIGNER_ROLES[role])):
         return False
     if role == "model_team":
-        # The model team is the service's team, not any model owner.
         return release.service.team.members.filter(pk=user.pk).exists()
     return True
 
@@ -114,6 +114,11 @@ def signoff_refusal(
         return _("You filed this release: the filer cannot sign it off.")
     if not holds_signer_role(user, release, role):
         needed = Role(policy.SIGNER_ROLES[role]).label
+        if role == "model_team" and user.is_superuser:
+            return _(
+                "You are not in team %(team)s: only a member of the service's team signs off "
+                "for %(role)s, administrators included."
+            ) % {"team": repr(release.service.team.slug), "role": _(labels[role]).lower()}
         if role == "model_team":
             return _("Only a %(needed)s of the service's team can sign off for %(role)s.") % {
                 "needed": needed.lower(),

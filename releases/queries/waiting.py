@@ -28,7 +28,8 @@ class Awaiting:
 
 
 def signer_roles_of(user: Requester) -> list[str]:
-    """The sign-off roles a person's roles let them sign (superusers: every one)."""
+    """The sign-off roles a person's roles let them sign (superusers: every one; the
+    model team's only in the service's team, which `waiting_for` checks)."""
     if user is None or not user.is_authenticated:
         return []
     if user.is_superuser:
@@ -99,7 +100,8 @@ def waiting_for(user: Requester, *, limit: int | None = None) -> tuple[list[Awai
             if role in roles
             and role not in not_mine
             and all(role != given for given, _ in signed)
-            and (role != "model_team" or user.is_superuser or team_id in teams)
+            # The model team is the service's team, administrators included.
+            and (role != "model_team" or team_id in teams)
         )
         if mine:
             found.append((pk, mine))

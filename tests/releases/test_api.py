@@ -177,6 +177,21 @@ def test_the_filer_signing_is_refused_with_403(release, owner):
     assert "the filer cannot sign" in response.json()["detail"]
 
 
+def test_a_superuser_outside_the_team_signing_for_it_is_refused_with_403(release, owner):
+    from tests.factories import UserFactory
+
+    root = UserFactory(username="root-user", is_superuser=True, is_staff=True)
+    client_for(owner).post(f"/api/releases/{release.pk}/submit/")
+    response = client_for(root).post(
+        f"/api/releases/{release.pk}/signoffs/",
+        {"role": "model_team", "decision": "approve"},
+        format="json",
+    )
+    assert response.status_code == 403
+    assert "administrators included" in response.json()["detail"]
+    assert client_for(owner).get(f"/api/releases/{release.pk}/").json()["signoffs"] == []
+
+
 def test_a_voided_signoff_shows_why_in_the_api(world, release, owner, sre):
     from tests.releases.factories import report
 
