@@ -505,6 +505,19 @@ if RELEASES_EMERGENCY_SIGNOFF_HOURS < 1:
     raise ImproperlyConfigured(
         f"RELEASES_EMERGENCY_SIGNOFF_HOURS={RELEASES_EMERGENCY_SIGNOFF_HOURS} must be at least 1."
     )
+# A waiver sets a gate aside for at most WAIVER_MAX_DAYS_<TIER> days from when it is
+# granted (releases.policy.waiver_bound); a longer one is refused, naming the bound.
+WAIVER_MAX_DAYS = {
+    "production": env_int("WAIVER_MAX_DAYS_PRODUCTION", 14),
+    "internal": env_int("WAIVER_MAX_DAYS_INTERNAL", 30),
+    "experimental": env_int("WAIVER_MAX_DAYS_EXPERIMENTAL", 90),
+}
+for _tier, _days in WAIVER_MAX_DAYS.items():
+    # A gate set aside for more than a year is a change of policy, not a waiver.
+    if not 1 <= _days <= 365:
+        raise ImproperlyConfigured(
+            f"WAIVER_MAX_DAYS_{_tier.upper()}={_days} must be 1 to 365 days."
+        )
 EMAIL_HOST = env_str("EMAIL_HOST", "")
 EMAIL_PORT = env_int("EMAIL_PORT", 587)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")

@@ -25,13 +25,13 @@ ROLE_DUTIES: dict[str, StrOrPromise] = {
         "register assets, runtimes and revisions of your team's services, attach load-test evidence, run replays, file release forms and sign off for the model team on your teammates' releases"
     ),
     Role.PLATFORM_SRE: _(
-        "register backends, schedule and run replays, check what is live and how each service behaves, sign off releases for platform, waive a gate with a reason and an expiry, and conduct, conclude or reassign periodic reviews"
+        "register backends, schedule and run replays, check what is live and how each service behaves, sign off releases for platform, waive a gate of platform's part (image, load evidence, metrics, replay, rollback and gray plans, decommission moves) with a reason and a bounded expiry, and conduct, conclude or reassign periodic reviews"
     ),
     Role.SECURITY_COMPLIANCE: _(
-        "approve or reject model licenses, record the acceptance of gated terms, sign off releases for security & compliance, waive a gate with a reason and an expiry, and conduct, conclude or reassign periodic reviews"
+        "approve or reject model licenses, record the acceptance of gated terms, sign off releases for security & compliance, waive a gate of its part (license, provenance, logging) with a reason and a bounded expiry, and conduct, conclude or reassign periodic reviews"
     ),
     Role.BUSINESS_OWNER: _(
-        "read every service, its evidence and its history, and sign off releases for the business owner"
+        "read every service, its evidence and its history, sign off releases for the business owner, and waive the gate of task fitness (every failure sample classified) with a reason and a bounded expiry"
     ),
     Role.AUDITOR: _(
         "read everything, filter the record on the Audit page, print any release's change record, export the record (CSV, JSON Lines or a signed evidence bundle) and verify the event chain's integrity"

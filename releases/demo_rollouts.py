@@ -121,7 +121,7 @@ def _breached(people: dict[str, Any]) -> None:
         summary="llama.cpp on an L4 instead of Ollama on a workstation: a pinned image, 16k context.",
         **form,
     )
-    _submit_or_waive(release, people["owner"], people["security"])
+    _submit_or_waive(release, people["owner"], people["admin"])
     services.start_rollout(release, actor=people["owner"])
     _observe(
         release,
@@ -156,7 +156,7 @@ def _rolled_back(people: dict[str, Any]) -> None:
         **_form(kb, 800, tier_metrics=METRICS_ALL),
         **DEMO_EMERGENCY,
     )
-    _submit_or_waive(release, people["owner"], people["security"])
+    _submit_or_waive(release, people["owner"], people["admin"])
     _sign_all(release, people)
     _release_fully(release, people)
     rollback = services.record_rollback(
@@ -240,7 +240,7 @@ def _stable_service(people: dict[str, Any]) -> None:
     )
     if live_backend is not None:
         _recorded_replay(live_backend, VERIFICATION_SET, trigger=Run.Trigger.VERIFICATION)
-    _submit_or_waive(release, people["owner"], people["security"])
+    _submit_or_waive(release, people["owner"], people["admin"])
     _sign_all(release, people)
     _release_fully(release, people)
 

@@ -23,13 +23,14 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
     from ledger.models import Service
-    from releases.models import Release, Review, ReviewAction, SignOff
+    from releases.models import Release, Review, ReviewAction, SignOff, Waiver
 
 # Django permissions of the releases app, and the roles granted each by default (an
 # administrator grants them to anyone else in the admin). `ledger.set_live_revision`
 # (pointing a service at a revision outside a release) is granted alongside.
 DEFAULT_GRANTS: dict[str, tuple[Role, ...]] = {
-    "releases.waive_gate": (Role.SECURITY_COMPLIANCE, Role.PLATFORM_SRE),
+    # Each waives only the gates of its own part (`policy.WAIVER_OWNERS`, `waiver_refusal`).
+    "releases.waive_gate": (Role.SECURITY_COMPLIANCE, Role.PLATFORM_SRE, Role.BUSINESS_OWNER),
     "releases.promote_release": (Role.PLATFORM_SRE,),
     "releases.record_rollback": (Role.PLATFORM_SRE,),
     "ledger.set_live_revision": (Role.PLATFORM_SRE,),
@@ -63,27 +64,42 @@ def can_edit_release(user: Requester, release: Release) -> bool:
 
 
 def holds_signer_role(user: Requester, release: Release, role: str) -> bool:
-    """Whether `user` holds what signing `role` needs (not whether they may sign now)."""
+    """Whether `user` holds what signing `role` needs (not whether they may sign now).
+
+    Superusers hold every ledger role. The model team is the service's team, not any
+    model owner, and not an administrator outside it: its sign-off says the team
+    approves, which only a member can say (issue 26)."""
     if not _signed_in(user):
         return False
-    if user.is_superuser:
-        return True
-    needed = Role(policy.SIGNER_ROLES[role])
-    if not has_role(user, needed):
+    if not user.is_superuser and not has_role(user, Role(policy.SIGNER_ROLES[role])):
         return False
     if role == "model_team":
-        # The model team is the service's team, not any model owner.
         return release.service.team.members.filter(pk=user.pk).exists()
     return True
 
 
+def _own_waivers(user: User, release: Release, waivers: Sequence[Waiver] | None) -> list[Waiver]:
+    """The waivers `user` granted on `release` that stand (not revoked; expired or not).
+
+    `waivers`: the release's unrevoked waivers when the caller has just read them."""
+    if waivers is None:
+        return list(release.waivers.filter(granted_by=user, revoked_at__isnull=True))
+    return [w for w in waivers if w.granted_by_id == user.pk and w.revoked_at is None]
+
+
 def signoff_refusal(
-    user: Requester, release: Release, role: str, *, signoffs: Sequence[SignOff] | None = None
+    user: Requester,
+    release: Release,
+    role: str,
+    *,
+    signoffs: Sequence[SignOff] | None = None,
+    waivers: Sequence[Waiver] | None = None,
 ) -> str | None:
     """Why `user` may not sign `role` on `release` now, or None when they may.
 
-    `signoffs`: the release's sign-offs when the caller has just read them (a page
-    that assessed the release); otherwise the person's are read."""
+    `signoffs`, `waivers`: the release's sign-offs and unrevoked waivers when the
+    caller has just read them (a page that assessed the release); otherwise the
+    person's are read."""
     from releases.models import SignOff
 
     labels = dict(SignOff.Role.choices)
@@ -98,6 +114,11 @@ def signoff_refusal(
         return _("You filed this release: the filer cannot sign it off.")
     if not holds_signer_role(user, release, role):
         needed = Role(policy.SIGNER_ROLES[role]).label
+        if role == "model_team" and user.is_superuser:
+            return _(
+                "You are not in team %(team)s: only a member of the service's team signs off "
+                "for %(role)s, administrators included."
+            ) % {"team": repr(release.service.team.slug), "role": _(labels[role]).lower()}
         if role == "model_team":
             return _("Only a %(needed)s of the service's team can sign off for %(role)s.") % {
                 "needed": needed.lower(),
@@ -116,19 +137,78 @@ def signoff_refusal(
         return _(
             "You already signed for %(role)s on this release: one person signs one role only."
         ) % {"role": labels[other.role].lower()}
+    waived = next(
+        (w for w in _own_waivers(user, release, waivers) if policy.waiver_owner(w.gate) == role),
+        None,
+    )
+    if waived is not None:
+        return _(
+            "You waived the %(gate)s gate of this release: someone else signs off for "
+            "%(role)s, or you would approve your own waiver."
+        ) % {"gate": waived.gate, "role": _(labels[role]).lower()}
     return None
 
 
 def can_sign(
-    user: Requester, release: Release, role: str, *, signoffs: Sequence[SignOff] | None = None
+    user: Requester,
+    release: Release,
+    role: str,
+    *,
+    signoffs: Sequence[SignOff] | None = None,
+    waivers: Sequence[Waiver] | None = None,
 ) -> bool:
-    return signoff_refusal(user, release, role, signoffs=signoffs) is None
+    return signoff_refusal(user, release, role, signoffs=signoffs, waivers=waivers) is None
 
 
 def can_waive(user: Requester) -> bool:
-    """Set a gate aside: the `releases.waive_gate` permission (security & compliance and
-    platform by default), never the filer's own choice."""
+    """Set some gate aside: the `releases.waive_gate` permission (security & compliance,
+    platform and business owners by default). Which gate, on which release:
+    `waiver_refusal`."""
     return _signed_in(user) and has_permission(user, "releases.waive_gate")
+
+
+def waiver_refusal(
+    user: Requester, release: Release, gate: str, *, signoffs: Sequence[SignOff] | None = None
+) -> str | None:
+    """Why `user` may not waive `gate` on `release` now, or None when they may.
+
+    A gate is waived by a holder of the sign-off role that owns it
+    (`policy.WAIVER_OWNERS`) with the permission to waive, never by the filer, and
+    never by someone who signed that role on the release: they would approve their own
+    waiver (nor, the other way round, may they sign it after: `signoff_refusal`).
+    `signoffs`: the release's sign-offs when the caller has just read them."""
+    from releases.models import SignOff
+
+    owner = policy.waiver_owner(gate)
+    if owner is None:
+        return _("Nobody can waive the %(gate)s gate.") % {"gate": gate}
+    if not _signed_in(user):
+        return _("Sign in to waive a gate.")
+    role = _(dict(SignOff.Role.choices)[owner]).lower()
+    if not holds_signer_role(user, release, owner):
+        return _(
+            "Only %(role)s may waive the %(gate)s gate: it is part of what that role signs off."
+        ) % {"role": role, "gate": gate}
+    if not can_waive(user):
+        return _(
+            "You hold the role but not the permission to waive gates (releases.waive_gate); "
+            "an administrator grants it."
+        )
+    if release.filed_by_id == user.pk:
+        return _("You filed this release: waivers are for someone else to grant.")
+    given = release.signoffs.filter(signer=user) if signoffs is None else signoffs
+    if any(s.signer_id == user.pk and s.voided_at is None and s.role == owner for s in given):
+        return _(
+            "You signed off for %(role)s on this release: someone else waives its %(gate)s "
+            "gate, or you would approve your own waiver."
+        ) % {"role": role, "gate": gate}
+    return None
+
+
+def can_waive_gate(
+    user: Requester, release: Release, gate: str, *, signoffs: Sequence[SignOff] | None = None
+) -> bool:
+    return waiver_refusal(user, release, gate, signoffs=signoffs) is None
 
 
 # The rollout's operational permissions: each its own Django permission, granted to the
@@ -238,7 +318,20 @@ def ensure_can_sign(actor: Actor, release: Release, role: str) -> None:
 
 def ensure_can_waive(actor: Actor) -> None:
     if actor is not None and not can_waive(actor):
-        raise PermissionDenied(_("Only security & compliance or platform can waive a gate."))
+        raise PermissionDenied(
+            _(
+                "Only security & compliance, platform and business owners can waive a gate, "
+                "each the gates of their own part of a release."
+            )
+        )
+
+
+def ensure_can_waive_gate(actor: Actor, release: Release, gate: str) -> None:
+    if actor is None:
+        return
+    refusal = waiver_refusal(actor, release, gate)
+    if refusal:
+        raise PermissionDenied(refusal)
 
 
 def ensure_can_comment(actor: Actor, release: Release) -> None:

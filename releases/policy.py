@@ -27,11 +27,28 @@ A decommission skips load_evidence, metrics_coverage, replay,
 failures_classified and gray_plan: nothing new is served. The standard path
 needs only the model team's sign-off; the emergency path may start its rollout
 before its sign-offs, which are then due within `settings.RELEASES_EMERGENCY_SIGNOFF_HOURS`.
+
+Waivers. Every gate but signoffs, change_path, risk and blackout may be set aside
+for one release, with a reason, for at most `settings.WAIVER_MAX_DAYS[tier]` days
+(14, 30, 90 by default), and only by the sign-off role whose part of the release
+the gate is (`WAIVER_OWNERS`):
+
+| waived by               | gates |
+|-------------------------|-------|
+| security & compliance   | license, provenance, logging_policy |
+| platform                | image_pinned, load_evidence, metrics_coverage, replay, rollback_plan, gray_plan, decommission_plan |
+| business owner          | failures_classified |
+
+Whoever waives a gate does not sign off the role that owns it on that release, nor
+waives a gate of a role they signed (`releases.permissions`).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Final
+
+from django.conf import settings
 
 from releases.schemas import METRICS
 
@@ -72,6 +89,26 @@ NOT_FOR_DECOMMISSION: Final = frozenset(
 # Nobody may set these aside: a waiver of them would be a signature without a signer,
 # or a path chosen without a reason. A blackout is bypassed by the emergency path only.
 NOT_WAIVABLE: Final = frozenset({"signoffs", "change_path", "risk", "blackout"})
+
+# Who may set each other gate aside: the sign-off role whose part of the release it is
+# (a holder of that role with the `releases.waive_gate` permission). Never the model
+# team: it files the release, and a gate is not set aside by the team that asks.
+WAIVER_OWNERS: Final[dict[str, str]] = {
+    # What the model may be, where it comes from, what is kept of its traffic.
+    "license": "security_compliance",
+    "provenance": "security_compliance",
+    "logging_policy": "security_compliance",
+    # How it is run, measured, watched, rolled out and rolled back; where its load goes.
+    "image_pinned": "platform",
+    "load_evidence": "platform",
+    "metrics_coverage": "platform",
+    "replay": "platform",
+    "rollback_plan": "platform",
+    "gray_plan": "platform",
+    "decommission_plan": "platform",
+    # Whether it is fit for the tasks it serves: the failures it is allowed to keep.
+    "failures_classified": "business_owner",
+}
 
 # Workload classes whose current load-test evidence each tier needs.
 REQUIRED_WORKLOADS: Final[dict[str, tuple[str, ...]]] = {
@@ -167,3 +204,24 @@ def required_signoffs(tier: str, path: str) -> tuple[str, ...]:
     if path == "standard":
         return STANDARD_PATH_SIGNOFFS
     return REQUIRED_SIGNOFFS[tier]
+
+
+def waiver_owner(gate: str) -> str | None:
+    """The sign-off role that may waive `gate`, or None when nobody may."""
+    return None if gate in NOT_WAIVABLE else WAIVER_OWNERS.get(gate)
+
+
+def gates_waived_by(role: str) -> tuple[str, ...]:
+    """The gates a sign-off role owns the waivers of, in `GATES` order."""
+    return tuple(key for key in GATES if WAIVER_OWNERS.get(key) == role)
+
+
+def waiver_max_days(tier: str) -> int:
+    """How many days a waiver on a service of `tier` may last (read when asked)."""
+    days: int = settings.WAIVER_MAX_DAYS[tier]
+    return days
+
+
+def waiver_bound(tier: str, granted_at: dt.datetime) -> dt.datetime:
+    """The latest expiry of a waiver granted at `granted_at` on a service of `tier`."""
+    return granted_at + dt.timedelta(days=waiver_max_days(tier))

@@ -76,16 +76,22 @@ def demo_document() -> dict[str, Any]:
     return {
         "version": 1,
         "teams": [
-            {"slug": "data-agents", "name": "Data agents", "members": ["owner"]},
+            # admin (a superuser) is in the model teams to sign for them beside the filer,
+            # owner: an administrator outside a team does not sign for it.
+            {"slug": "data-agents", "name": "Data agents", "members": ["owner", "admin"]},
             {
                 "slug": "developer-productivity",
                 "name": "Developer productivity",
-                "members": ["owner"],
+                "members": ["owner", "admin"],
             },
             {"slug": "inference-platform", "name": "Inference platform", "members": ["sre"]},
-            {"slug": "knowledge-platform", "name": "Knowledge platform", "members": ["owner"]},
-            {"slug": "localization", "name": "Localization", "members": ["owner"]},
-            {"slug": "support-ai", "name": "Support AI", "members": ["owner"]},
+            {
+                "slug": "knowledge-platform",
+                "name": "Knowledge platform",
+                "members": ["owner", "admin"],
+            },
+            {"slug": "localization", "name": "Localization", "members": ["owner", "admin"]},
+            {"slug": "support-ai", "name": "Support AI", "members": ["owner", "admin"]},
         ],
         "licenses": [
             {

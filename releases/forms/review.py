@@ -9,6 +9,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext
 
 from lib.forms import shown_choices
 from releases.models import SignOff
@@ -70,14 +71,35 @@ class WaiverForm(forms.Form):
         help_text=_("When the waiver lapses and the gate counts again (server time zone)."),
     )
 
-    def __init__(self, *args: Any, gates: list[tuple[str, str]], **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        gates: list[tuple[str, str]],
+        tier: str,
+        max_days: int,
+        bound: dt.datetime,
+        **kwargs: Any,
+    ) -> None:
+        """`bound`: the latest expiry the verb accepts now, `max_days` after now on a
+        service of `tier` (`releases.policy.waiver_bound`); the verb refuses later ones."""
         super().__init__(*args, **kwargs)
         field = self.fields["gate"]
         assert isinstance(field, forms.ChoiceField)
         field.choices = gates
-        self.fields["expires_at"].initial = (timezone.localtime() + dt.timedelta(days=7)).replace(
+        latest = timezone.localtime(bound)
+        expires = self.fields["expires_at"]
+        expires.initial = min(timezone.localtime() + dt.timedelta(days=7), latest).replace(
             second=0, microsecond=0, tzinfo=None
         )
+        expires.widget.attrs["max"] = f"{latest:%Y-%m-%dT%H:%M}"
+        expires.help_text = _(
+            "When the waiver lapses and the gate counts again (server time zone). At most "
+            "%(days)s days on this %(tier)s service: until %(until)s."
+        ) % {
+            "days": max_days,
+            "tier": pgettext("state word", tier),
+            "until": f"{latest:%Y-%m-%d %H:%M %Z}",
+        }
 
     def clean_expires_at(self) -> dt.datetime:
         value: dt.datetime = self.cleaned_data["expires_at"]

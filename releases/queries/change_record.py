@@ -19,6 +19,7 @@ from django.contrib.auth.models import Group
 from ledger import queries as ledger_queries
 from ledger.models import Event, LoadTestReport, Revision
 from releases import gates as release_gates
+from releases import policy
 from releases.models import Release, RollbackEvent, SignOff, Waiver
 from releases.queries.pages import RELEASE_SUBJECT
 from releases.queries.rollout import Rollout, rollout_of
@@ -82,7 +83,7 @@ def _diff(release: Release) -> dict[str, Any]:
 
 
 def _duties(
-    release: Release, standing: list[SignOff], required: tuple[str, ...]
+    release: Release, standing: list[SignOff], required: tuple[str, ...], waivers: list[Waiver]
 ) -> list[DutyCheck]:
     labels = dict(SignOff.Role.choices)
     by_filer = [s for s in standing if s.signer_id == release.filed_by_id]
@@ -124,6 +125,22 @@ def _duties(
     else:
         detail = f"Every required role approved: {', '.join(labels[r].lower() for r in required)}."
     checks.append(DutyCheck("Every required role approved", not missing, detail))
+    # Refused since issue 26; a record made before says so.
+    own = [
+        f"{names[s.signer_id]} waived {w.gate} and signed for {labels[s.role].lower()}"
+        for s in standing
+        for w in waivers
+        if w.revoked_at is None
+        and w.granted_by_id == s.signer_id
+        and policy.waiver_owner(w.gate) == s.role
+    ]
+    if own:
+        detail = "; ".join(own) + "."
+    elif any(w.revoked_at is None for w in waivers):
+        detail = "No one signed the role whose gate they waived."
+    else:
+        detail = "No gate was waived."
+    checks.append(DutyCheck("No signer approved their own waiver", not own, detail))
     return checks
 
 
@@ -187,7 +204,7 @@ def change_record(release: Release) -> ChangeRecord:
         diff=_diff(release),
         approvals=approvals,
         required_labels=[dict(SignOff.Role.choices)[r].lower() for r in assessment.required_roles],
-        duties=_duties(release, standing, assessment.required_roles),
+        duties=_duties(release, standing, assessment.required_roles, waivers),
         evidence_source=source,
         reports=reports,
         runs=runs,

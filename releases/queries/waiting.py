@@ -8,11 +8,13 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from django.db.models import Exists, OuterRef
+
 from ledger.roles import roles_of
 from lib.actors import Requester
 from releases import policy
 from releases.gates import read_releases
-from releases.models import Release, SignOff
+from releases.models import Release, SignOff, Waiver
 
 # States in which a release can wait for a signature.
 AWAITING_STATES = ("submitted", "rolling_out")
@@ -26,7 +28,8 @@ class Awaiting:
 
 
 def signer_roles_of(user: Requester) -> list[str]:
-    """The sign-off roles a person's roles let them sign (superusers: every one)."""
+    """The sign-off roles a person's roles let them sign (superusers: every one; the
+    model team's only in the service's team, which `waiting_for` checks)."""
     if user is None or not user.is_authenticated:
         return []
     if user.is_superuser:
@@ -40,7 +43,9 @@ def waiting_for(user: Requester, *, limit: int | None = None) -> tuple[list[Awai
     `limit` of them (all with None) and how many there are.
 
     Six queries whatever the number of releases: the person's roles (cached on
-    the user afterwards), their teams, the awaiting releases and their standing
+    the user afterwards), their teams, the awaiting releases (with, per role, whether
+    the person waived a gate that role owns: they do not sign it, as
+    `permissions.signoff_refusal` says) and their standing
     sign-offs as plain values (a fleet can have thousands; only the values are
     judged), then the releases listed, read as the gates read them (two queries,
     `releases.gates.read_releases`), so a page can assess them without reading them again
@@ -54,11 +59,25 @@ def waiting_for(user: Requester, *, limit: int | None = None) -> tuple[list[Awai
     teams: set[int] = set()
     if "model_team" in roles:
         teams = set(user.teams.values_list("pk", flat=True))
+    # Per role, whether the person stands behind a waiver of one of its gates.
+    waived_owned = {
+        f"waived_{role}": Exists(
+            Waiver.objects.filter(
+                release=OuterRef("pk"),
+                granted_by=user.pk,
+                revoked_at__isnull=True,
+                gate__in=policy.gates_waived_by(role),
+            )
+        )
+        for role in roles
+        if policy.gates_waived_by(role)
+    }
     candidates = (
         Release.objects.filter(state__in=AWAITING_STATES)
         .exclude(filed_by=user.pk)
+        .annotate(**waived_owned)
         .order_by("signoffs_due_at", "submitted_at", "pk")
-        .values_list("pk", "service__tier", "path", "service__team_id")
+        .values_list("pk", "service__tier", "path", "service__team_id", *waived_owned)
     )
     standing: dict[int, list[tuple[str, int]]] = defaultdict(list)
     for release_id, role, signer_id in SignOff.objects.filter(
@@ -66,16 +85,23 @@ def waiting_for(user: Requester, *, limit: int | None = None) -> tuple[list[Awai
     ).values_list("release_id", "role", "signer_id"):
         standing[release_id].append((role, signer_id))
     found: list[tuple[int, tuple[str, ...]]] = []
-    for pk, tier, path, team_id in candidates:
+    for pk, tier, path, team_id, *waived in candidates:
         signed = standing[pk]
         if any(signer_id == user.pk for _, signer_id in signed):
             continue  # one person signs one role
+        not_mine = {
+            name.removeprefix("waived_")
+            for name, flag in zip(waived_owned, waived, strict=True)
+            if flag
+        }
         mine = tuple(
             role
             for role in policy.required_signoffs(tier, path)
             if role in roles
+            and role not in not_mine
             and all(role != given for given, _ in signed)
-            and (role != "model_team" or user.is_superuser or team_id in teams)
+            # The model team is the service's team, administrators included.
+            and (role != "model_team" or team_id in teams)
         )
         if mine:
             found.append((pk, mine))

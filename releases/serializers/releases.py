@@ -7,9 +7,9 @@ from typing import Any
 from rest_framework import serializers
 
 from ledger.models import Revision, Service
-from releases.gates import Assessment
+from releases.gates import Assessment, GateResult
 from releases.models import Comment, Release, SignOff, StandardChangeTemplate, Waiver
-from releases.policy import GATES
+from releases.policy import GATES, waiver_owner
 from releases.schemas import EXAMPLES
 from releases.snapshot import FORM_FIELDS
 
@@ -87,6 +87,12 @@ class GateSerializer(serializers.Serializer):
     reason = serializers.CharField(help_text="Why, in plain words.")
     evidence = GateEvidenceSerializer(many=True)
     waiver = GateWaiverSerializer(allow_null=True)
+    waivable_by = serializers.SerializerMethodField(
+        help_text="The sign-off role whose holders may waive the gate; null when nobody may."
+    )
+
+    def get_waivable_by(self, gate: GateResult) -> str | None:
+        return waiver_owner(gate["key"])
 
 
 class SignOffSerializer(serializers.ModelSerializer):

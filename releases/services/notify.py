@@ -19,7 +19,7 @@ from django.utils.translation import gettext as _
 
 from ledger.queries.preferences import languages_of
 from releases import policy
-from releases.models import Release, SignOff
+from releases.models import Release, SignOff, Waiver
 
 log = logging.getLogger("releases.notify")
 
@@ -33,11 +33,16 @@ def release_url(release: Release) -> str:
 
 
 def signers_for(release: Release, role: str) -> list:
-    """The people who could sign `role` on `release` (the filer never)."""
+    """The people who could sign `role` on `release`: never the filer, nor whoever
+    waived a gate that role owns (`permissions.signoff_refusal`)."""
+    waived = Waiver.objects.filter(
+        release=release, revoked_at__isnull=True, gate__in=policy.gates_waived_by(role)
+    ).values("granted_by")
     users = (
         get_user_model()
         .objects.filter(is_active=True, groups__name=policy.SIGNER_ROLES[role])
         .exclude(pk=release.filed_by_id)
+        .exclude(pk__in=waived)
     )
     if role == "model_team":
         users = users.filter(teams=release.service.team_id)

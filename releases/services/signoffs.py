@@ -219,29 +219,41 @@ def grant_waiver(
 ) -> Waiver:
     """Set a gate aside for `release` until `expires_at`, for a stated reason.
 
-    Security & compliance or platform only, never the filer; the waiver shows
-    on every page, API answer and export of the release.
+    Only the sign-off role that owns the gate waives it (`policy.WAIVER_OWNERS`), never
+    the filer nor whoever signed that role (`permissions.waiver_refusal`), and for at
+    most the tier's `settings.WAIVER_MAX_DAYS`; the waiver shows on every page, API
+    answer and export of the release.
     """
     release = lock_release(release)
     permissions.ensure_can_waive(actor)
     refuse_unless(release, WAIVABLE_STATES, "given a waiver")
     errors = {}
-    applies = policy.gates_for(release.service.tier, release.change_kind)
+    tier = release.service.tier
+    applies = policy.gates_for(tier, release.change_kind)
     if gate not in policy.GATES:
         errors["gate"] = f"{gate!r} is not a gate; expected one of {', '.join(policy.GATES)}."
     elif gate in policy.NOT_WAIVABLE:
         errors["gate"] = f"The {gate} gate cannot be waived."
     elif gate not in applies:
         errors["gate"] = f"The {gate} gate does not apply to release #{release.pk}."
+    else:
+        # Who may, before what they wrote: the gate's owner, not its signer.
+        permissions.ensure_can_waive_gate(actor, release, gate)
     if not (reason or "").strip():
         errors["reason"] = "A waiver needs a reason."
     now = timezone.now()
+    bound = policy.waiver_bound(tier, now)
     if expires_at is None:
         errors["expires_at"] = "A waiver needs an expiry (an ISO date and time)."
     elif expires_at <= now:
         errors["expires_at"] = f"The expiry {expires_at:%Y-%m-%d %H:%M %Z} has already passed."
-    if actor is not None and actor.pk == release.filed_by_id:
-        errors["gate"] = "You filed this release: waivers are for someone else to grant."
+    elif expires_at > bound:
+        errors["expires_at"] = (
+            f"A waiver on {'an' if tier[0] in 'aeiou' else 'a'} {tier} service may last at "
+            f"most {policy.waiver_max_days(tier)} days: until "
+            f"{timezone.localtime(bound):%Y-%m-%d %H:%M %Z}; "
+            f"{expires_at:%Y-%m-%d %H:%M %Z} is later."
+        )
     if errors or expires_at is None:
         raise ValidationError(errors)
     held = Waiver.objects.filter(release=release, gate=gate, revoked_at__isnull=True).first()

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, NamedTuple
 
 from django import template
+from django.utils import timezone
 from django.utils.translation import gettext as _
-from django.utils.translation import pgettext_lazy
+from django.utils.translation import ngettext, pgettext, pgettext_lazy
 
+from releases import policy
 from releases.guards import GUARD_METRICS, GuardSpec, guard_specs
+from releases.models import SignOff
 from releases.playbooks import FAILURE_MODE_TITLES
 
 register = template.Library()
@@ -110,3 +113,31 @@ def minutes(duration: dt.timedelta | None) -> str:
         return f"{seconds} s"
     hours, rest = divmod(seconds // 60, 60)
     return f"{hours} h {rest} min" if hours else f"{rest} min"
+
+
+class Left(NamedTuple):
+    expired: bool
+    text: str
+
+
+@register.simple_tag
+def time_left(until: dt.datetime) -> Left:
+    """How long is left until `until`, in words: "3 days left", "5 h left", "12 min
+    left", or "expired". `{% time_left waiver.expires_at as left %}`."""
+    left = until - timezone.now()
+    if left <= dt.timedelta(0):
+        return Left(True, pgettext("waiver", "expired"))
+    if left.days:
+        text = ngettext("%(count)s day left", "%(count)s days left", left.days)
+        return Left(False, text % {"count": left.days})
+    hours, seconds = divmod(left.seconds, 3600)
+    if hours:
+        return Left(False, _("%(count)s h left") % {"count": hours})
+    return Left(False, _("%(count)s min left") % {"count": max(1, seconds // 60)})
+
+
+@register.filter
+def waived_by(gate: str) -> str:
+    """The sign-off role that may waive `gate`, in the reader's language; "" for none."""
+    owner = policy.waiver_owner(gate)
+    return _(dict(SignOff.Role.choices)[owner]).lower() if owner else ""

@@ -72,20 +72,37 @@ def _signable_roles(
     return [
         role
         for role in assessment.required_roles
-        if role in held and permissions.can_sign(request.user, release, role, signoffs=signoffs)
+        if role in held
+        and permissions.can_sign(
+            request.user, release, role, signoffs=signoffs, waivers=assessment.waivers
+        )
     ]
 
 
 def _waivable_gates(
     request: AuthenticatedHttpRequest, release: Release, assessment: release_gates.Assessment
 ) -> list[tuple[str, str]]:
+    """The failing gates the reader may waive: their own role's (`waiver_refusal`)."""
     if release.state not in WAIVABLE_STATES or not permissions.can_waive(request.user):
         return []
+    signoffs = [state.signoff for state in assessment.signoffs]
     return [
         (gate["key"], gate["title"])
         for gate in assessment.gates
-        if gate["status"] in ("fail", "pending") and gate["key"] not in policy.NOT_WAIVABLE
+        if gate["status"] in ("fail", "pending")
+        and permissions.can_waive_gate(request.user, release, gate["key"], signoffs=signoffs)
     ]
+
+
+def _waiver_form(release: Release, *args: Any, gates: list[tuple[str, str]]) -> WaiverForm:
+    tier = release.service.tier
+    return WaiverForm(
+        *args,
+        gates=gates,
+        tier=tier,
+        max_days=policy.waiver_max_days(tier),
+        bound=policy.waiver_bound(tier, timezone.now()),
+    )
 
 
 def _read_only_form(release: Release) -> list[tuple[str, StrOrPromise, list[tuple[str, Any]]]]:
@@ -224,7 +241,7 @@ def _page_context(
         "signoff_form": forms.get("signoff_form")
         or (SignOffForm(roles=signable) if signable else None),
         "waiver_form": forms.get("waiver_form")
-        or (WaiverForm(gates=waivable) if waivable else None),
+        or (_waiver_form(release, gates=waivable) if waivable else None),
         "comment_form": (
             forms.get("comment_form") or CommentForm()
             if permissions.can_comment(request.user, release)
@@ -280,8 +297,15 @@ def release_signoff(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 def release_waiver(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     release = _release(pk)
     permissions.ensure_can_waive(request.user)
-    form = WaiverForm(request.POST, gates=[(key, title) for key, title in policy.GATES.items()])
+    form = _waiver_form(release, request.POST, gates=list(policy.GATES.items()))
     if form.is_valid():
+        # Who may waive this gate, asked here as the verb asks it: a 403 saying why. (A
+        # gate nobody waives is the verb's 400, beside the field.)
+        gate = form.cleaned_data["gate"]
+        if policy.waiver_owner(gate) is not None:
+            refusal = permissions.waiver_refusal(request.user, release, gate)
+            if refusal:
+                raise PermissionDenied(refusal)
         try:
             waiver = services.grant_waiver(release, actor=request.user, **form.cleaned_data)
         except ValidationError as error:

@@ -141,6 +141,32 @@ def test_sign_in_and_api_limits_come_from_the_environment(scratch_dir):
     assert result.stdout.split() == ["8", "1800", "1", "100/min", "5/minute", "2/h"]
 
 
+def test_waiver_bounds_come_from_the_environment_and_bad_ones_are_refused(scratch_dir):
+    script = "from django.conf import settings as s; print(*sorted(s.WAIVER_MAX_DAYS.items()))"
+    env = child_env(DEBUG="true", DATA_DIR=str(scratch_dir), WAIVER_MAX_DAYS_PRODUCTION="7")
+
+    result = run_manage("shell", "--no-imports", "-c", script, env=env)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [
+        "('experimental',",
+        "90)",
+        "('internal',",
+        "30)",
+        "('production',",
+        "7)",
+    ]
+    for value, refusal in (
+        ("0", "WAIVER_MAX_DAYS_INTERNAL=0 must be 1 to 365 days"),
+        ("9999", "WAIVER_MAX_DAYS_INTERNAL=9999 must be 1 to 365 days"),
+        ("a month", "WAIVER_MAX_DAYS_INTERNAL='a month' is not a whole number"),
+    ):
+        env = child_env(DEBUG="true", DATA_DIR=str(scratch_dir), WAIVER_MAX_DAYS_INTERNAL=value)
+        refused = run_manage("check", env=env)
+        assert refused.returncode != 0
+        assert refusal in refused.stderr
+
+
 def test_a_malformed_rate_is_refused_with_its_name(monkeypatch):
     monkeypatch.setenv("LEDGER_RATE", "ten a minute")
 

@@ -32,3 +32,9 @@ def signers(model_team_signer, sre, security, business):
         "security_compliance": security,
         "business_owner": business,
     }
+
+
+@pytest.fixture
+def other_sre():
+    """A second platform SRE: who waives a platform gate does not sign platform."""
+    return UserFactory(username="pat", roles=["platform_sre"])

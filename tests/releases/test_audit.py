@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from ledger.models import Event
 from releases import services
-from releases.models import SignOff
+from releases.models import SignOff, Waiver
 from releases.records import RECORD_TYPES, AuditFilters
 from tests.releases.factories import build_world, file_release
 
@@ -32,15 +32,16 @@ def _approve(release, signers, owner):
 
 
 @pytest.fixture
-def record(team, owner, signers, sre):
-    """Two services: kb-assistant with an approved model upgrade (and a waiver) filed in
-    October, sql-agent with a draft engine upgrade filed in November."""
+def record(team, owner, signers, other_sre):
+    """Two services: kb-assistant with an approved model upgrade (and a waiver, by another
+    platform SRE than the one who signs) filed in October, sql-agent with a draft engine
+    upgrade filed in November."""
     with time_machine.travel(OCT + dt.timedelta(days=3), tick=False):
         kb = build_world(team)
         approved = file_release(kb, owner)
         services.grant_waiver(
             approved,
-            actor=sre,
+            actor=other_sre,
             gate="metrics_coverage",
             reason="the month-end freeze does not touch this tenant",
             expires_at=timezone.now() + dt.timedelta(days=7),
@@ -207,7 +208,7 @@ def test_a_new_record_type_joins_by_one_registry_entry():
 # ---------------------------------------------------------------- the change record
 
 
-def test_an_approved_release_reads_as_a_change_record(client, auditor, record, sre):
+def test_an_approved_release_reads_as_a_change_record(client, auditor, record, other_sre):
     release = record["approved"]
     client.force_login(auditor)
 
@@ -220,6 +221,7 @@ def test_an_approved_release_reads_as_a_change_record(client, auditor, record, s
         "The requester did not approve",
         "One person, one role",
         "Every required role approved",
+        "No signer approved their own waiver",
     ]
     body = response.content.decode()
     # What changed, who asked, who approved in which role.
@@ -240,7 +242,7 @@ def test_an_approved_release_reads_as_a_change_record(client, auditor, record, s
     assert "Not rolled out." in body
     assert "no rollback is recorded" in body
     assert "the month-end freeze does not touch this tenant" in body
-    assert change.waivers[0].granted_by == sre
+    assert change.waivers[0].granted_by == other_sre
     assert "No post-implementation review is recorded" in body
 
 
@@ -266,6 +268,29 @@ def test_a_filer_who_signed_breaks_separation_of_duties_and_the_record_says_so(
     assert not change.duties_held
     assert not change.duties[0].held
     assert "olivia filed the release and also signed for model team" in response.content.decode()
+
+
+def test_a_signer_who_waived_a_gate_of_their_role_breaks_separation_and_the_record_says_so(
+    client, auditor, record, sre
+):
+    approved = record["approved"]
+    # Written as a row, as a record made before the verbs refused it (issue 26).
+    Waiver.objects.create(
+        release=approved,
+        gate="rollback_plan",
+        reason="verified by hand",
+        expires_at=OCT + dt.timedelta(days=10),
+        granted_by=sre,
+        granted_at=OCT + dt.timedelta(days=3),
+    )
+    client.force_login(auditor)
+
+    response = client.get(reverse("releases:change_record", args=[approved.pk]))
+
+    change = response.context["record"]
+    assert not change.duties_held
+    assert [d.title for d in change.duties if not d.held] == ["No signer approved their own waiver"]
+    assert "sam waived rollback_plan and signed for platform." in response.content.decode()
 
 
 def test_the_change_record_is_readable_by_everyone_signed_in_but_not_anonymously(

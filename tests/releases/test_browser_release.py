@@ -8,15 +8,18 @@ Set RELEASE_SCREENSHOTS to a folder to keep screenshots of the pages.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 from pathlib import Path
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from ledger.models import LoadTestReport
+from releases import services
 from releases.models import Release
 from tests.factories import PASSWORD
 from tests.foundation.test_browser_csp import CSP_LISTENER
@@ -181,6 +184,28 @@ def test_release_page_fits_a_phone(live_server, page, owner, world, sre):
     screenshot(page, "release-phone")
     assert no_sideways_scroll(page)
     page.goto(f"{live_server.url}{reverse('releases:release_list')}")
+    assert no_sideways_scroll(page)
+
+
+def test_on_a_phone_a_waiver_says_how_long_it_has_left_and_who_may_waive(
+    live_server, page, owner, world, security
+):
+    release = file_release(world, owner, logging_policy={})
+    services.grant_waiver(
+        release,
+        actor=security,
+        gate="logging_policy",
+        reason="logging reviewed offline with the data protection officer",
+        expires_at=timezone.now() + dt.timedelta(days=3, hours=1),
+    )
+    page.set_viewport_size({"width": 375, "height": 812})
+    log_in(page, live_server, security)
+    page.goto(f"{live_server.url}{reverse('releases:release_detail', args=[release.pk])}")
+    expect(page.locator("#waivers")).to_contain_text("3 days left")
+    expect(gate(page, "logging_policy")).to_contain_text("3 days left")
+    expect(gate(page, "license")).to_contain_text("Waived only by security & compliance.")
+    expect(gate(page, "rollback_plan")).to_contain_text("Waived only by platform.")
+    screenshot(page, "release-waiver-phone")
     assert no_sideways_scroll(page)
 
 

@@ -94,7 +94,7 @@ def test_all_gates_take_a_constant_number_of_queries(world, owner, django_assert
 
 
 def test_assess_many_judges_each_release_as_assess_does_in_as_many_queries(
-    world, team, owner, sre, security, django_assert_num_queries
+    world, team, owner, sre, django_assert_num_queries
 ):
     other = build_world(team, tier="internal", slug="dataagent-sql")
     start = timezone.now() + dt.timedelta(days=3)
@@ -111,7 +111,7 @@ def test_assess_many_judges_each_release_as_assess_does_in_as_many_queries(
     waived = file_release(other, owner, planned_start=start, metrics_declared=[])
     services.grant_waiver(
         waived,
-        actor=security,
+        actor=sre,
         gate="metrics_coverage",
         reason="exported from next week",
         expires_at=timezone.now() + dt.timedelta(days=7),
@@ -765,23 +765,23 @@ def test_experimental_services_apply_only_the_basic_gates(team, owner):
     assert assessment.gate("signoffs")["reason"] == "experimental releases need no sign-off."
 
 
-def test_a_waiver_turns_a_failing_gate_into_waived_with_its_reason(world, release, security):
+def test_a_waiver_turns_a_failing_gate_into_waived_with_its_reason(world, release, sre):
     world.reports["long_context"].delete()
     expires = timezone.now() + dt.timedelta(days=7)
     services.grant_waiver(
         release,
-        actor=security,
+        actor=sre,
         gate="load_evidence",
         reason="long context unused for a week",
         expires_at=expires,
     )
     result = gates.assess(release).gate("load_evidence")
     assert result["status"] == "waived"
-    assert result["reason"].startswith("waived by sofia until ")
+    assert result["reason"].startswith("waived by sam until ")
     assert result["reason"].endswith(
         "long context unused for a week (the gate says: no current load-test report for "
         "long_context.)"
     )
-    assert result["waiver"]["granted_by"] == "sofia"
+    assert result["waiver"]["granted_by"] == "sam"
     with time_machine.travel(expires + dt.timedelta(minutes=1)):
         assert gate(release, "load_evidence")[0] == "fail"

@@ -195,6 +195,28 @@ def test_a_role_is_signed_by_its_own_people(release, owner, business, outsider):
         services.sign_off(release, actor=outsider, role="model_team", decision="approve")
 
 
+def test_a_superuser_outside_the_team_cannot_sign_for_the_model_team(release, owner, team):
+    """Issue 26, 8a: the model team's sign-off says the service's team approves; an
+    administrator who is not in it cannot say that for them."""
+    from tests.factories import UserFactory
+
+    root = UserFactory(username="root-user", is_superuser=True, is_staff=True)
+    services.submit_release(release, actor=owner)
+    events = Event.objects.count()
+    with pytest.raises(PermissionDenied) as caught:
+        services.sign_off(release, actor=root, role="model_team", decision="approve")
+    assert str(caught.value) == (
+        "You are not in team 'kb-team': only a member of the service's team signs off for "
+        "model team, administrators included."
+    )
+    assert not SignOff.objects.exists()
+    assert Event.objects.count() == events
+    # In the team, an administrator signs like any member.
+    team.members.add(root)
+    services.sign_off(release, actor=root, role="model_team", decision="approve")
+    assert SignOff.objects.get().signer == root
+
+
 def test_a_role_signed_once_is_not_signed_again(release, owner, sre):
     from tests.factories import UserFactory
 
@@ -294,9 +316,13 @@ def test_waivers_need_the_waiver_permission_a_reason_and_an_expiry(
 ):
     world.reports["short"].delete()
     soon = timezone.now() + dt.timedelta(days=3)
-    with pytest.raises(PermissionDenied, match="Only security & compliance or platform"):
+    with pytest.raises(PermissionDenied, match="Only platform may waive the load_evidence"):
         services.grant_waiver(
             release, actor=business, gate="load_evidence", reason="x", expires_at=soon
+        )
+    with pytest.raises(PermissionDenied, match="Only security & compliance, platform and"):
+        services.grant_waiver(
+            release, actor=owner, gate="load_evidence", reason="x", expires_at=soon
         )
     with pytest.raises(ValidationError) as caught:
         services.grant_waiver(release, actor=sre, gate="load_evidence", reason=" ", expires_at=None)

@@ -52,3 +52,56 @@ def test_waiting_for_lists_the_first_few_and_counts_them_all(
     # A role signed by someone else is not asked of the next signer of that role.
     team, _ = queries.waiting_for(signers["model_team"])
     assert filed[1].pk not in [a.release.pk for a in team]
+
+
+def test_waiting_for_follows_the_one_row_rule_over_people_and_releases(
+    world, owner, team, signers, security, sre
+):
+    """The bulk list says what `signoff_refusal` says, release by release, for each kind
+    of person: the filer, each role's signer, a second signer of a role whose gate the
+    first waived, an administrator outside the team and one in it, people with no part."""
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from releases import permissions, policy
+    from tests.factories import UserFactory
+
+    people = {
+        **signers,
+        "filer": owner,
+        "second_security": UserFactory(username="sue", roles=["security_compliance"]),
+        "second_sre": UserFactory(username="pat", roles=["platform_sre"]),
+        "root_outside": UserFactory(username="root-out", is_superuser=True),
+        "root_inside": UserFactory(username="root-in", is_superuser=True),
+        "auditor": UserFactory(username="ada", roles=["auditor"]),
+    }
+    team.members.add(people["root_inside"])
+    soon = timezone.now() + dt.timedelta(days=3)
+    plain = file_release(world, owner)
+    waived = file_release(world, owner)
+    services.grant_waiver(waived, actor=security, gate="license", reason="x", expires_at=soon)
+    services.grant_waiver(
+        waived, actor=people["root_inside"], gate="replay", reason="x", expires_at=soon
+    )
+    signed = file_release(world, owner)
+    releases = [plain, waived, signed]
+    for release in releases:
+        services.submit_release(release, actor=owner)
+    services.sign_off(signed, actor=sre, role="platform", decision="approve")
+
+    for name, person in people.items():
+        listed = {a.release.pk: set(a.roles) for a in queries.waiting_for(person)[0]}
+        for release in releases:
+            release.refresh_from_db()
+            taken = {s.role for s in release.signoffs.filter(voided_at__isnull=True)}
+            expected = {
+                role
+                for role in policy.required_signoffs(release.service.tier, release.path)
+                if role not in taken and permissions.can_sign(person, release, role)
+            }
+            assert listed.get(release.pk, set()) == expected, (name, release.pk)
+    # The rule has teeth here: whoever waived a gate is not asked to sign its role.
+    assert "security_compliance" not in {
+        r for a in queries.waiting_for(security)[0] if a.release == waived for r in a.roles
+    }
