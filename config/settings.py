@@ -458,9 +458,12 @@ LOGGING = {
 }
 
 # Metrics (lib/metrics.py): GET /metrics answers loopback clients, and others that
-# send `Authorization: Bearer <METRICS_TOKEN>` (empty: loopback only). A Celery
-# worker serves its own on WORKER_METRICS_HOST:WORKER_METRICS_PORT (0: not at all).
+# send `Authorization: Bearer <METRICS_TOKEN>` (empty: loopback only). A loopback
+# request carrying a proxy's header needs the token; METRICS_LOOPBACK_WITHOUT_TOKEN
+# false asks it of every loopback client (a same-host proxy that adds no header). A
+# Celery worker serves its own on WORKER_METRICS_HOST:WORKER_METRICS_PORT (0: not at all).
 METRICS_TOKEN = env_str("METRICS_TOKEN")
+METRICS_LOOPBACK_WITHOUT_TOKEN = env_bool("METRICS_LOOPBACK_WITHOUT_TOKEN", True)
 WORKER_METRICS_HOST = env_str("WORKER_METRICS_HOST", "127.0.0.1")
 WORKER_METRICS_PORT = env_int("WORKER_METRICS_PORT", 0)
 
