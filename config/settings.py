@@ -282,12 +282,16 @@ else:
 # the number of proxies in front of the app that append to X-Forwarded-For (0: only
 # the peer's address counts; behind a proxy that leaves every client sharing its one).
 NUM_PROXIES = env_int("NUM_PROXIES", 0)
-# Failed passwords lock sign-in for the username and for the address (either over
-# the limit) until LOGIN_COOLOFF_MINUTES after the last attempt.
+# Failed passwords lock sign-in until LOGIN_COOLOFF_MINUTES after the last attempt:
+# LOGIN_FAILURE_LIMIT in a row lock one username from one address (not the others
+# there), LOGIN_ADDRESS_FAILURE_LIMIT lock an address for every username. axes has
+# one limit; lib.throttling.SignInHandler holds the second group to the second.
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+LOGIN_ADDRESS_FAILURE_LIMIT = env_int("LOGIN_ADDRESS_FAILURE_LIMIT", 50)
 _login_cooloff_minutes = env_int("LOGIN_COOLOFF_MINUTES", 15)
 AXES_COOLOFF_TIME = timedelta(minutes=_login_cooloff_minutes)
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_HANDLER = "lib.throttling.SignInHandler"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "lib.throttling.lockout_response"
 AXES_CLIENT_IP_CALLABLE = "lib.throttling.client_ip"
@@ -299,6 +303,12 @@ for _name, _value in (
 ):
     if _value < 1:
         raise ImproperlyConfigured(f"{_name}={_value} must be at least 1.")
+if LOGIN_ADDRESS_FAILURE_LIMIT < AXES_FAILURE_LIMIT:
+    raise ImproperlyConfigured(
+        f"LOGIN_ADDRESS_FAILURE_LIMIT={LOGIN_ADDRESS_FAILURE_LIMIT} must be at least "
+        f"LOGIN_FAILURE_LIMIT={AXES_FAILURE_LIMIT}: the address's ceiling covers every "
+        "username there, one username's limit only that one."
+    )
 
 # API
 REST_FRAMEWORK = {

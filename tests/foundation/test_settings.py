@@ -121,13 +121,15 @@ def test_prepared_statements_can_be_turned_off_for_a_pooler(scratch_dir, setting
 def test_sign_in_and_api_limits_come_from_the_environment(scratch_dir):
     script = (
         "from django.conf import settings as s; r = s.REST_FRAMEWORK; "
-        "print(s.AXES_FAILURE_LIMIT, int(s.AXES_COOLOFF_TIME.total_seconds()), r['NUM_PROXIES'], "
+        "print(s.AXES_FAILURE_LIMIT, s.LOGIN_ADDRESS_FAILURE_LIMIT, "
+        "int(s.AXES_COOLOFF_TIME.total_seconds()), r['NUM_PROXIES'], "
         "*(r['DEFAULT_THROTTLE_RATES'][k] for k in ('user', 'anon', 'wrong_token')))"
     )
     env = child_env(
         DEBUG="true",
         DATA_DIR=str(scratch_dir),
         LOGIN_FAILURE_LIMIT="8",
+        LOGIN_ADDRESS_FAILURE_LIMIT="80",
         LOGIN_COOLOFF_MINUTES="30",
         NUM_PROXIES="1",
         API_THROTTLE_USER_RATE="100/min",
@@ -138,7 +140,21 @@ def test_sign_in_and_api_limits_come_from_the_environment(scratch_dir):
     result = run_manage("shell", "--no-imports", "-c", script, env=env)
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["8", "1800", "1", "100/min", "5/minute", "2/h"]
+    assert result.stdout.split() == ["8", "80", "1800", "1", "100/min", "5/minute", "2/h"]
+
+
+def test_an_address_ceiling_below_the_username_limit_is_refused(scratch_dir):
+    env = child_env(
+        DEBUG="true",
+        DATA_DIR=str(scratch_dir),
+        LOGIN_FAILURE_LIMIT="8",
+        LOGIN_ADDRESS_FAILURE_LIMIT="3",
+    )
+
+    result = run_manage("check", env=env)
+
+    assert result.returncode != 0
+    assert "LOGIN_ADDRESS_FAILURE_LIMIT=3 must be at least LOGIN_FAILURE_LIMIT=8" in result.stderr
 
 
 def test_a_malformed_rate_is_refused_with_its_name(monkeypatch):
