@@ -21,10 +21,12 @@ from config.env import (
     env_bool,
     env_int,
     env_list,
+    env_list_or_none,
     env_rate,
     env_str,
     load_local_env,
 )
+from lib.allowlist import parse_entries
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Development only: the file `make run` writes (empty LEDGER_LOCAL_ENV: read none).
@@ -547,10 +549,23 @@ REPLAY_LATENCY_FLOOR_MS = env_int("REPLAY_LATENCY_FLOOR_MS", 10)
 REPLAY_REAP_EVERY_SECONDS = env_int("REPLAY_REAP_EVERY_SECONDS", 60)
 REPLAY_PROBE_EVERY_MINUTES = env_int("REPLAY_PROBE_EVERY_MINUTES", 30)
 # Where replay may connect (replay/outbound.py): host names, `.domain` suffixes and
-# networks. Development reaches this machine only; production lists its backends.
+# networks, each with an optional :port (lib/allowlist.py; the well-known ports of
+# databases, brokers and caches only when named). Development reaches this machine
+# only; production lists its backends.
 REPLAY_ALLOWED_HOSTS = env_list(
     "REPLAY_ALLOWED_HOSTS", ["127.0.0.1", "::1", "localhost"] if DEBUG else []
 )
+# Where webhooks may be posted, read the same way. Unset (a deployment from before
+# it): REPLAY_ALLOWED_HOSTS, and `check --deploy` warns; set and empty: nowhere.
+WEBHOOK_ALLOWED_HOSTS = env_list_or_none("WEBHOOK_ALLOWED_HOSTS")
+for _name, _entries in (
+    ("REPLAY_ALLOWED_HOSTS", REPLAY_ALLOWED_HOSTS),
+    ("WEBHOOK_ALLOWED_HOSTS", WEBHOOK_ALLOWED_HOSTS or []),
+):
+    try:
+        parse_entries(_entries, setting=_name)
+    except ValueError as _error:
+        raise ImproperlyConfigured(str(_error)) from _error
 # Credential variables a backend may name besides LEDGER_BACKEND_KEY_*.
 REPLAY_CREDENTIAL_NAMES = env_list("REPLAY_CREDENTIAL_NAMES", [])
 if REPLAY_HEARTBEAT_SECONDS < 1 or REPLAY_STALE_AFTER_SECONDS < 2 * REPLAY_HEARTBEAT_SECONDS:
@@ -693,7 +708,7 @@ CELERY_BEAT_SCHEDULE["raise-reviews"] = {
 # signed by this site on the local folder, expires after EXPORT_LINK_EXPIRY_SECONDS.
 EXPORT_LINK_EXPIRY_SECONDS = env_int("EXPORT_LINK_EXPIRY_SECONDS", 300)
 # Outbound webhooks (releases/services/webhooks.py), posted only to hosts in
-# REPLAY_ALLOWED_HOSTS (the one outbound allow-list, replay/outbound.py). The dispatcher
+# WEBHOOK_ALLOWED_HOSTS (above, beside replay's; replay/outbound.py). The dispatcher
 # reads new events every WEBHOOK_DISPATCH_EVERY_SECONDS; a failed delivery is retried
 # after WEBHOOK_RETRY_BASE_SECONDS, doubling up to WEBHOOK_RETRY_MAX_SECONDS, at most
 # WEBHOOK_MAX_ATTEMPTS times; a subscription failing for WEBHOOK_PAUSE_AFTER_HOURS is paused.

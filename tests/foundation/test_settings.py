@@ -205,6 +205,23 @@ def test_production_settings_pass_the_deployment_checklist(scratch_dir):
     assert "System check identified no issues" in result.stdout
 
 
+def test_the_deployment_checklist_warns_while_webhooks_borrow_replays_allow_list(scratch_dir):
+    env = _production_env(
+        scratch_dir, REPLAY_ALLOWED_HOSTS="10.20.0.0/16", WEBHOOK_ALLOWED_HOSTS=None
+    )
+
+    unset = run_manage("check", "--deploy", "--fail-level", "WARNING", env=env)
+    env["WEBHOOK_ALLOWED_HOSTS"] = ""  # set, and empty: no webhook may go anywhere
+    empty = run_manage("check", "--deploy", "--fail-level", "WARNING", env=env)
+
+    assert unset.returncode != 0
+    output = unset.stdout + unset.stderr
+    assert "releases.W001" in output
+    assert "WEBHOOK_ALLOWED_HOSTS is unset" in output
+    assert "REPLAY_ALLOWED_HOSTS" in output
+    assert empty.returncode == 0, empty.stdout + empty.stderr
+
+
 def test_https_redirects_plain_requests_but_not_the_health_probes(scratch_dir):
     script = """
 from django.test import Client
