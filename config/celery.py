@@ -43,7 +43,10 @@ def _start_metrics_exporter(sender=None, **kwargs) -> None:
             "main process; set it to an empty folder to count its children's tasks"
         )
     metrics.start_worker_exporter(
-        settings.WORKER_METRICS_HOST, settings.WORKER_METRICS_PORT, settings.METRICS_TOKEN
+        settings.WORKER_METRICS_HOST,
+        settings.WORKER_METRICS_PORT,
+        settings.METRICS_TOKEN,
+        loopback_without_token=settings.METRICS_LOOPBACK_WITHOUT_TOKEN,
     )
 
 

@@ -69,6 +69,15 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def env_list_or_none(name: str) -> list[str] | None:
+    """A comma-separated list, or None when the variable is unset (set and empty is
+    an empty list): for a list whose absence means something else."""
+    value = _raw(name)
+    if value is None:
+        return None
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
 _RATE = re.compile(r"^\s*\d+\s*/\s*(s|sec|second|m|min|minute|h|hour|d|day)\s*$")
 
 

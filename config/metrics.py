@@ -3,8 +3,9 @@
 No login: Prometheus sends no session. It answers loopback clients (a sidecar, an
 SSH tunnel, the machine's own agent) and others that present METRICS_TOKEN as a
 bearer token; everyone else gets 403. A request that came through a proxy (it
-carries X-Forwarded-For) needs the token even from loopback: behind a proxy on the
-same machine every client would look like loopback.
+carries Forwarded, Via, X-Real-IP or any X-Forwarded-* header) needs the token even
+from loopback: behind a proxy on the same machine every client would look like
+loopback. METRICS_LOOPBACK_WITHOUT_TOKEN=false asks the token of loopback too.
 """
 
 from __future__ import annotations
@@ -22,14 +23,11 @@ from lib import metrics
 @require_GET
 def metrics_view(request: HttpRequest) -> HttpResponse:
     if not metrics.may_scrape(
-        request.META.get("REMOTE_ADDR"),
-        request.headers.get("Authorization"),
+        request.META,
         settings.METRICS_TOKEN,
-        forwarded="x-forwarded-for" in request.headers,
+        loopback_without_token=settings.METRICS_LOOPBACK_WITHOUT_TOKEN,
     ):
         return HttpResponse(
-            "Metrics answer loopback clients, or Authorization: Bearer <METRICS_TOKEN>.\n",
-            status=403,
-            content_type="text/plain; charset=utf-8",
+            metrics.FORBIDDEN_TEXT, status=403, content_type="text/plain; charset=utf-8"
         )
     return HttpResponse(metrics.exposition(with_gauges=True), content_type=CONTENT_TYPE_LATEST)

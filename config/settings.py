@@ -21,10 +21,12 @@ from config.env import (
     env_bool,
     env_int,
     env_list,
+    env_list_or_none,
     env_rate,
     env_str,
     load_local_env,
 )
+from lib.allowlist import parse_entries
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Development only: the file `make run` writes (empty LEDGER_LOCAL_ENV: read none).
@@ -282,12 +284,16 @@ else:
 # the number of proxies in front of the app that append to X-Forwarded-For (0: only
 # the peer's address counts; behind a proxy that leaves every client sharing its one).
 NUM_PROXIES = env_int("NUM_PROXIES", 0)
-# Failed passwords lock sign-in for the username and for the address (either over
-# the limit) until LOGIN_COOLOFF_MINUTES after the last attempt.
+# Failed passwords lock sign-in until LOGIN_COOLOFF_MINUTES after the last attempt:
+# LOGIN_FAILURE_LIMIT in a row lock one username from one address (not the others
+# there), LOGIN_ADDRESS_FAILURE_LIMIT lock an address for every username. axes has
+# one limit; lib.throttling.SignInHandler holds the second group to the second.
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+LOGIN_ADDRESS_FAILURE_LIMIT = env_int("LOGIN_ADDRESS_FAILURE_LIMIT", 50)
 _login_cooloff_minutes = env_int("LOGIN_COOLOFF_MINUTES", 15)
 AXES_COOLOFF_TIME = timedelta(minutes=_login_cooloff_minutes)
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_HANDLER = "lib.throttling.SignInHandler"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "lib.throttling.lockout_response"
 AXES_CLIENT_IP_CALLABLE = "lib.throttling.client_ip"
@@ -299,6 +305,12 @@ for _name, _value in (
 ):
     if _value < 1:
         raise ImproperlyConfigured(f"{_name}={_value} must be at least 1.")
+if LOGIN_ADDRESS_FAILURE_LIMIT < AXES_FAILURE_LIMIT:
+    raise ImproperlyConfigured(
+        f"LOGIN_ADDRESS_FAILURE_LIMIT={LOGIN_ADDRESS_FAILURE_LIMIT} must be at least "
+        f"LOGIN_FAILURE_LIMIT={AXES_FAILURE_LIMIT}: the address's ceiling covers every "
+        "username there, one username's limit only that one."
+    )
 
 # API
 REST_FRAMEWORK = {
@@ -458,9 +470,12 @@ LOGGING = {
 }
 
 # Metrics (lib/metrics.py): GET /metrics answers loopback clients, and others that
-# send `Authorization: Bearer <METRICS_TOKEN>` (empty: loopback only). A Celery
-# worker serves its own on WORKER_METRICS_HOST:WORKER_METRICS_PORT (0: not at all).
+# send `Authorization: Bearer <METRICS_TOKEN>` (empty: loopback only). A loopback
+# request carrying a proxy's header needs the token; METRICS_LOOPBACK_WITHOUT_TOKEN
+# false asks it of every loopback client (a same-host proxy that adds no header). A
+# Celery worker serves its own on WORKER_METRICS_HOST:WORKER_METRICS_PORT (0: not at all).
 METRICS_TOKEN = env_str("METRICS_TOKEN")
+METRICS_LOOPBACK_WITHOUT_TOKEN = env_bool("METRICS_LOOPBACK_WITHOUT_TOKEN", True)
 WORKER_METRICS_HOST = env_str("WORKER_METRICS_HOST", "127.0.0.1")
 WORKER_METRICS_PORT = env_int("WORKER_METRICS_PORT", 0)
 
@@ -547,10 +562,23 @@ REPLAY_LATENCY_FLOOR_MS = env_int("REPLAY_LATENCY_FLOOR_MS", 10)
 REPLAY_REAP_EVERY_SECONDS = env_int("REPLAY_REAP_EVERY_SECONDS", 60)
 REPLAY_PROBE_EVERY_MINUTES = env_int("REPLAY_PROBE_EVERY_MINUTES", 30)
 # Where replay may connect (replay/outbound.py): host names, `.domain` suffixes and
-# networks. Development reaches this machine only; production lists its backends.
+# networks, each with an optional :port (lib/allowlist.py; the well-known ports of
+# databases, brokers and caches only when named). Development reaches this machine
+# only; production lists its backends.
 REPLAY_ALLOWED_HOSTS = env_list(
     "REPLAY_ALLOWED_HOSTS", ["127.0.0.1", "::1", "localhost"] if DEBUG else []
 )
+# Where webhooks may be posted, read the same way. Unset (a deployment from before
+# it): REPLAY_ALLOWED_HOSTS, and `check --deploy` warns; set and empty: nowhere.
+WEBHOOK_ALLOWED_HOSTS = env_list_or_none("WEBHOOK_ALLOWED_HOSTS")
+for _name, _entries in (
+    ("REPLAY_ALLOWED_HOSTS", REPLAY_ALLOWED_HOSTS),
+    ("WEBHOOK_ALLOWED_HOSTS", WEBHOOK_ALLOWED_HOSTS or []),
+):
+    try:
+        parse_entries(_entries, setting=_name)
+    except ValueError as _error:
+        raise ImproperlyConfigured(str(_error)) from _error
 # Credential variables a backend may name besides LEDGER_BACKEND_KEY_*.
 REPLAY_CREDENTIAL_NAMES = env_list("REPLAY_CREDENTIAL_NAMES", [])
 if REPLAY_HEARTBEAT_SECONDS < 1 or REPLAY_STALE_AFTER_SECONDS < 2 * REPLAY_HEARTBEAT_SECONDS:
@@ -695,7 +723,7 @@ CELERY_BEAT_SCHEDULE["raise-reviews"] = {
 # signed by this site on the local folder, expires after EXPORT_LINK_EXPIRY_SECONDS.
 EXPORT_LINK_EXPIRY_SECONDS = env_int("EXPORT_LINK_EXPIRY_SECONDS", 300)
 # Outbound webhooks (releases/services/webhooks.py), posted only to hosts in
-# REPLAY_ALLOWED_HOSTS (the one outbound allow-list, replay/outbound.py). The dispatcher
+# WEBHOOK_ALLOWED_HOSTS (above, beside replay's; replay/outbound.py). The dispatcher
 # reads new events every WEBHOOK_DISPATCH_EVERY_SECONDS; a failed delivery is retried
 # after WEBHOOK_RETRY_BASE_SECONDS, doubling up to WEBHOOK_RETRY_MAX_SECONDS, at most
 # WEBHOOK_MAX_ATTEMPTS times; a subscription failing for WEBHOOK_PAUSE_AFTER_HOURS is paused.

@@ -13,8 +13,9 @@ Without it each process counts in its own registry (runserver, a solo worker).
 Web: GET /metrics (config/metrics.py) serves the counters and histograms of every
 web process, and the gauges of work in the database (`register_gauges`), computed
 at scrape time. Workers: `start_worker_exporter` serves their counters on
-WORKER_METRICS_PORT (config/celery.py starts it). Both answer loopback clients, and
-others only with `Authorization: Bearer $METRICS_TOKEN` (`may_scrape`).
+WORKER_METRICS_PORT (config/celery.py starts it). Both answer loopback clients that
+came through no proxy (unless METRICS_LOOPBACK_WITHOUT_TOKEN is false), and others
+only with `Authorization: Bearer $METRICS_TOKEN` (`may_scrape`).
 """
 
 from __future__ import annotations
@@ -248,24 +249,55 @@ def exposition(*, with_gauges: bool) -> bytes:
 # -- who may scrape -----------------------------------------------------------------------
 
 
-def may_scrape(
-    remote_addr: str | None, authorization: str | None, token: str, *, forwarded: bool = False
-) -> bool:
-    """The bearer of METRICS_TOKEN (compared in constant time), or a loopback client.
+FORBIDDEN_TEXT = (
+    "Metrics answer Authorization: Bearer <METRICS_TOKEN>, and loopback clients not "
+    "behind a proxy unless METRICS_LOOPBACK_WITHOUT_TOKEN is false.\n"
+)
+# Headers a proxy adds to what it forwards: RFC 7239's Forwarded, Via, the de facto
+# X-Forwarded-* family (For, Host, Proto, Port, Server, Prefix: a proxy may set only
+# one of them), X-Real-IP, and the client-address headers of CDNs and load balancers.
+# A direct scraper sends none of them; any one, even alone, means a proxy.
+PROXY_HEADER_PREFIX = "HTTP_X_FORWARDED_"
+PROXY_HEADERS = frozenset(
+    {
+        "HTTP_FORWARDED",
+        "HTTP_VIA",
+        "HTTP_X_REAL_IP",
+        "HTTP_X_CLIENT_IP",
+        "HTTP_X_CLUSTER_CLIENT_IP",
+        "HTTP_TRUE_CLIENT_IP",
+        "HTTP_CF_CONNECTING_IP",
+        "HTTP_FASTLY_CLIENT_IP",
+    }
+)
 
-    A request a proxy forwarded (it carries X-Forwarded-For) comes from the proxy's
-    address, loopback when the proxy runs on the same machine: it needs the token.
+
+def came_through_proxy(environ: Mapping[str, Any]) -> bool:
+    """Whether a request (its WSGI environ, or a Django request's META) carries a
+    header that a proxy adds."""
+    return any(key in PROXY_HEADERS or key.startswith(PROXY_HEADER_PREFIX) for key in environ)
+
+
+def may_scrape(environ: Mapping[str, Any], token: str, *, loopback_without_token: bool) -> bool:
+    """The bearer of METRICS_TOKEN (compared in constant time), or a loopback client
+    while `loopback_without_token` (METRICS_LOOPBACK_WITHOUT_TOKEN) holds.
+
+    A request a proxy forwarded comes from the proxy's address, loopback when the
+    proxy runs on the same machine: one carrying any proxy header needs the token. A
+    proxy that adds none cannot be told from a local scraper; turning the exemption
+    off covers it.
     """
+    authorization = environ.get("HTTP_AUTHORIZATION")
     if authorization and token:
         scheme, _, offered = authorization.partition(" ")
         if scheme.lower() == "bearer" and hmac.compare_digest(
             offered.strip().encode(), token.encode()
         ):
             return True
-    if forwarded:
+    if not loopback_without_token or came_through_proxy(environ):
         return False
     try:
-        return ipaddress.ip_address(remote_addr or "").is_loopback
+        return ipaddress.ip_address(environ.get("REMOTE_ADDR") or "").is_loopback
     except ValueError:
         return False
 
@@ -278,18 +310,13 @@ class _QuietHandler(WSGIRequestHandler):
         """Scrapes are not logged: one line every few seconds says nothing."""
 
 
-def worker_metrics_app(token: str) -> Callable:
+def worker_metrics_app(token: str, *, loopback_without_token: bool = True) -> Callable:
     """A WSGI app answering the worker's counters, with the same rule as the web's /metrics."""
 
     def app(environ: dict[str, Any], start_response: Callable) -> list[bytes]:
-        if not may_scrape(
-            environ.get("REMOTE_ADDR"),
-            environ.get("HTTP_AUTHORIZATION"),
-            token,
-            forwarded="HTTP_X_FORWARDED_FOR" in environ,
-        ):
+        if not may_scrape(environ, token, loopback_without_token=loopback_without_token):
             start_response("403 Forbidden", [("Content-Type", "text/plain; charset=utf-8")])
-            return [b"Metrics answer loopback clients, or Authorization: Bearer <METRICS_TOKEN>.\n"]
+            return [FORBIDDEN_TEXT.encode()]
         if environ.get("REQUEST_METHOD") != "GET":
             start_response("405 Method Not Allowed", [("Allow", "GET")])
             return [b""]
@@ -299,7 +326,9 @@ def worker_metrics_app(token: str) -> Callable:
     return app
 
 
-def start_worker_exporter(host: str, port: int, token: str) -> ThreadingWSGIServer | None:
+def start_worker_exporter(
+    host: str, port: int, token: str, *, loopback_without_token: bool = True
+) -> ThreadingWSGIServer | None:
     """Serve the worker's counters on host:port from a daemon thread.
 
     A port already taken (a second worker on the same machine) is logged, not fatal:
@@ -307,7 +336,11 @@ def start_worker_exporter(host: str, port: int, token: str) -> ThreadingWSGIServ
     """
     try:
         server = make_server(
-            host, port, worker_metrics_app(token), ThreadingWSGIServer, handler_class=_QuietHandler
+            host,
+            port,
+            worker_metrics_app(token, loopback_without_token=loopback_without_token),
+            ThreadingWSGIServer,
+            handler_class=_QuietHandler,
         )
     except OSError as error:
         log.error("metrics: cannot listen on %s:%s (%s); worker metrics are off", host, port, error)

@@ -5,9 +5,14 @@ or, behind NUM_PROXIES proxies that append to X-Forwarded-For, the entry the
 nearest of them wrote (NUM_PROXIES from the right). Whatever the client put
 further left is never believed, so a forged header changes nothing.
 
-Sign-ins: axes counts failed passwords per username and per address (either over
-LOGIN_FAILURE_LIMIT locks) on every page that calls `authenticate(request, ...)`:
-the site's login and the admin's. `lockout_response` is the page it then shows.
+Sign-ins: axes counts failed passwords on every page that calls
+`authenticate(request, ...)`: the site's login and the admin's. Two limits lock
+(`SignInHandler`): LOGIN_FAILURE_LIMIT failures in a row for one username from one
+address lock that username there (elsewhere it still signs in, and the others at
+that address too: an office behind one egress is not locked out by one person's
+typos, or by someone who wants it locked out); LOGIN_ADDRESS_FAILURE_LIMIT failures
+from one address, whatever the usernames, lock the address (guessing spread over
+many usernames). `lockout_response` is the page it then shows.
 
 API tokens: DRF authenticates, then checks permissions, then throttles. A wrong
 token is answered 401 at the first step and never reaches a throttle, so
@@ -24,7 +29,10 @@ import datetime as dt
 import ipaddress
 from typing import TYPE_CHECKING, Any, cast
 
+from axes.handlers.database import AxesDatabaseHandler
 from axes.helpers import get_cool_off, get_failure_limit
+from django.conf import settings
+from django.db.models import QuerySet, Sum
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -50,6 +58,52 @@ def client_ip(request: HttpRequest) -> str | None:
         return request.META.get("REMOTE_ADDR")
 
 
+def _failures(attempts: QuerySet) -> int:
+    return attempts.aggregate(total=Sum("failures_since_start"))["total"] or 0
+
+
+class SignInHandler(AxesDatabaseHandler):
+    """AXES_HANDLER: axes' database handler with a second, higher limit per address.
+
+    axes compares every group of AXES_LOCKOUT_PARAMETERS with one AXES_FAILURE_LIMIT.
+    The settings list two groups, [["username", "ip_address"], "ip_address"]; this
+    handler holds the first to AXES_FAILURE_LIMIT and the second to
+    LOGIN_ADDRESS_FAILURE_LIMIT. An address over its ceiling is reported to axes as
+    failures at its one limit, so axes locks it the way it locks a username.
+    """
+
+    def failures_by_group(
+        self, request: HttpRequest, credentials: dict[str, Any] | None = None
+    ) -> tuple[int, int]:
+        """Failures within the cool-off: for this username from this address, and from
+        this address under any username."""
+        per_username, per_address = self.get_user_attempts(request, credentials)
+        return _failures(per_username), _failures(per_address)
+
+    def address_locked(
+        self, request: HttpRequest, credentials: dict[str, Any] | None = None
+    ) -> bool:
+        return (
+            self.failures_by_group(request, credentials)[1] >= settings.LOGIN_ADDRESS_FAILURE_LIMIT
+        )
+
+    def get_failures(self, request: HttpRequest, credentials: dict[str, Any] | None = None) -> int:
+        per_username, per_address = self.failures_by_group(request, credentials)
+        if per_address >= settings.LOGIN_ADDRESS_FAILURE_LIMIT:
+            return max(per_username, get_failure_limit(request, credentials))
+        return per_username
+
+    def reset_user_attempts(
+        self, request: HttpRequest, credentials: dict[str, Any] | None = None
+    ) -> int:
+        """After a success, forget that username's failures at the address, not the
+        address's others: signing in to an account of one's own must not reset the
+        count of guesses at everyone else's."""
+        per_username = self.filter_user_attempts(request, credentials)[0]
+        count, _ = per_username.delete()
+        return count
+
+
 def _in_words(delta: dt.timedelta) -> str:
     """ "15 min", "1 h 30 min", "2 h"."""
     hours, minutes = divmod(max(1, round(delta.total_seconds() / 60)), 60)
@@ -71,8 +125,14 @@ def lockout_response(
     the lock lifts one cool-off after this very attempt.
     """
     cool_off = get_cool_off(request)
+    by_address = SignInHandler().address_locked(request, credentials)
     context = {
-        "failure_limit": get_failure_limit(request, credentials),
+        "by_address": by_address,
+        "failure_limit": (
+            settings.LOGIN_ADDRESS_FAILURE_LIMIT
+            if by_address
+            else get_failure_limit(request, credentials)
+        ),
         "username": (credentials or {}).get("username", ""),
         "retry_at": timezone.now() + cool_off if cool_off else None,
         "cool_off": _in_words(cool_off) if cool_off else "",

@@ -29,6 +29,7 @@ class ReleasesConfig(AppConfig):
 
     def ready(self) -> None:
         from ledger import locks, queries
+        from releases import checks  # noqa: F401 - registers the deployment checks
         from releases.locks import referenced_by_release_past_draft
         from releases.queries.rollout_shares import rollout_shares
 

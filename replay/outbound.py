@@ -8,13 +8,18 @@ re-resolves elsewhere (DNS rebinding) cannot swap it. Redirects are not
 followed, and environment proxies are ignored (a proxy would resolve the name
 itself).
 
-The allow-list, REPLAY_ALLOWED_HOSTS, names host names (`vllm.internal`, or
-`.inference.internal` for a domain and its subdomains) and networks
-(`10.20.0.0/16`, `127.0.0.1`). A name on the list may resolve to any address
-but the always-refused ones; any other name must resolve inside a listed
-network. Link-local addresses (cloud metadata at 169.254.169.254 among them),
-the AWS IPv6 metadata address, "this host", multicast and broadcast are
-refused whatever the list says.
+The allow-list, REPLAY_ALLOWED_HOSTS (webhooks have their own,
+WEBHOOK_ALLOWED_HOSTS: `DestinationPolicy.for_webhooks`), names host names
+(`vllm.internal`, or `.inference.internal` for a domain and its subdomains) and
+networks (`10.20.0.0/16`, `127.0.0.1`), each optionally with a port
+(`vllm.internal:8000`, `10.20.0.0/16:8000`, `[::1]:8080`; lib/allowlist.py). A
+name on the list may resolve to any address but the always-refused ones; any other
+name must resolve inside a listed network. An entry with a port admits that port
+only; one without admits any port but the well-known ports of databases, brokers
+and caches (`lib.allowlist.DATA_STORE_PORTS`), which only an entry naming the port
+admits. Link-local addresses (cloud metadata at 169.254.169.254 among them), the
+AWS IPv6 metadata address, "this host", multicast and broadcast are refused
+whatever the list says.
 
 A backend's credential is the name of an environment variable in a namespace
 of its own (`LEDGER_BACKEND_KEY_…`, or a name an administrator lists in
@@ -36,8 +41,14 @@ import httpx
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+from lib.allowlist import (
+    DATA_STORE_PORTS,
+    IPAddress,
+    IPNetwork,
+    host_port,
+    normalised_address,
+    parse_entries,
+)
 
 CREDENTIAL_PREFIX = "LEDGER_BACKEND_KEY_"
 
@@ -57,56 +68,90 @@ ALWAYS_REFUSED: tuple[IPNetwork, ...] = tuple(
 )
 
 
-def _normalised(address: str) -> IPAddress:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone id
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped  # ::ffff:169.254.169.254 is 169.254.169.254
-    return ip
-
-
 def _literal_ip(host: str) -> IPAddress | None:
     try:
-        return _normalised(host.strip("[]"))
+        return normalised_address(host.strip("[]"))
     except ValueError:
         return None
 
 
-class DestinationPolicy:
-    """Which hosts and addresses replay may connect to."""
+# How the list for webhooks is named while WEBHOOK_ALLOWED_HOSTS is unset.
+BORROWED_FOR_WEBHOOKS = (
+    "REPLAY_ALLOWED_HOSTS (used for webhooks while WEBHOOK_ALLOWED_HOSTS is unset)"
+)
 
-    def __init__(self, entries: Iterable[str]) -> None:
-        networks: list[IPNetwork] = []
-        names: list[str] = []
-        for entry in entries:
-            entry = entry.strip().lower()
-            if not entry:
-                continue
-            try:
-                networks.append(ipaddress.ip_network(entry.strip("[]"), strict=False))
-            except ValueError:
-                names.append(entry.rstrip("."))
-        self.networks = tuple(networks)
-        self.names = tuple(names)
+
+class DestinationPolicy:
+    """Which hosts, addresses and ports an outbound client may connect to, read from
+    the allow-list `setting` names (in messages), for `purpose` (replay, webhooks)."""
+
+    def __init__(
+        self,
+        entries: Iterable[str],
+        *,
+        setting: str = "REPLAY_ALLOWED_HOSTS",
+        purpose: str = "replay",
+    ) -> None:
+        parsed = parse_entries(entries, setting=setting)
+        # Names first, then networks: how a refusal lists them.
+        self.entries = (
+            *(entry for entry in parsed if entry.name is not None),
+            *(entry for entry in parsed if entry.network is not None),
+        )
+        self.setting = setting
+        self.purpose = purpose
 
     @classmethod
     def from_settings(cls) -> DestinationPolicy:
+        """Replay's: backends, probes, metrics scrapes."""
         return cls(settings.REPLAY_ALLOWED_HOSTS)
 
-    def listed_by_name(self, host: str) -> bool:
-        host = host.lower().rstrip(".")
-        return any(
-            host == name or (name.startswith(".") and (host.endswith(name) or host == name[1:]))
-            for name in self.names
+    @classmethod
+    def for_webhooks(cls) -> DestinationPolicy:
+        """Webhook receivers': WEBHOOK_ALLOWED_HOSTS, or while it is unset (a deployment
+        from before it; `check --deploy` warns) REPLAY_ALLOWED_HOSTS."""
+        if settings.WEBHOOK_ALLOWED_HOSTS is None:
+            return cls(
+                settings.REPLAY_ALLOWED_HOSTS, setting=BORROWED_FOR_WEBHOOKS, purpose="webhooks"
+            )
+        return cls(
+            settings.WEBHOOK_ALLOWED_HOSTS, setting="WEBHOOK_ALLOWED_HOSTS", purpose="webhooks"
         )
 
-    def refusal(self, address: str, *, listed_by_name: bool) -> str:
-        """Why replay may not connect to `address` ("" when it may)."""
-        ip = _normalised(address)
-        if any(ip in net for net in ALWAYS_REFUSED if net.version == ip.version):
+    def listed(self) -> str:
+        if not self.entries:
+            return f"{self.setting} is empty, so {self.purpose} may reach no host yet"
+        return f"{self.setting} lists {', '.join(map(str, self.entries))}"
+
+    def names_host(self, host: str) -> bool:
+        return any(entry.name is not None and entry.matches(host, None) for entry in self.entries)
+
+    def admits_by_name(self, host: str, port: int) -> bool:
+        return any(
+            entry.name is not None and entry.matches(host, None) and entry.admits_port(port)
+            for entry in self.entries
+        )
+
+    def refusal(self, address: str | None, port: int, *, host: str) -> str:
+        """Why a connection to `address` (None: not resolved, the host's name alone)
+        on `port`, for a URL naming `host`, is refused ("" when it is allowed)."""
+        ip = normalised_address(address) if address is not None else None
+        if ip is not None and any(ip in net for net in ALWAYS_REFUSED if net.version == ip.version):
             return f"{ip} is a link-local, metadata or otherwise reserved address, always refused"
-        if listed_by_name or any(ip in net for net in self.networks if net.version == ip.version):
+        listing = [entry for entry in self.entries if entry.matches(host, ip)]
+        if any(entry.admits_port(port) for entry in listing):
             return ""
-        return f"{ip} is not in REPLAY_ALLOWED_HOSTS"
+        shown = str(ip) if ip is not None else host
+        if not listing:
+            return f"{shown} is not in {self.setting}"
+        if port in DATA_STORE_PORTS:
+            return (
+                f"{shown} port {port} ({DATA_STORE_PORTS[port]}) is the well-known port of a "
+                "database, broker or cache, refused even on an allowed host unless an entry "
+                f"of {self.setting} names that port (e.g. {host_port(host, port)})"
+            )
+        ports = ", ".join(str(p) for p in sorted({e.port for e in listing if e.port}))
+        return f"{shown} port {port} is not allowed: {self.setting} lists it only with port {ports}"
 
 
 # httpx's own default pool size.
@@ -148,7 +193,6 @@ class PinnedNetworkBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        by_name = self.policy.listed_by_name(host)
         try:
             with anyio.fail_after(timeout):
                 addresses = await self.resolver(host, port)
@@ -160,7 +204,7 @@ class PinnedNetworkBackend(httpcore.AsyncNetworkBackend):
             raise httpcore.ConnectError(f"{host!r} resolves to no address")
         # One refused answer spoils the set: a mix of good and bad is an attack.
         for address in addresses:
-            reason = self.policy.refusal(address, listed_by_name=by_name)
+            reason = self.policy.refusal(address, port, host=host)
             if reason:
                 raise DestinationRefused(f"{host} resolves to {reason}")
         last_error: Exception | None = None
@@ -177,7 +221,7 @@ class PinnedNetworkBackend(httpcore.AsyncNetworkBackend):
                 last_error = error
                 continue
             peer = stream.get_extra_info("server_addr")
-            if peer is None or self.policy.refusal(str(peer[0]), listed_by_name=by_name):
+            if peer is None or self.policy.refusal(str(peer[0]), int(peer[1]), host=host):
                 await stream.aclose()
                 raise DestinationRefused(f"connected to {peer!r}, which is not allowed")
             return stream
@@ -248,12 +292,13 @@ def _resolve_now(host: str) -> list[str]:
 
 
 def base_url_problem(url: str, policy: DestinationPolicy | None = None) -> str:
-    """Why replay may not use `url` as a backend's base URL ("" when it may, or when it is
-    no http(s) URL at all, which the URL field itself refuses).
+    """Why an outbound client may not use `url` ("" when it may, or when it is no
+    http(s) URL at all, which the URL field itself refuses). `policy`: replay's
+    unless given (webhooks pass theirs).
 
-    A host on the list by name passes as it is; a literal address must be in a
-    listed network; any other name must resolve, now, inside the listed networks
-    (and is checked again at every connection).
+    A host on the list by name (for the URL's port) passes as it is; a literal
+    address must be in a listed network; any other name must resolve, now, inside
+    the listed networks (and is checked again at every connection).
     """
     policy = policy or DestinationPolicy.from_settings()
     try:
@@ -263,24 +308,25 @@ def base_url_problem(url: str, policy: DestinationPolicy | None = None) -> str:
         return ""  # not a URL at all: the field's own validation says so
     if parts.scheme not in ("http", "https") or not host:
         return ""
-    listed = (
-        f"REPLAY_ALLOWED_HOSTS lists {', '.join((*policy.names, *map(str, policy.networks)))}"
-        if policy.names or policy.networks
-        else "REPLAY_ALLOWED_HOSTS is empty, so replay may reach no host yet"
-    )
-    by_name = policy.listed_by_name(host)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return f"{url} names no port from 1 to 65535."
+    listed = policy.listed()
     literal = _literal_ip(host)
     if literal is not None:
-        reason = policy.refusal(str(literal), listed_by_name=False)
+        reason = policy.refusal(str(literal), port, host=host)
         return f"{reason}; {listed}." if reason else ""
-    if by_name:
+    if policy.admits_by_name(host, port):
         return ""
     try:
         addresses = _resolve_now(host)
     except OSError:
-        return f"{host} is not in REPLAY_ALLOWED_HOSTS and does not resolve; {listed}."
+        if policy.names_host(host):
+            return f"{policy.refusal(None, port, host=host)}; {listed}."
+        return f"{host} is not in {policy.setting} and does not resolve; {listed}."
     for address in addresses:
-        reason = policy.refusal(address, listed_by_name=False)
+        reason = policy.refusal(address, port, host=host)
         if reason:
             return f"{host} resolves to {reason}; {listed}."
     return ""

@@ -1,7 +1,8 @@
 """Rows as CSV or JSON Lines, streamed: one row in memory at a time, whatever the period.
 
-CSV cells that a spreadsheet would read as a formula (starting with = + - @, or a tab or
-carriage return before one) are prefixed with a single quote, the OWASP advice; JSON
+CSV cells that a spreadsheet would read as a formula (starting with = + - @, their
+full-width forms, which spreadsheets read the same, or a tab or carriage return before
+one) are prefixed with a single quote, the OWASP advice; JSON
 Lines keep every value as it is. Moments are written in UTC as RFC 3339 with the
 fraction of a second only as long as it needs to be (none when it is zero), the way
 PostgreSQL writes a timestamp: the events' CSV is written by PostgreSQL's COPY, and the
@@ -17,7 +18,10 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_STARTS = (
+    *("=", "+", "-", "@", "\t", "\r"),
+    *("\uff1d", "\uff0b", "\uff0d", "\uff20"),  # the full-width = + - @
+)
 
 
 def spreadsheet_safe(value: Any) -> Any:

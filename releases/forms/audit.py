@@ -162,8 +162,8 @@ class WebhookSubscriptionForm(NamedChoicesMixin, forms.Form):
         max_length=500,
         assume_scheme="https",
         help_text=_(
-            "Where events are POSTed. Its host must be on the outbound allow-list "
-            "(REPLAY_ALLOWED_HOSTS)."
+            "Where events are POSTed. Its host and port must be on the webhooks' "
+            "allow-list (WEBHOOK_ALLOWED_HOSTS)."
         ),
     )
     event_types = forms.MultipleChoiceField(

@@ -10,8 +10,9 @@ and deliveries signed per Standard Webhooks.
   cursor and queues `deliver_webhook` for each on commit. A paused subscription
   keeps its cursor: what happened while it was paused goes out when it resumes.
 - `deliver` posts one delivery with httpx through replay's outbound guard
-  (`replay.outbound.guarded_client`: REPLAY_ALLOWED_HOSTS checked at every
-  connection after DNS resolution, no redirects, no proxies), signed with the
+  (`replay.outbound.guarded_client` with `DestinationPolicy.for_webhooks`:
+  WEBHOOK_ALLOWED_HOSTS, hosts and ports, checked at every connection after DNS
+  resolution, no redirects, no proxies), signed with the
   subscription's secret by the `standardwebhooks` package (headers `webhook-id`,
   `webhook-timestamp`, `webhook-signature`). A 2xx is a success. Anything else is
   retried with exponential back-off (WEBHOOK_RETRY_BASE_SECONDS doubling, at most
@@ -46,7 +47,7 @@ from lib.actors import Actor
 from releases import permissions
 from releases.models import Delivery, WebhookSubscription
 from releases.webhook_types import EVENT_TYPES, actions_for
-from replay.outbound import base_url_problem, guarded_client
+from replay.outbound import DestinationPolicy, base_url_problem, guarded_client
 from replay.services.common import try_singleton_lock
 
 SECRET_PREFIX = "whsec_"  # noqa: S105 - the spec's prefix, not a secret
@@ -85,7 +86,7 @@ def _check(name: str, url: str, event_types: Any) -> list[str]:
             )
     if not url.startswith(("http://", "https://")):
         errors["url"] = "Give an http:// or https:// URL."
-    elif problem := base_url_problem(url):
+    elif problem := base_url_problem(url, DestinationPolicy.for_webhooks()):
         errors["url"] = problem
     if errors:
         raise ValidationError(errors)
@@ -309,7 +310,7 @@ class Attempt:
 
 async def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, float]:
     timeout = httpx.Timeout(settings.WEBHOOK_TIMEOUT_SECONDS)
-    async with guarded_client(timeout=timeout) as client:
+    async with guarded_client(timeout=timeout, policy=DestinationPolicy.for_webhooks()) as client:
         started = time.perf_counter()
         response = await client.post(url, content=body, headers=headers)
         return response.status_code, time.perf_counter() - started

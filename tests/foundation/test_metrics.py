@@ -72,6 +72,47 @@ def test_others_than_loopback_need_the_metrics_token(
         assert b"ledger_" not in response.content
 
 
+# Each header a proxy on this machine may add instead of X-Forwarded-For (nginx with
+# `proxy_set_header X-Real-IP`, a proxy speaking RFC 7239, Via from a cache, ...).
+PROXY_HEADERS = {
+    "HTTP_FORWARDED": "for=203.0.113.7;proto=https",
+    "HTTP_X_FORWARDED_FOR": "203.0.113.7",
+    "HTTP_X_REAL_IP": "203.0.113.7",
+    "HTTP_X_FORWARDED_HOST": "ledger.example.com",
+    "HTTP_X_FORWARDED_PROTO": "https",
+    "HTTP_X_FORWARDED_PORT": "443",
+    "HTTP_VIA": "1.1 nginx",
+}
+
+
+@pytest.mark.parametrize("header", PROXY_HEADERS)
+def test_a_loopback_request_that_came_through_a_proxy_needs_the_token(client, db, settings, header):
+    settings.METRICS_TOKEN = TOKEN
+    proxied = {header: PROXY_HEADERS[header]}
+
+    refused = client.get("/metrics", REMOTE_ADDR="127.0.0.1", **proxied)
+    with_token = client.get(
+        "/metrics", REMOTE_ADDR="127.0.0.1", HTTP_AUTHORIZATION=f"Bearer {TOKEN}", **proxied
+    )
+
+    assert refused.status_code == 403
+    assert b"ledger_" not in refused.content
+    assert with_token.status_code == 200
+
+
+def test_the_loopback_exemption_can_be_turned_off(client, db, settings):
+    # A proxy on this machine that adds no forwarding header at all looks like loopback.
+    settings.METRICS_TOKEN = TOKEN
+    settings.METRICS_LOOPBACK_WITHOUT_TOKEN = False
+
+    refused = client.get("/metrics", REMOTE_ADDR="127.0.0.1")
+    with_token = client.get("/metrics", REMOTE_ADDR="::1", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+
+    assert refused.status_code == 403
+    assert b"ledger_" not in refused.content
+    assert with_token.status_code == 200
+
+
 def test_without_a_token_configured_no_bearer_is_accepted(client, db, settings):
     settings.METRICS_TOKEN = ""
 

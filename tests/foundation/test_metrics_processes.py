@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
 import uuid
 
@@ -161,6 +162,36 @@ def test_the_worker_exporter_refuses_others_than_loopback_without_the_token():
         REMOTE_ADDR="198.51.100.4", HTTP_AUTHORIZATION="Bearer exporter-token-0123456789"
     ).startswith("200")
     assert call(REQUEST_METHOD="POST").startswith("405")
+
+
+@pytest.mark.parametrize("loopback_without_token", [True, False])
+def test_the_worker_exporter_asks_the_token_of_what_came_through_a_proxy(loopback_without_token):
+    from lib.metrics import start_worker_exporter
+
+    token = "exporter-token-0123456789"
+    server = start_worker_exporter(
+        "127.0.0.1", 0, token, loopback_without_token=loopback_without_token
+    )
+    assert server is not None
+    base = f"http://127.0.0.1:{server.server_port}/metrics"
+
+    def status(**headers: str) -> int:
+        request = urllib.request.Request(base, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status
+        except urllib.error.HTTPError as error:
+            return error.code
+
+    try:
+        assert status() == (200 if loopback_without_token else 403)
+        assert status(Forwarded="for=203.0.113.7") == 403
+        assert status(**{"X-Real-IP": "203.0.113.7"}) == 403
+        assert status(Via="1.1 nginx") == 403
+        assert status(Via="1.1 nginx", Authorization=f"Bearer {token}") == 200
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_gunicorn_in_multiprocess_mode_reports_what_its_workers_counted(tmp_path):

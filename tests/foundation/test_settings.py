@@ -121,13 +121,15 @@ def test_prepared_statements_can_be_turned_off_for_a_pooler(scratch_dir, setting
 def test_sign_in_and_api_limits_come_from_the_environment(scratch_dir):
     script = (
         "from django.conf import settings as s; r = s.REST_FRAMEWORK; "
-        "print(s.AXES_FAILURE_LIMIT, int(s.AXES_COOLOFF_TIME.total_seconds()), r['NUM_PROXIES'], "
+        "print(s.AXES_FAILURE_LIMIT, s.LOGIN_ADDRESS_FAILURE_LIMIT, "
+        "int(s.AXES_COOLOFF_TIME.total_seconds()), r['NUM_PROXIES'], "
         "*(r['DEFAULT_THROTTLE_RATES'][k] for k in ('user', 'anon', 'wrong_token')))"
     )
     env = child_env(
         DEBUG="true",
         DATA_DIR=str(scratch_dir),
         LOGIN_FAILURE_LIMIT="8",
+        LOGIN_ADDRESS_FAILURE_LIMIT="80",
         LOGIN_COOLOFF_MINUTES="30",
         NUM_PROXIES="1",
         API_THROTTLE_USER_RATE="100/min",
@@ -138,7 +140,21 @@ def test_sign_in_and_api_limits_come_from_the_environment(scratch_dir):
     result = run_manage("shell", "--no-imports", "-c", script, env=env)
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["8", "1800", "1", "100/min", "5/minute", "2/h"]
+    assert result.stdout.split() == ["8", "80", "1800", "1", "100/min", "5/minute", "2/h"]
+
+
+def test_an_address_ceiling_below_the_username_limit_is_refused(scratch_dir):
+    env = child_env(
+        DEBUG="true",
+        DATA_DIR=str(scratch_dir),
+        LOGIN_FAILURE_LIMIT="8",
+        LOGIN_ADDRESS_FAILURE_LIMIT="3",
+    )
+
+    result = run_manage("check", env=env)
+
+    assert result.returncode != 0
+    assert "LOGIN_ADDRESS_FAILURE_LIMIT=3 must be at least LOGIN_FAILURE_LIMIT=8" in result.stderr
 
 
 def test_waiver_bounds_come_from_the_environment_and_bad_ones_are_refused(scratch_dir):
@@ -214,6 +230,23 @@ def test_production_settings_pass_the_deployment_checklist(scratch_dir):
 
     assert result.returncode == 0, result.stdout + result.stderr
     assert "System check identified no issues" in result.stdout
+
+
+def test_the_deployment_checklist_warns_while_webhooks_borrow_replays_allow_list(scratch_dir):
+    env = _production_env(
+        scratch_dir, REPLAY_ALLOWED_HOSTS="10.20.0.0/16", WEBHOOK_ALLOWED_HOSTS=None
+    )
+
+    unset = run_manage("check", "--deploy", "--fail-level", "WARNING", env=env)
+    env["WEBHOOK_ALLOWED_HOSTS"] = ""  # set, and empty: no webhook may go anywhere
+    empty = run_manage("check", "--deploy", "--fail-level", "WARNING", env=env)
+
+    assert unset.returncode != 0
+    output = unset.stdout + unset.stderr
+    assert "releases.W001" in output
+    assert "WEBHOOK_ALLOWED_HOSTS is unset" in output
+    assert "REPLAY_ALLOWED_HOSTS" in output
+    assert empty.returncode == 0, empty.stdout + empty.stderr
 
 
 def test_https_redirects_plain_requests_but_not_the_health_probes(scratch_dir):

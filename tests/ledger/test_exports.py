@@ -363,7 +363,11 @@ def test_csv_neutralises_formulas_and_keeps_a_header(history, tmp_path):
     ]
     labels = [r["subject_label"] for r in rows]
     assert '\'=HYPERLINK("http://evil")' in labels
-    assert not any(value.startswith(("=", "+", "-", "@")) for r in rows for value in r.values())
+    assert not any(
+        value.startswith(("=", "+", "-", "@", "\uff1d", "\uff0b", "\uff0d", "\uff20"))
+        for r in rows
+        for value in r.values()
+    )
 
 
 def test_json_lines_round_trip_the_events(history, tmp_path):
@@ -408,10 +412,27 @@ def test_postgresqls_copy_writes_the_same_csv_as_the_python_path(history):
     from ledger.exports.events import EVENT_COLUMNS, copy_csv, event_rows, period_events
     from ledger.exports.tabular import csv_lines
 
-    # Every formula start, and first characters that only look like one.
-    labels = ["+1", "-1", "@SUM(A1)", "\tx", "\rx", "\uff1d1", "é=", "", "a-b"]
+    # Every formula start, the full-width = + - @ (U+FF1D, U+FF0B, U+FF0D, U+FF20),
+    # and first characters that only look like one (or sit beside one in Unicode).
+    labels = [
+        "+1",
+        "-1",
+        "@SUM(A1)",
+        "\tx",
+        "\rx",
+        "\uff1d1",
+        "é=",
+        "",
+        "a-b",
+        "\uff0b1",
+        "\uff0d1",
+        "\uff20SUM(A1)",
+        "\uff0c1",
+        "\uff1c1",
+        "\uff21",
+    ]
     # Fractions of a second of every length, written as long as they need to be.
-    fractions = [0, 1, 500_000, 123_450, 999_999, 10, 0, 250_000, 7]
+    fractions = [0, 1, 500_000, 123_450, 999_999, 10, 0, 250_000, 7, 0, 0, 0, 0, 0, 0]
     for label, microseconds in zip(labels, fractions, strict=True):
         moment = OCT + dt.timedelta(days=5, seconds=len(label), microseconds=microseconds)
         with time_machine.travel(moment, tick=False):
@@ -436,10 +457,16 @@ def test_postgresqls_copy_writes_the_same_csv_as_the_python_path(history):
         "'@SUM(A1)",
         "'\tx",
         "'\rx",
-        "\uff1d1",
+        "'\uff1d1",
         "é=",
         "",
         "a-b",
+        "'\uff0b1",
+        "'\uff0d1",
+        "'\uff20SUM(A1)",
+        "\uff0c1",
+        "\uff1c1",
+        "\uff21",
     ]
     assert [row[1][17:] for row in notes] == [
         "02+00:00",
@@ -451,6 +478,12 @@ def test_postgresqls_copy_writes_the_same_csv_as_the_python_path(history):
         "02+00:00",
         "00.25+00:00",
         "03.000007+00:00",
+        "02+00:00",
+        "02+00:00",
+        "08+00:00",
+        "02+00:00",
+        "02+00:00",
+        "01+00:00",
     ]
 
 

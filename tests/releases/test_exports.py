@@ -85,6 +85,23 @@ def test_a_request_is_queued_and_recorded_as_an_event(auditor, october):
     assert event.payload_data["filters"] == {"service": "kb-assistant"}
 
 
+def test_csv_neutralises_full_width_formula_signs(team, owner, auditor):
+    # U+FF1D, U+FF0B, U+FF0D, U+FF20: spreadsheets read the full-width forms as = + - @.
+    with time_machine.travel(OCT + dt.timedelta(days=3), tick=False):
+        file_release(build_world(team), owner, summary='\uff1dHYPERLINK("http://evil")')
+
+    archive = _zip(exports.build_export(_request(auditor, "csv").pk))
+
+    releases = list(csv.DictReader(io.TextIOWrapper(archive.open("releases.csv"), "utf-8")))
+    assert releases[0]["summary"] == '\'\uff1dHYPERLINK("http://evil")'
+    events = list(csv.DictReader(io.TextIOWrapper(archive.open("events.csv"), "utf-8")))
+    assert not any(
+        value.startswith(("\uff1d", "\uff0b", "\uff0d", "\uff20"))
+        for row in (*releases, *events)
+        for value in row.values()
+    )
+
+
 def test_only_auditors_and_security_may_request(owner, sre, security, auditor, october):
     for person in (owner, sre):
         with pytest.raises(PermissionDenied):

@@ -192,10 +192,12 @@ def test_send_again_delivers_with_the_same_webhook_id_even_while_paused(
     assert Event.objects.filter(action="webhook.delivery_resent", actor=sre).exists()
 
 
-def test_only_hosts_on_the_outbound_allow_list_are_reached(sre, release, owner, settings):
+def test_only_hosts_on_the_webhook_allow_list_are_reached(sre, release, owner, settings):
     for url, said in [
         ("http://169.254.169.254/latest/meta-data/", "always refused"),
-        ("http://10.99.0.1/hooks", "is not in REPLAY_ALLOWED_HOSTS"),
+        ("http://10.99.0.1/hooks", "is not in WEBHOOK_ALLOWED_HOSTS"),
+        ("http://127.0.0.1:5432/hooks", "127.0.0.1 port 5432 (PostgreSQL)"),
+        ("http://127.0.0.1:6379/hooks", "127.0.0.1 port 6379 (Redis)"),
         ("ftp://127.0.0.1/hooks", "http:// or https://"),
     ]:
         with pytest.raises(ValidationError) as refused:
@@ -206,12 +208,56 @@ def test_only_hosts_on_the_outbound_allow_list_are_reached(sre, release, owner, 
         services.submit_release(release, actor=owner)
         [delivery_id] = webhooks.dispatch()
         # The list changed after the subscription was made: checked again at connect time.
-        settings.REPLAY_ALLOWED_HOSTS = ["10.0.0.0/24"]
+        settings.WEBHOOK_ALLOWED_HOSTS = ["10.0.0.0/24"]
         outcome = webhooks.deliver(delivery_id)
 
     assert outcome.state == "retrying"
     assert receiver.received == []
-    assert "not in REPLAY_ALLOWED_HOSTS" in Delivery.objects.get().error
+    assert "not in WEBHOOK_ALLOWED_HOSTS" in Delivery.objects.get().error
+
+
+def test_webhooks_do_not_reach_what_only_replay_may(sre, release, owner, settings):
+    # The inference network is replay's; webhook receivers are listed apart.
+    settings.REPLAY_ALLOWED_HOSTS = ["10.0.0.0/24", "127.0.0.0/8"]
+    settings.WEBHOOK_ALLOWED_HOSTS = ["127.0.0.0/8"]
+
+    with pytest.raises(ValidationError) as refused:
+        subscribe(sre, "http://10.0.0.7:8000/v1/chat/completions")
+    assert "10.0.0.7 is not in WEBHOOK_ALLOWED_HOSTS" in refused.value.message_dict["url"][0]
+    assert "WEBHOOK_ALLOWED_HOSTS lists 127.0.0.0/8" in refused.value.message_dict["url"][0]
+
+    with receiving() as receiver:
+        subscribe(sre, receiver.url)
+        services.submit_release(release, actor=owner)
+        settings.REPLAY_ALLOWED_HOSTS = []  # replay's list no longer matters to webhooks
+        outcome = webhooks.deliver(webhooks.dispatch()[0])
+    assert outcome.state == "succeeded"
+    assert len(receiver.received) == 1
+
+
+def test_a_receiver_on_a_data_store_port_is_reached_only_when_an_entry_names_it(
+    sre, release, owner, settings
+):
+    settings.WEBHOOK_ALLOWED_HOSTS = ["127.0.0.0/8", "127.0.0.1:6379"]
+
+    assert subscribe(sre, "http://127.0.0.1:6379/hooks").url == "http://127.0.0.1:6379/hooks"
+    with pytest.raises(ValidationError) as refused:
+        subscribe(sre, "http://127.0.0.2:6379/hooks")
+    assert "127.0.0.2 port 6379 (Redis)" in refused.value.message_dict["url"][0]
+
+
+def test_without_its_own_list_webhooks_use_replays_and_say_so(sre, settings):
+    # A deployment from before WEBHOOK_ALLOWED_HOSTS: its webhooks keep working.
+    settings.WEBHOOK_ALLOWED_HOSTS = None
+    settings.REPLAY_ALLOWED_HOSTS = ["127.0.0.0/8"]
+
+    assert subscribe(sre, "http://127.0.0.1:9/hooks")
+    with pytest.raises(ValidationError) as refused:
+        subscribe(sre, "http://10.99.0.1/hooks")
+    assert (
+        "10.99.0.1 is not in REPLAY_ALLOWED_HOSTS (used for webhooks while "
+        "WEBHOOK_ALLOWED_HOSTS is unset)"
+    ) in refused.value.message_dict["url"][0]
 
 
 def test_the_secret_never_reaches_an_event(sre):
@@ -257,16 +303,37 @@ def test_the_page_shows_the_secret_once(client, sre):
     assert subscription.event_types == ["release.approved", "export.ready"]
 
 
-def test_a_refused_url_is_said_beside_the_field_and_nothing_is_saved(client, sre):
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("http://169.254.169.254/", "always refused"),
+        ("http://127.0.0.1:5432/", "127.0.0.1 port 5432 (PostgreSQL)"),
+    ],
+)
+def test_a_refused_url_is_said_beside_the_field_and_nothing_is_saved(client, sre, url, said):
     client.force_login(sre)
 
     response = client.post(
         reverse("releases:webhook_new"),
-        {"name": "x", "url": "http://169.254.169.254/", "event_types": ["release.approved"]},
+        {"name": "x", "url": url, "event_types": ["release.approved"]},
     )
 
     assert response.status_code == 400
-    assert "always refused" in response.content.decode()
+    assert said in response.content.decode()
+    assert not WebhookSubscription.objects.exists()
+
+
+def test_the_api_refuses_a_data_store_port_naming_the_field(client, sre):
+    client.force_login(sre)
+
+    response = client.post(
+        "/api/webhooks/",
+        {"name": "x", "url": "http://127.0.0.1:11211/", "event_types": ["release.approved"]},
+        content_type="application/json",
+    )
+
+    assert response.status_code == 400
+    assert "127.0.0.1 port 11211 (memcached)" in response.json()["url"][0]
     assert not WebhookSubscription.objects.exists()
 
 

@@ -111,6 +111,97 @@ def test_an_empty_allow_list_refuses_every_host_and_says_so(client, owner, backe
     )
 
 
+@pytest.mark.parametrize(
+    ("port", "what"),
+    [
+        (5432, "PostgreSQL"),
+        (3306, "MySQL/MariaDB"),
+        (6379, "Redis"),
+        (5672, "RabbitMQ"),
+        (11211, "memcached"),
+        (27017, "MongoDB"),
+        (9200, "Elasticsearch/OpenSearch"),
+        (9092, "Kafka"),
+        (2379, "etcd"),
+    ],
+)
+def test_a_data_store_port_on_an_allowed_host_is_refused_naming_the_port_and_why(
+    client, owner, backend, port, what
+):
+    # The suite allows 127.0.0.0/8: loopback is allowed, its database is not.
+    client.force_login(owner)
+    events = Event.objects.count()
+
+    response = _patch(client, backend, {"base_url": f"http://127.0.0.1:{port}"})
+
+    assert response.status_code == 400
+    message = response.json()["base_url"][0]
+    assert f"127.0.0.1 port {port} ({what})" in message
+    assert "unless an entry of REPLAY_ALLOWED_HOSTS names that port" in message
+    assert f"e.g. 127.0.0.1:{port}" in message
+    assert Backend.objects.get(pk=backend.pk).base_url != f"http://127.0.0.1:{port}"
+    assert Event.objects.count() == events
+
+
+def test_a_data_store_port_is_refused_on_a_host_listed_by_name_too(
+    client, owner, backend, settings
+):
+    settings.REPLAY_ALLOWED_HOSTS = ["localhost", ".inference.internal"]
+    client.force_login(owner)
+
+    for url in ("http://localhost:6379", "http://redis.inference.internal:6379/0"):
+        response = _patch(client, backend, {"base_url": url})
+        assert response.status_code == 400, url
+        assert "port 6379 (Redis)" in response.json()["base_url"][0]
+
+
+@pytest.mark.parametrize(
+    ("entry", "url"),
+    [
+        ("127.0.0.1:5432", "http://127.0.0.1:5432"),
+        ("127.0.0.0/8:6379", "http://127.0.0.2:6379"),
+        ("localhost:9200", "http://localhost:9200"),
+        ("[::1]:5432", "http://[::1]:5432"),
+    ],
+)
+def test_an_entry_that_names_the_port_admits_it(client, owner, backend, settings, entry, url):
+    settings.REPLAY_ALLOWED_HOSTS = ["127.0.0.0/8", "::1", "localhost", entry]
+    client.force_login(owner)
+
+    response = _patch(client, backend, {"base_url": url})
+
+    assert response.status_code == 200, response.json()
+    assert Backend.objects.get(pk=backend.pk).base_url == url
+
+
+@pytest.mark.parametrize(
+    ("entries", "url", "allowed"),
+    [
+        (["10.0.0.5:8000"], "http://10.0.0.5:8000", True),
+        (["10.0.0.5:8000"], "http://10.0.0.5:8001", False),
+        (["10.0.0.5:8000"], "http://10.0.0.5", False),  # port 80
+        (["10.20.0.0/16:8000"], "http://10.20.3.4:8000/v1", True),
+        (["10.20.0.0/16:8000"], "https://10.20.3.4", False),  # port 443
+        (["[fd00:1::/64]:8080"], "http://[fd00:1::7]:8080", True),
+        (["[fd00:1::/64]:8080"], "http://[fd00:1::7]:8081", False),
+        (["[fd00:1::7]"], "http://[fd00:1::7]:8081", True),
+        (["vllm.internal:8000"], "http://vllm.internal:8000", True),
+        (["vllm.internal:8000", "10.0.0.5:9000"], "http://10.0.0.5:9000", True),
+    ],
+)
+def test_an_entry_with_a_port_admits_that_port_only(
+    client, owner, backend, settings, entries, url, allowed
+):
+    settings.REPLAY_ALLOWED_HOSTS = entries
+    client.force_login(owner)
+
+    response = _patch(client, backend, {"base_url": url})
+
+    assert (response.status_code == 200) is allowed, response.json()
+    if not allowed:
+        assert "lists it only with port" in response.json()["base_url"][0]
+
+
 def test_moving_a_backend_drops_its_credential_unless_named_again(client, owner, backend, fake):
     client.force_login(owner)
 
@@ -150,6 +241,30 @@ def test_an_administrator_may_list_extra_credential_names(settings, team):
 
     assert outbound.credential_problem("VENDOR_GATEWAY_TOKEN") == ""
     assert outbound.credential_problem("LEDGER_BACKEND_KEY_") != ""  # the prefix alone is no name
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        ("REPLAY_ALLOWED_HOSTS", "10.0.0.5:http", "10.0.0.5:http"),
+        ("REPLAY_ALLOWED_HOSTS", "10.0.0.5:0", "a port is a number from 1 to 65535"),
+        ("REPLAY_ALLOWED_HOSTS", "10.0.0.5:70000", "a port is a number from 1 to 65535"),
+        ("REPLAY_ALLOWED_HOSTS", "[::1:8080", "[::1:8080"),
+        ("REPLAY_ALLOWED_HOSTS", "fd00::1/64:8080", "write an IPv6 address with a port as"),
+        ("WEBHOOK_ALLOWED_HOSTS", "hooks.example.com:", "hooks.example.com:"),
+        ("WEBHOOK_ALLOWED_HOSTS", "*.example.com", "*.example.com"),
+    ],
+)
+def test_settings_refuse_a_malformed_allow_list_entry_naming_it(scratch_dir, variable, value, said):
+    from tests.support.processes import child_env, run_manage
+
+    env = child_env(DEBUG="true", DATA_DIR=str(scratch_dir), **{variable: f"127.0.0.1,{value}"})
+
+    result = run_manage("check", env=env)
+
+    assert result.returncode != 0
+    assert f"{variable} lists {value!r}" in result.stderr
+    assert said in result.stderr
 
 
 def test_settings_refuse_listing_the_ledgers_own_variables(scratch_dir):
@@ -257,6 +372,28 @@ def test_a_name_that_rebinds_elsewhere_is_refused_on_the_next_connection(fake):
     ):
         asyncio.run(go())
     assert attempts == ["127.0.0.1"]
+
+
+def test_a_listed_name_gets_no_packet_on_a_data_store_port(fake):
+    # Checked at connect time too: vllm.internal:5432 here would reach PostgreSQL.
+    error, attempts = _get(
+        "http://vllm.internal:5432/", outbound.DestinationPolicy(["vllm.internal"]), [["127.0.0.1"]]
+    )
+
+    assert isinstance(error, outbound.DestinationRefused)
+    assert "127.0.0.1 port 5432 (PostgreSQL)" in str(error)
+    assert attempts == []
+
+
+def test_a_row_written_before_the_port_rule_never_reaches_the_database(fake):
+    # A backend saved before the rule (or written around the verb) names PostgreSQL.
+    backend = backend_on(fake)
+    Backend.objects.filter(pk=backend.pk).update(base_url="http://127.0.0.1:5432")
+
+    probe = services.probe_backend(Backend.objects.get(pk=backend.pk), actor=None)
+
+    assert probe.reachable is False
+    assert "127.0.0.1 port 5432 (PostgreSQL)" in probe.error
 
 
 def test_a_redirect_elsewhere_is_not_followed():
