@@ -28,8 +28,8 @@ class EventViewSet(viewsets.ReadOnlyModelViewSet):
     lookup_value_regex = r"\d+"
 
     @extend_schema(
-        summary="Recompute the whole chain, check it against the newest signed checkpoint, "
-        "and report the first event that does not match or is missing",
+        summary="Recompute the whole chain and check its signatures, check it against the "
+        "newest signed checkpoint, and report the first event that does not match or is missing",
         filters=False,
         responses={200: OpenApiResponse(ChainReportSerializer)},
     )
@@ -45,6 +45,7 @@ class EventViewSet(viewsets.ReadOnlyModelViewSet):
                 "head_hash": chain.head_hash,
                 "first_bad_sequence": chain.first_bad_sequence,
                 "problem": chain.problem or check.problem,
+                "signatures_from": chain.signatures_from,
                 "checkpoint": None
                 if cp is None and check.ok
                 else {

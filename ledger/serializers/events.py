@@ -28,6 +28,8 @@ class EventSerializer(serializers.ModelSerializer):
             "payload",
             "prev_hash",
             "hash",
+            "key_id",
+            "signature",
         ]
         read_only_fields = fields
 
@@ -49,6 +51,10 @@ class ChainReportSerializer(serializers.Serializer):
     head_hash = serializers.CharField(help_text="Hash of the last event that verified.")
     first_bad_sequence = serializers.IntegerField(allow_null=True)
     problem = serializers.CharField(allow_blank=True)
+    signatures_from = serializers.IntegerField(
+        help_text="Each event's signature was checked from this sequence on; those before "
+        "were checked when the newest checkpoint was taken, whose hash the chain still reaches."
+    )
     checkpoint = CheckpointCheckSerializer(
         allow_null=True, help_text="The newest signed checkpoint; null when none was taken yet."
     )

@@ -421,6 +421,7 @@ def test_verify_reports_an_intact_chain(client, auditor, kb):
         "head_hash": Event.objects.order_by("-sequence").first().hash,
         "first_bad_sequence": None,
         "problem": "",
+        "signatures_from": 1,  # every signature checked: no checkpoint vouches for any
         "checkpoint": None,  # none was taken yet
     }
 

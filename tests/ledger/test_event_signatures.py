@@ -19,9 +19,10 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.db import DatabaseError, connection, transaction
 from django.urls import reverse
+from django.utils import timezone
 
 from ledger import checkpoints, signing
-from ledger.chain import append_event, verify_chain
+from ledger.chain import append_event, compute_hash, verify_chain
 from ledger.models import Event
 from tests.ledger.test_exports import VERIFIER
 
@@ -207,3 +208,122 @@ def test_a_retired_key_setting_that_cannot_be_read_fails_the_system_check(settin
 
     with pytest.raises(SystemCheckError, match=r"ledger\.E001.*LEDGER_RETIRED_PUBLIC_KEYS"):
         call_command("check")
+
+
+def _insert_unsigned_next() -> int:
+    """A correctly chained event without a signature, as the app role could insert."""
+    head = Event.objects.order_by("-sequence").first()
+    fields = {
+        "sequence": head.sequence + 1,
+        "created_at": timezone.now(),
+        "actor_label": "sofia",
+        "action": "release.signed_off",
+        "subject_type": "releases.release",
+        "subject_id": "1",
+        "payload": "{}",
+        "prev_hash": head.hash,
+    }
+    own = compute_hash(**fields, service_id=None)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO ledger_event (sequence, created_at, actor_label, action, subject_type, "
+            "subject_id, subject_label, payload, prev_hash, hash, key_id, signature) "
+            "VALUES (%s, %s, %s, %s, %s, %s, '', %s, %s, %s, '', '')",
+            [*fields.values(), own],
+        )
+    return head.sequence + 1
+
+
+def test_verification_checks_only_the_signatures_after_the_checkpoints_mark():
+    _append(4)
+    checkpoint = checkpoints.take_checkpoint(reason="test")
+    assert (checkpoint.signed_through, checkpoint.signed_through_hash) == (
+        checkpoint.sequence,
+        checkpoint.hash,
+    )
+    _append(2)
+
+    report = checkpoints.verify_ledger()
+
+    assert report.ok
+    assert report.chain.signatures_from == checkpoint.sequence + 1
+    # An event forged after the mark is still named.
+    forged = _insert_unsigned_next()
+    report = checkpoints.verify_ledger()
+    assert report.chain.first_bad_sequence == forged
+
+
+def test_a_checkpoint_taken_over_a_forged_event_stops_its_mark_before_it():
+    _append(2)
+    forged = _insert_unsigned_next()
+    _append(2)
+
+    checkpoint = checkpoints.take_checkpoint(reason="test")
+    report = checkpoints.verify_ledger()
+
+    assert checkpoint.sequence == forged + 2
+    assert checkpoint.signed_through == forged - 1
+    assert report.chain.first_bad_sequence == forged
+    assert "carries no signature" in report.chain.problem
+    # The next checkpoint does not move the mark past it either.
+    assert checkpoints.take_checkpoint(reason="again").signed_through == forged - 1
+
+
+def test_a_rewritten_history_cannot_hide_behind_the_mark():
+    """A DBA rewrites an event before the mark and recomputes every hash after it: the
+    chain no longer reaches the mark's hash, so every signature is checked again."""
+    events = _append(4)
+    checkpoints.take_checkpoint(reason="test")
+    victim = events[1]
+    rows = list(Event.objects.filter(sequence__gte=victim.sequence).order_by("sequence"))
+    prev = Event.objects.get(sequence=victim.sequence - 1).hash
+    with connection.cursor() as cursor:
+        cursor.execute("SET session_replication_role = replica")
+        try:
+            for row in rows:
+                payload = '{"i":99}' if row.pk == victim.pk else row.payload
+                own = compute_hash(
+                    sequence=row.sequence,
+                    created_at=row.created_at,
+                    actor_label=row.actor_label,
+                    action=row.action,
+                    subject_type=row.subject_type,
+                    subject_id=row.subject_id,
+                    payload=payload,
+                    prev_hash=prev,
+                    service_id=row.service_id,
+                )
+                cursor.execute(
+                    "UPDATE ledger_event SET payload = %s, prev_hash = %s, hash = %s WHERE id = %s",
+                    [payload, prev, own, row.pk],
+                )
+                prev = own
+        finally:
+            cursor.execute("SET session_replication_role = DEFAULT")
+
+    report = checkpoints.verify_ledger()
+
+    assert report.chain.signatures_from == 1
+    assert report.chain.first_bad_sequence == victim.sequence
+    assert report.chain.problem.startswith("its signature does not verify")
+
+
+def test_the_page_the_api_and_the_command_say_where_the_signatures_were_checked(client, auditor):
+    _append(3)
+    checkpoint = checkpoints.take_checkpoint(reason="test")
+    _append(1)
+    client.force_login(auditor)
+
+    page = client.get(reverse("ledger:event_verify")).content.decode()
+    api = client.get("/api/events/verify/").json()
+    event = client.get(f"/api/events/{checkpoint.sequence}/").json()
+    out = StringIO()
+    call_command("verify_ledger", stdout=out)
+
+    assert "carry the application's signature" in page
+    assert (
+        f"The signatures up to event #{checkpoint.sequence} were checked when it was taken" in page
+    )
+    assert api["ok"] and api["signatures_from"] == checkpoint.sequence + 1
+    assert event["key_id"] == signing.public_key().keyid and len(event["signature"]) == 88
+    assert f"signatures checked from #{checkpoint.sequence + 1}" in out.getvalue()

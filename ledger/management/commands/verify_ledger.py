@@ -1,9 +1,9 @@
 """Recompute the whole event chain and say whether anything was altered or cut off.
 
-Exit status 0 with the count and head hash when every event matches and the
-chain still reaches the newest signed checkpoint; exit 1 naming the first
-event whose hash or link does not match, or the events missing since the
-checkpoint. Run it from cron or before an audit export.
+Exit status 0 with the count and head hash when every event matches, carries
+the application's signature, and the chain still reaches the newest signed
+checkpoint; exit 1 naming the first event whose hash, link or signature does
+not match, or the events missing since the checkpoint. Run it from cron or before an audit export.
 """
 
 from __future__ import annotations
@@ -38,6 +38,11 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(f"ledger intact: {chain.count} events, head {chain.head_hash}")
         )
+        if chain.signatures_from > 1:
+            self.stdout.write(
+                f"signatures checked from #{chain.signatures_from}; those before were checked "
+                "when the newest checkpoint was taken"
+            )
         if checkpoint.checkpoint is None:
             self.stdout.write(
                 "no checkpoint yet: take one with manage.py checkpoint_ledger (beat does hourly)"
