@@ -416,6 +416,7 @@ def test_export_then_apply_on_an_empty_database_then_export_is_byte_identical(db
     # The people the demo teams name exist in both databases; everything else does not.
     UserFactory(username="owner")
     UserFactory(username="sre")
+    UserFactory(username="admin")
     first = tmp_path / "first.yaml"
     with transaction.atomic():
         call_command("seed_demo", "--quiet-logins", stdout=StringIO())
