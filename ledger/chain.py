@@ -326,9 +326,7 @@ def verify_chain(batch: int = 5000, *, signatures_from: int = 1) -> ChainReport:
                 row["hash"], row["key_id"], row["signature"], keys
             )
         ):
-            return ChainReport(
-                False, count - 1, expected_prev, sequence, problem, signatures_from
-            )
+            return ChainReport(False, count - 1, expected_prev, sequence, problem, signatures_from)
         expected_prev = row["hash"]
     return ChainReport(True, count, expected_prev, signatures_from=signatures_from)
 

@@ -223,9 +223,12 @@ def verify_ledger(storage: Storage | None = None) -> LedgerReport:
     signatures_from = 1
     # The events up to the mark are those the checkpoint saw signed, as long as the
     # recomputed chain still reaches the hash it recorded there.
-    if checkpoint is not None and checkpoint.signed_through:
-        if _hash_at(checkpoint.signed_through) == checkpoint.signed_through_hash:
-            signatures_from = checkpoint.signed_through + 1
+    if (
+        checkpoint is not None
+        and checkpoint.signed_through
+        and _hash_at(checkpoint.signed_through) == checkpoint.signed_through_hash
+    ):
+        signatures_from = checkpoint.signed_through + 1
     report = LedgerReport(
         verify_chain(signatures_from=signatures_from), _check(checkpoint, unreadable)
     )

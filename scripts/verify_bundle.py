@@ -225,7 +225,8 @@ def check_entries(archive: zipfile.ZipFile) -> None:
         shown = repr(name)[1:-1]
         if problem := _name_problem(name):
             raise Mismatch(f"{shown}: the entry's name {problem}")
-        if name.endswith("/") or info.is_dir():
+        # A trailing slash, or MS-DOS's directory attribute.
+        if info.is_dir() or info.external_attr & 0x10:
             raise Mismatch(f"{shown}: a directory entry (a bundle holds only files)")
         # A Unix mode of no type (Python's zipfile writes 0600) is a file to extractors.
         kind = stat.S_IFMT(info.external_attr >> 16)

@@ -218,20 +218,28 @@ def test_a_local_header_that_names_another_file_is_refused(bundle, key_file):
     )
 
 
-def test_a_symbolic_link_entry_is_refused(bundle, key_file):
+@pytest.mark.parametrize(
+    ("system", "attributes", "refusal"),
+    [
+        (3, (stat.S_IFLNK | 0o777) << 16, "not a regular file (mode 120777)"),
+        (0, 0x10, "a directory entry"),  # MS-DOS's directory attribute, no trailing slash
+    ],
+    ids=["symbolic-link", "dos-directory"],
+)
+def test_an_entry_that_is_no_plain_file_is_refused(bundle, key_file, system, attributes, refusal):
     members = _members(bundle)
     with zipfile.ZipFile(bundle, "w") as target:
         for name, data in members:
             target.writestr(name, data)
-        link = zipfile.ZipInfo("records/link.jsonl")
-        link.create_system = 3
-        link.external_attr = (stat.S_IFLNK | 0o777) << 16
-        target.writestr(link, "/etc/passwd")
+        odd = zipfile.ZipInfo("records/odd.jsonl")
+        odd.create_system = system
+        odd.external_attr = attributes
+        target.writestr(odd, "/etc/passwd")
 
     result = _verify(bundle, "--key", str(key_file))
 
     assert result.returncode == 1
-    assert "records/link.jsonl: not a regular file (mode 120777)" in result.stdout
+    assert f"records/odd.jsonl: {refusal}" in result.stdout
 
 
 # ---------------------------------------------------------------- a key the auditor trusts
