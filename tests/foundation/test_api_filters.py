@@ -7,6 +7,7 @@ import pytest
 from django.urls import reverse
 
 from config.api_router import router
+from tests.ledger.factories import LicenseFactory, ServiceFactory
 
 
 def _enum_filters() -> list[tuple[str, str, list[str]]]:
@@ -47,12 +48,20 @@ def test_an_unknown_enum_value_is_refused_naming_the_allowed_ones(
     assert message == f"no-such-value is not one of the allowed values: {', '.join(allowed)}."
 
 
-def test_a_known_enum_value_filters(client, auditor):
+def _results(response) -> list[dict]:
+    body = response.json()
+    return body["results"] if isinstance(body, dict) else body
+
+
+def test_a_known_enum_value_filters(client, auditor, team):
+    ServiceFactory(slug="kb-assistant", team=team, tier="production")
+    ServiceFactory(slug="playground", team=team, tier="experimental")
     client.force_login(auditor)
 
     response = client.get(reverse("api:service-list"), {"tier": "production"})
 
     assert response.status_code == 200
+    assert [s["slug"] for s in _results(response)] == ["kb-assistant"]
 
 
 @pytest.mark.parametrize(
@@ -93,13 +102,25 @@ def test_a_boolean_or_a_count_the_schema_does_not_allow_is_refused(
     assert response.json() == {name: [message] for name in query}
 
 
-@pytest.mark.parametrize("value", ["true", "false", "1", "0", ""])
-def test_a_boolean_filter_takes_true_false_one_and_zero(client, auditor, value):
+@pytest.mark.parametrize(
+    ("value", "listed"),
+    [
+        ("true", ["LicenseRef-gated"]),
+        ("1", ["LicenseRef-gated"]),
+        ("false", ["Apache-2.0"]),
+        ("0", ["Apache-2.0"]),
+        ("", ["Apache-2.0", "LicenseRef-gated"]),  # no filter
+    ],
+)
+def test_a_boolean_filter_takes_true_false_one_and_zero(client, auditor, value, listed):
+    LicenseFactory(spdx_id="Apache-2.0", gated=False)
+    LicenseFactory(spdx_id="LicenseRef-gated", name="Gated terms", gated=True)
     client.force_login(auditor)
 
     response = client.get("/api/licenses/", {"gated": value})
 
     assert response.status_code == 200
+    assert [license["spdx_id"] for license in _results(response)] == listed
 
 
 def test_the_api_takes_json_not_form_encodings(client, owner, team):

@@ -214,10 +214,17 @@ def test_behind_a_proxy_the_address_is_the_one_the_proxy_saw(settings, alice, bo
 
 def test_a_proxy_header_that_is_no_address_falls_back_to_the_peer(settings, alice):
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    limit = django_settings.AXES_FAILURE_LIMIT
 
-    _, response = sign_in("site", "alice", "wrong", PROXY, HTTP_X_FORWARDED_FOR="not-an-ip")
+    statuses = guess("site", "alice", PROXY, times=limit, HTTP_X_FORWARDED_FOR="not-an-ip")
 
-    assert response.status_code == 200
+    # The failures counted against the proxy's own address: alice is locked there, and
+    # only there (a client the proxy names is another address).
+    assert statuses == [200] * (limit - 1) + [429]
+    _, from_the_peer = sign_in("site", "alice", PASSWORD, PROXY)
+    assert from_the_peer.status_code == 429
+    client, named = sign_in("site", "alice", PASSWORD, PROXY, HTTP_X_FORWARDED_FOR=ELSEWHERE)
+    assert signed_in("site", client, named)
 
 
 def test_authenticate_needs_the_request_to_count_failures(alice):

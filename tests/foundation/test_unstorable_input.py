@@ -8,12 +8,16 @@ Python's parser. Each of these used to end in Django's HTML 500 page.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import pytest
+import time_machine
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import transaction
 from django.test import Client
 
+from ledger.chain import append_event
 from tests.ledger.factories import LicenseFactory, RevisionFactory, ServiceFactory
 from tests.replay.factories import BackendFactory
 
@@ -185,9 +189,22 @@ def test_an_offset_postgresql_cannot_store_is_refused_in_an_event_filter(client,
 
 
 def test_an_ordinary_offset_still_filters_events(client):
-    response = client.get("/api/events/?created_after=2026-01-01T00:00:00%2B05:30")
+    # 2026-01-01T00:00+05:30 is 2025-12-31T18:30 UTC: one event before it, one after.
+    for moment in ("2025-12-31T18:29:59+00:00", "2025-12-31T18:30:00+00:00"):
+        with (
+            time_machine.travel(dt.datetime.fromisoformat(moment), tick=False),
+            transaction.atomic(),
+        ):
+            append_event(actor=None, action="test.offset", subject=("test", moment), payload={})
+
+    response = client.get(
+        "/api/events/?action=test.offset&created_after=2026-01-01T00:00:00%2B05:30"
+    )
 
     assert response.status_code == 200
+    listed = response.json()
+    rows = listed["results"] if isinstance(listed, dict) else listed
+    assert [row["subject_id"] for row in rows] == ["2025-12-31T18:30:00+00:00"]
 
 
 # ---------------------------------------------------------------- deep nesting

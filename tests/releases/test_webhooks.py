@@ -427,7 +427,8 @@ def test_the_api_names_an_unknown_event_type(client, sre):
     )
 
     assert response.status_code == 400
-    assert "event_types" in response.json()
+    assert response.json() == {"event_types": {"0": ['"release.exploded" is not a valid choice.']}}
+    assert not WebhookSubscription.objects.exists()
 
 
 def test_the_api_delivery_log_reads_in_a_constant_number_of_queries(

@@ -140,10 +140,13 @@ def test_a_worker_killed_mid_run_is_reaped_and_a_restarted_worker_finishes_it(fa
     assert 2 <= kept < 10
     assert _state(run.pk) == Run.State.RUNNING
 
-    # Nothing beats for the dead worker: after the stale period the reaper interrupts
-    # the run and queues it again.
-    time.sleep(STALE_S + 0.5)
-    assert services.reap_stale_runs() == [run.pk]
+    # Nothing beats for the dead worker: once its last heartbeat is older than the stale
+    # period, the reaper interrupts the run and queues it again.
+    wait_for(
+        lambda: services.reap_stale_runs() == [run.pk],
+        PATIENCE_S,
+        "the reaper to find the run stale",
+    )
     assert _state(run.pk) == Run.State.INTERRUPTED
     event = Event.objects.get(action="replay.run_interrupted")
     assert event.payload_data["results_kept"] == kept
