@@ -12,7 +12,8 @@ also run once as a whole, for its peak memory and its wall time including Django
 start-up (which an export requested on the Audit page never pays).
 
 The events are appended directly with COPY, their hashes chained from the current
-head as `ledger.chain` computes them, so the chain stays valid. Use a database of
+head as `ledger.chain` computes them and signed with the ledger's key, so the chain
+stays valid. Use a database of
 its own (they stay: the table is append-only):
 
     createdb -h 127.0.0.1 ledger_bench_export
@@ -51,6 +52,7 @@ def _fill(wanted: int) -> int:
 
     from ledger.chain import GENESIS_HASH, canonical_json, compute_hash
     from ledger.models import Event
+    from ledger.signing import sign_event_hash
 
     head = Event.objects.order_by("-sequence").values_list("sequence", "hash").first()
     sequence, prev = head or (0, GENESIS_HASH)
@@ -60,7 +62,7 @@ def _fill(wanted: int) -> int:
     print(f"appending {missing:,} events (once) …", flush=True)
     columns = (
         "sequence, created_at, actor_label, action, subject_type, subject_id, "
-        "subject_label, payload, prev_hash, hash"
+        "subject_label, payload, prev_hash, hash, key_id, signature"
     )
     with (
         transaction.atomic(),
@@ -92,6 +94,7 @@ def _fill(wanted: int) -> int:
                     payload,
                     prev,
                     digest,
+                    *sign_event_hash(digest),
                 )
             )
             prev = digest
