@@ -15,7 +15,10 @@ the first thing that does not match:
    same sha256, and every subject is in the bundle (the manifest is a subject too);
 4. the chain segment: each event's hash recomputed from its fields, each event linked to
    the one before it, sequence numbers contiguous, and each event's own signature by a
-   pinned key (an event the application did not sign was not written by it);
+   pinned key (an event the application did not sign was not written by it) — those
+   after the event up to which the signed statement says the ledger found every
+   signature valid (`signatures_checked_through`, the export's checkpoint), or every
+   one with --all-signatures;
 5. that the exported event records are the chain's events, and the chain head.
 Exit status: 0 verified with a pinned key, 1 a mismatch (printed), 2 the bundle could
 not be read (or no key was given), 3 consistent with the key the bundle carries but not
@@ -352,14 +355,17 @@ def _records(name: str, number: int, data: bytes) -> Iterator[tuple[int, dict[st
 Entry = tuple[int, int, Any, Any, bool, bool, str | None]
 
 
-def _entry(number: int, record: dict[str, Any], keys: dict[str, Any]) -> Entry:
+def _entry(
+    number: int, record: dict[str, Any], keys: dict[str, Any], signatures_from: int
+) -> Entry:
     sequence = record.get("sequence")
     if not isinstance(sequence, int) or isinstance(sequence, bool):
         raise Mismatch(f"{SEGMENT} line {number}: sequence {sequence!r} is not a whole number")
     own = record.get("hash")
     genesis = bool(record.get("genesis")) and own == GENESIS_HASH
     matches = genesis or event_hash(record) == own
-    unsigned = None if genesis or not matches else event_signature_problem(record, keys)
+    checked = matches and not genesis and sequence >= signatures_from
+    unsigned = event_signature_problem(record, keys) if checked else None
     return number, sequence, record.get("prev_hash"), own, matches, genesis, unsigned
 
 
@@ -402,13 +408,16 @@ class SegmentBlock:
     hashes: str  # every event's hash, in order, concatenated (64 characters each)
 
 
-def check_segment_block(pems: tuple[bytes, ...], number: int, data: bytes) -> SegmentBlock:
-    """`pems`: the pinned keys, as text (a worker process loads them once)."""
+def check_segment_block(
+    pems: tuple[bytes, ...], signatures_from: int, number: int, data: bytes
+) -> SegmentBlock:
+    """`pems`: the pinned keys, as text (a worker process loads them once); each event's
+    signature is checked from `signatures_from` on."""
     keys = load_keys(pems)
     first = before = None
     hashes = []
     for line, record in _records(SEGMENT, number, data):
-        entry = _entry(line, record, keys)
+        entry = _entry(line, record, keys, signatures_from)
         if before is None:
             first = entry
         elif problem := _link_problem(before, entry):
@@ -432,6 +441,13 @@ class Segment:
         if self.start is None or count < 2:
             return None, None
         return self.start + 1, self.start + count - 1
+
+    def hash_at(self, sequence: int) -> str | None:
+        """The hash of any event of the segment, the one before the period included."""
+        if self.start is None or not self.start <= sequence < self.start + len(self.hashes) // 64:
+            return None
+        at = (sequence - self.start) * 64
+        return self.hashes[at : at + 64]
 
     def hash_of(self, sequence: Any) -> str | None:
         """The hash of an event inside the period (not the one before it)."""
@@ -546,12 +562,16 @@ def verify(
     *,
     jobs: int = 1,
     block_bytes: int = BLOCK_BYTES,
+    all_signatures: bool = False,
 ) -> str:
     """A one-line summary when the bundle verifies; raises Mismatch otherwise.
 
     `keys_pem`: the pinned public keys (PEM texts, each may hold several blocks); None
     takes the keys the bundle carries, which proves only that it is consistent (the
-    summary says so). `jobs` processes parse the large files, `block_bytes` at a time."""
+    summary says so). `jobs` processes parse the large files, `block_bytes` at a time.
+    Each event's own signature is checked after the event up to which the signed
+    statement says the ledger found them valid (`signatures_checked_through`), or from
+    the first with `all_signatures`."""
     try:
         archive = zipfile.ZipFile(path)
     except (OSError, zipfile.BadZipFile) as error:
@@ -577,12 +597,14 @@ def verify(
         streamed = frozenset({SEGMENT, RECORDS} & names)
         verify_files(archive, statement, streamed=streamed)
         signed = signed_digests(statement)
+        mark = _checked_through(statement)
+        signatures_from = 1 if all_signatures or mark is None else mark[0] + 1
         with ProcessPoolExecutor(jobs) if jobs > 1 else _Inline() as pool:
             segment = _stream(
                 archive,
                 SEGMENT,
                 signed[SEGMENT],
-                functools.partial(check_segment_block, pems),
+                functools.partial(check_segment_block, pems, signatures_from),
                 _read_segment,
                 pool,
                 jobs,
@@ -601,6 +623,8 @@ def verify(
                     block_bytes,
                 )
         first, last = segment.period
+        if signatures_from > 1 and mark is not None:
+            _check_mark(segment, *mark)
         head = statement.get("predicate", {}).get("chain_head", {})
         if (
             last is not None
@@ -618,11 +642,44 @@ def verify(
         if pinned
         else f"key NOT pinned ({signer}, taken from the bundle; pass --key)"
     )
+    if first is None or signatures_from <= first:
+        signatures = "each event's signature checked"
+    elif last is not None and signatures_from > last:
+        signatures = (
+            f"their signatures found valid by the ledger through #{signatures_from - 1} "
+            "(--all-signatures checks each one here)"
+        )
+    else:
+        signatures = (
+            f"each event's signature checked from #{signatures_from} (the ledger found those "
+            "before valid; --all-signatures checks each one here)"
+        )
     return (
         f"verified: {len(statement['subject'])} files match the signed statement, {span} "
-        f"recomputed, linked and their signatures checked, {records} exported records in "
-        f"the chain, chain head #{head.get('sequence')}; {key_note}"
+        f"recomputed and linked, {signatures}, {records} exported records in the chain, "
+        f"chain head #{head.get('sequence')}; {key_note}"
     )
+
+
+def _checked_through(statement: dict[str, Any]) -> tuple[int, str] | None:
+    """(sequence, hash) of the event up to which the ledger found every signature valid."""
+    mark = statement.get("predicate", {}).get("signatures_checked_through")
+    if not isinstance(mark, dict):
+        return None
+    sequence, own = mark.get("sequence"), mark.get("hash")
+    if not isinstance(sequence, int) or isinstance(sequence, bool) or not isinstance(own, str):
+        raise Mismatch(f"statement: signatures_checked_through {mark!r} is malformed")
+    return sequence, own
+
+
+def _check_mark(segment: Segment, sequence: int, own: str) -> None:
+    """Where the mark falls inside the segment, the segment must hold the event it names."""
+    held = segment.hash_at(sequence)
+    if held is not None and held != own:
+        raise Mismatch(
+            f"statement: signatures_checked_through names event #{sequence} with another "
+            "hash than the segment's"
+        )
 
 
 UNPINNED_WARNING = (
@@ -649,6 +706,12 @@ def main(argv: list[str] | None = None) -> int:
         help="no pinned key: check against the key inside the bundle, warn, and exit 3",
     )
     parser.add_argument(
+        "--all-signatures",
+        action="store_true",
+        help="check each event's own signature, also those the signed statement says the "
+        "ledger checked when it exported",
+    )
+    parser.add_argument(
         "--jobs",
         type=int,
         default=os.cpu_count() or 1,
@@ -673,7 +736,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cannot read the key: {error}", file=sys.stderr)
         return EXIT_UNREADABLE
     try:
-        summary = verify(args.bundle, keys, jobs=args.jobs)
+        summary = verify(args.bundle, keys, jobs=args.jobs, all_signatures=args.all_signatures)
     except Unreadable as error:
         print(f"cannot read the bundle: {error}", file=sys.stderr)
         return EXIT_UNREADABLE

@@ -8,7 +8,8 @@ Inside:
 - ``boms/`` — the CycloneDX ML-BOM of every revision the period's events mention;
 - ``evidence/`` — the raw load-test files those events mention, named by digest, each
   once however many reports share it;
-- ``manifest.json`` — every file with its sha256 and size, the chain head at export time;
+- ``manifest.json`` — every file with its sha256 and size, the chain head at export time,
+  and the event up to which the ledger found every signature valid;
 - ``attestation.dsse.json`` — an in-toto Statement (subjects: the files and their
   digests, manifest included; predicate: filters, period, chain head) in a DSSE envelope
   signed with the ledger's Ed25519 key;
@@ -182,6 +183,12 @@ def write_bundle(
             "filters": filters if filters is not None else {"service": service},
             "period": {"since": since.isoformat(), "until": until.isoformat()},
             "chain_head": {"sequence": checkpoint.sequence, "hash": checkpoint.hash},
+            # Every event up to here carried a valid signature when the ledger checked
+            # (the export's checkpoint): the verifier checks each one only after it.
+            "signatures_checked_through": {
+                "sequence": checkpoint.signed_through,
+                "hash": checkpoint.signed_through_hash,
+            },
             "key_id": checkpoint.key_id,
             "files": written.files,
         }
@@ -199,6 +206,7 @@ def write_bundle(
                 "filters": manifest["filters"],
                 "period": manifest["period"],
                 "chain_head": manifest["chain_head"],
+                "signatures_checked_through": manifest["signatures_checked_through"],
             },
         }
         envelope = signing.sign(canonical_json(statement).encode(), PAYLOAD_TYPE)

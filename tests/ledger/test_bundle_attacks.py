@@ -9,7 +9,9 @@ verification against the key the bundle carries no longer exits 0.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import json
 import os
 import stat
 import subprocess
@@ -22,6 +24,8 @@ import pytest
 import time_machine
 
 from ledger import signing
+from ledger.chain import canonical_json
+from ledger.models import Event
 from tests.ledger.evidence.conftest import import_file, sample_asset, sample_runtime
 from tests.ledger.factories import RevisionFactory, ServiceFactory
 from tests.ledger.test_exports import OCT, VERIFIER, _export, _resign, _rewrite
@@ -278,3 +282,67 @@ def test_the_verifier_prints_the_fingerprint_the_ledger_publishes(bundle, key_fi
 
     assert result.returncode == 0
     assert f"key pinned ({signing.public_key().keyid})" in result.stdout
+
+
+# ---------------------------------------------------------------- the signatures it checks
+
+
+def _statement(bundle: Path) -> dict:
+    with zipfile.ZipFile(bundle) as archive:
+        envelope = json.loads(archive.read("attestation.dsse.json"))
+    return json.loads(base64.b64decode(envelope["payload"]))
+
+
+def test_the_ledger_vouches_for_the_signatures_it_checked_and_the_rest_are_checked_here(
+    bundle, key_file
+):
+    mark = _statement(bundle)["predicate"]["signatures_checked_through"]
+    head = Event.objects.order_by("-sequence").first()
+
+    quick = _verify(bundle, "--key", str(key_file))
+    every = _verify(bundle, "--key", str(key_file), "--all-signatures")
+
+    # The export's checkpoint found every signature valid up to the head it saw.
+    assert mark == {"sequence": head.sequence, "hash": head.hash}
+    assert quick.returncode == every.returncode == 0, quick.stdout + every.stdout
+    assert "found valid by the ledger through" in quick.stdout
+    assert "each event's signature checked" in every.stdout
+
+
+def test_an_unsigned_event_the_statement_vouches_for_is_named_when_each_is_checked(
+    bundle, tmp_path
+):
+    lines = _segment_lines(bundle)
+    record = json.loads(lines[2])
+    record["signature"] = ""
+    lines[2] = (canonical_json(record) + "\n").encode()
+    _rewrite(bundle, {"chain/segment.jsonl": b"".join(lines)})
+    keys = _resign(bundle, tmp_path)  # a signer who vouches for what it did not check
+
+    result = _verify(bundle, "--key", str(keys), "--all-signatures")
+
+    assert result.returncode == 1
+    assert f"(event #{record['sequence']}): it carries no signature" in result.stdout
+
+
+def test_a_mark_that_names_another_event_than_the_segments_is_refused(bundle, tmp_path):
+    statement = _statement(bundle)
+    inside = json.loads(_segment_lines(bundle)[2])
+    statement["predicate"]["signatures_checked_through"] = {
+        "sequence": inside["sequence"],
+        "hash": "f" * 64,
+    }
+    keys = _resign(bundle, tmp_path, statement=statement)
+
+    result = _verify(bundle, "--key", str(keys))
+
+    assert result.returncode == 1
+    assert (
+        f"signatures_checked_through names event #{inside['sequence']} with another hash"
+        in result.stdout
+    )
+
+
+def _segment_lines(bundle: Path) -> list[bytes]:
+    with zipfile.ZipFile(bundle) as archive:
+        return archive.read("chain/segment.jsonl").splitlines(keepends=True)

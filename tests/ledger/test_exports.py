@@ -100,20 +100,21 @@ def _rewrite(bundle: Path, changes: dict[str, bytes]) -> None:
             target.writestr(name, data)
 
 
-def _resign(bundle: Path, tmp_path: Path) -> Path:
+def _resign(bundle: Path, tmp_path: Path, statement: dict | None = None) -> Path:
     """Sign the bundle's current contents with another key, as a server that exported an
     inconsistent segment would: the signature holds, so only the chain checks can object.
     The key file answered holds that key and the ledger's, whose signatures the events
-    still carry."""
+    still carry. `statement`: what to sign instead of the bundle's own (subjects redone)."""
     private = Ed25519PrivateKey.generate()
     with zipfile.ZipFile(bundle) as source:
         names = [
             n for n in source.namelist() if n not in ("attestation.dsse.json", "signing-key.pem")
         ]
         digests = {n: hashlib.sha256(source.read(n)).hexdigest() for n in names}
-        statement = json.loads(
-            base64.b64decode(json.loads(source.read("attestation.dsse.json"))["payload"])
-        )
+        if statement is None:
+            statement = json.loads(
+                base64.b64decode(json.loads(source.read("attestation.dsse.json"))["payload"])
+            )
     statement["subject"] = [{"name": n, "digest": {"sha256": d}} for n, d in digests.items()]
     payload = canonical_json(statement).encode()
     kind = b"application/vnd.in-toto+json"
