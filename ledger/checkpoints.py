@@ -37,6 +37,10 @@ from lib import metrics
 
 FOLDER = "checkpoints"
 PAYLOAD_TYPE = "application/vnd.inference-release-ledger.checkpoint+json"
+# At most this many signatures are checked per checkpoint (some seconds): a ledger that
+# gained its signatures by migration gets its mark moved up over several checkpoints,
+# never by one task that runs past its time limit and so moves nothing.
+SIGNATURES_PER_CHECKPOINT = 200_000
 
 
 @dataclass(frozen=True)
@@ -57,12 +61,18 @@ def _name(sequence: int, taken_at: dt.datetime) -> str:
     return f"{FOLDER}/{sequence:015d}-{taken_at:%Y%m%dT%H%M%S%fZ}.json"
 
 
-def take_checkpoint(*, reason: str, storage: Storage | None = None) -> Checkpoint:
-    """Record the chain head as it is now; an empty chain is recorded as sequence 0."""
+def take_checkpoint(
+    *,
+    reason: str,
+    storage: Storage | None = None,
+    signatures_at_most: int = SIGNATURES_PER_CHECKPOINT,
+) -> Checkpoint:
+    """Record the chain head as it is now; an empty chain is recorded as sequence 0.
+    At most `signatures_at_most` signatures past the previous mark are checked."""
     storage = storage or default_storage
     head = Event.objects.order_by("-sequence").values_list("sequence", "hash").first()
     sequence, head_hash = head or (0, GENESIS_HASH)
-    signed = _signed_through(storage, sequence, head_hash)
+    signed = _signed_through(storage, sequence, head_hash, signatures_at_most)
     taken_at = timezone.now()
     statement = {
         "sequence": sequence,
@@ -78,9 +88,12 @@ def take_checkpoint(*, reason: str, storage: Storage | None = None) -> Checkpoin
     )
 
 
-def _signed_through(storage: Storage, sequence: int, head_hash: str) -> tuple[int, str]:
+def _signed_through(
+    storage: Storage, sequence: int, head_hash: str, at_most: int
+) -> tuple[int, str]:
     """How far every signature holds now: from the newest checkpoint's mark (if the
-    event there is still the one it vouched for) to the head, or to where one fails."""
+    event there is still the one it vouched for) to the head, or to where one fails,
+    or as far as `at_most` signatures reach."""
     try:
         previous = newest_checkpoint(storage)
     except CheckpointUnreadable:
@@ -90,9 +103,10 @@ def _signed_through(storage: Storage, sequence: int, head_hash: str) -> tuple[in
         start, start_hash = previous.signed_through, previous.signed_through_hash
     if start >= sequence:
         return start, start_hash
-    failing = first_unsigned(start, sequence)
+    through = min(sequence, start + at_most)
+    failing = first_unsigned(start, through)
     if failing is None:
-        return sequence, head_hash
+        return (sequence, head_hash) if through == sequence else (through, _hash_at(through))
     if failing - 1 == start:
         return start, start_hash
     return failing - 1, _hash_at(failing - 1)

@@ -328,3 +328,16 @@ def test_the_page_the_api_and_the_command_say_where_the_signatures_were_checked(
     assert api["ok"] and api["signatures_from"] == checkpoint.sequence + 1
     assert event["key_id"] == signing.public_key().keyid and len(event["signature"]) == 88
     assert f"signatures checked from #{checkpoint.sequence + 1}" in out.getvalue()
+
+
+def test_a_long_unchecked_stretch_is_marked_over_several_checkpoints():
+    """After the migration signed a large ledger, no one checkpoint checks it all."""
+    events = _append(7)
+
+    marks = [
+        checkpoints.take_checkpoint(reason="test", signatures_at_most=3).signed_through
+        for _ in range(4)
+    ]
+
+    assert marks == [3, 6, 7, 7]
+    assert checkpoints.verify_ledger().chain.signatures_from == events[-1].sequence + 1
