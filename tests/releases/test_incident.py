@@ -88,7 +88,7 @@ def test_changes_of_the_last_72_hours_and_owners_with_how_to_reach_them(client, 
     assert "service.live_revision_changed" in _section(body, "changes-heading")
     owners = _section(body, "owners-heading")
     assert "mailto:owner@example.com" in owners
-    assert "platform_sre" in owners  # the SRE outside the team is on call for the role
+    assert "Platform SRE" in owners  # the SRE outside the team is on call for the role
 
 
 def test_the_changes_say_what_changed_with_revisions_by_their_labels(client, sre, kb):
