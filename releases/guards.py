@@ -61,17 +61,15 @@ MEASURES: dict[str, Metric] = {
     "ttft_p99_ms": Metric("p99 TTFT", "ms", raw=True),
     "tpot_ms": Metric("TPOT", "ms"),
     "error_rate_pct": Metric("error rate", "%"),
-    "json_valid_pct": Metric("JSON-valid rate", "%", higher_is_worse=False),
+    "structured_error_rate_pct": Metric("structured-output error rate", "%"),
     "tool_call_success_pct": Metric("tool-call success rate", "%", higher_is_worse=False),
     "refusal_rate_pct": Metric("refusal rate", "%"),
 }
 
-# What a guard may bound: the measures, and the structured-output error rate, which is
-# what the JSON-valid rate leaves (the gray plan's guards name it so).
-GUARD_METRICS: dict[str, Metric] = {
-    **{key: m for key, m in MEASURES.items() if key != "json_valid_pct"},
-    "structured_error_rate_pct": Metric("structured-output error rate", "%"),
-}
+# What a guard may bound: every measure, by the same name. An observation may still give
+# the older `json_valid_pct` instead of the structured-output error rate (100 − it).
+GUARD_METRICS: dict[str, Metric] = dict(MEASURES)
+LEGACY_MEASURES = ("json_valid_pct",)
 
 
 class GuardSpec(TypedDict):

@@ -22,7 +22,7 @@ _MS = {"min_value": 0, "max_value": 10_000_000, "decimal_places": 3}
 # observations record); metric names such as TTFT and TPOT read the same in every language.
 _MEASURE_LABELS = {
     "error_rate_pct": _("error rate"),
-    "json_valid_pct": _("JSON-valid rate"),
+    "structured_error_rate_pct": _("structured-output error rate"),
     "tool_call_success_pct": _("tool-call success rate"),
     "refusal_rate_pct": _("refusal rate"),
 }
@@ -90,15 +90,25 @@ class ObservationForm(InlineValidationMixin, forms.Form):
         ),
     )
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, stage_started_at: dt.datetime | None = None, **kwargs: Any
+    ) -> None:
+        """`stage_started_at`: when the stage observed began; the default window (the last
+        quarter of an hour) starts no earlier."""
         super().__init__(*args, **kwargs)
         for side in ("candidate", "baseline"):
             for key in MEASURES:
                 self.fields[f"{side}_{key}"] = _measure_field(key, side)
         if not self.is_bound:
-            end = timezone.localtime().replace(second=0, microsecond=0)
+            now = timezone.localtime().replace(microsecond=0)
+            end = now.replace(second=0)
+            start = end - dt.timedelta(minutes=15)
+            if stage_started_at is not None:
+                start = max(start, timezone.localtime(stage_started_at).replace(microsecond=0))
+                if end <= start:  # the stage began within the current minute
+                    end = now
             self.initial.setdefault("window_end", end)
-            self.initial.setdefault("window_start", end - dt.timedelta(minutes=15))
+            self.initial.setdefault("window_start", start)
 
     def side(self, name: str) -> dict[str, Any]:
         """One side's aggregates as `record_observation` takes them."""

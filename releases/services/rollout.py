@@ -329,6 +329,9 @@ def promote_release(release: Release, *, actor: Actor, note: str = "") -> Releas
         # A plan that stops short of 100 %: promoting its last stage releases it.
         _release_fully(release, actor=actor, now=now)
     else:
+        # The locked release itself: starting a 100 % stage releases it, and the caller
+        # reads the state it ends in from what this returns.
+        next_stage.release = release
         _start(next_stage, actor=actor, now=now)
     return release
 

@@ -135,14 +135,19 @@ def _apply(request: AuthenticatedHttpRequest, release: Release, action: str, rea
         return _("Release #%(pk)s is rolling out: stage 1 carries traffic.") % {"pk": release.pk}
     if action == "promote":
         result = services.promote_release(release, actor=request.user)
+        stage = result.stages.filter(started_at__isnull=False).order_by("-number").first()
         if result.state == Release.State.RELEASED:
-            return _("Released: %(revision)s is live on %(service)s.") % {
-                "revision": release.to_revision.label,
-                "service": release.service.slug,
-            }
-        stage = active_stage(result)
-        return _("Promoted: stage %(number)s carries traffic.") % {
-            "number": stage.number if stage else "?"
+            said = {"revision": release.to_revision.label, "service": release.service.slug}
+            if stage is None or not stage.is_full:  # a plan that stopped short of 100 %
+                return _("Released: %(revision)s is live on %(service)s.") % said
+            return _(
+                "Released: %(revision)s is live on %(service)s (stage %(number)s carries "
+                "100 %% of traffic)."
+            ) % {**said, "number": stage.number}
+        assert stage is not None  # a rollout still going has a stage carrying traffic
+        return _("Promoted: stage %(number)s carries %(pct)s %% of traffic.") % {
+            "number": stage.number,
+            "pct": f"{float(stage.traffic_pct):g}",
         }
     if action == "hold":
         stage = services.hold_release(release, actor=request.user, reason=reason)
@@ -202,7 +207,9 @@ def _observation_form_page(request: AuthenticatedHttpRequest, release: Release) 
             return HttpResponse(format_html('<p class="empty">{}</p>', nothing))
         messages.info(request, nothing)
         return redirect(reverse("releases:release_detail", args=[release.pk]) + "#rollout")
-    context = {"release": release, "form": ObservationForm(), "rollout": rollout}
+    stage = rollout.current.stage if rollout.current else None
+    form = ObservationForm(stage_started_at=stage.started_at if stage else None)
+    context = {"release": release, "form": form, "rollout": rollout}
     if wants_fragment(request):
         return render(request, "releases/_observation_form.html", context)
     return render(request, "releases/observation_form.html", context)
