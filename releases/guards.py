@@ -67,7 +67,7 @@ MEASURES: dict[str, Metric] = {
 }
 
 # What a guard may bound: every measure, by the same name. An observation may still give
-# the older `json_valid_pct` instead of the structured-output error rate (100 − it).
+# the older `json_valid_pct` instead of the structured-output error rate (100 minus it).
 GUARD_METRICS: dict[str, Metric] = dict(MEASURES)
 LEGACY_MEASURES = ("json_valid_pct",)
 

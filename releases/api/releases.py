@@ -280,6 +280,25 @@ class ReleaseViewSet(
         return self._rollout(release)
 
     @extend_schema(
+        summary="End the observation window of the stage carrying traffic now, and promote it "
+        "(platform SREs only; the reason is kept in the ledger)",
+        request=ReasonSerializer,
+        responses={200: RolloutSerializer, 409: CONFLICT},
+    )
+    @action(detail=True, methods=["post"], url_path="end-window")
+    def end_window(self, request: Request, pk: str | None = None) -> Response:
+        release = self.get_object()
+        self.call_verb(
+            permissions.ensure_can_end_observation_window, release=release
+        )  # who may, before the body
+        given = ReasonSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        self._verb(
+            services.end_observation_window, release, reason=given.validated_data["reason"]
+        )
+        return self._rollout(release)
+
+    @extend_schema(
         summary="Hold the stage carrying traffic until a person promotes it",
         request=ReasonSerializer,
         responses={200: RolloutSerializer, 409: CONFLICT},

@@ -33,6 +33,7 @@ from releases.services.rollbacks import confirm_rollback, record_rollback
 from releases.services.rollout import (
     abort_release,
     close_release,
+    end_observation_window,
     hold_release,
     promote_release,
     record_observation,
@@ -59,6 +60,7 @@ __all__ = [
     "create_release",
     "create_standard_template",
     "grant_waiver",
+    "end_observation_window",
     "hold_release",
     "promote_release",
     "reconcile_change",

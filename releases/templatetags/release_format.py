@@ -50,6 +50,7 @@ WORDS = {
     "promote": pgettext_lazy("action", "promote"),
     "hold": pgettext_lazy("action", "hold"),
     "abort": pgettext_lazy("action", "abort"),
+    "end-window": pgettext_lazy("action", "end the window"),
 }
 
 

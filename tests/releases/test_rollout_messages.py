@@ -125,3 +125,97 @@ def test_an_observation_posted_with_the_older_json_valid_rate_is_still_read(roll
         if r["metric"] == "structured_error_rate_pct"
     )
     assert (result["status"], result["value"]) == ("fail", 3.0)
+
+
+def _confirm_page(client, user, release):
+    client.force_login(user)
+    return client.get(reverse("releases:rollout_action", args=[release.pk, "promote"]))
+
+
+def test_a_promotion_the_window_refuses_is_not_offered_and_says_when_it_can_be(
+    client, rolling, sre
+):
+    observe(rolling, sre, GOOD)
+    stage = Stage.objects.get(release=rolling, number=1)
+    ends = timezone.localtime(stage.started_at + dt.timedelta(minutes=60))
+    html = _confirm_page(client, sre, rolling).content.decode()
+    assert "The observation window of stage 1 ends at <time" in html
+    assert f">{ends:%Y-%m-%d %H:%M %Z}</time>: it can be promoted from then on" in html
+    form = html[html.index('<form method="post"') :]
+    assert "<button" not in form[: form.index("</form>")]  # no doomed Promote button
+    assert reverse("releases:rollout_action", args=[rolling.pk, "hold"]) in html
+    assert reverse("releases:rollout_action", args=[rolling.pk, "end-window"]) in html
+    # Once the window has ended the page offers Promote and nothing else.
+    with time_machine.travel(_after_window(rolling)):
+        html = _confirm_page(client, sre, rolling).content.decode()
+    assert '<button type="submit" class="primary">Promote</button>' in html
+    assert reverse("releases:rollout_action", args=[rolling.pk, "end-window"]) not in html
+
+
+def test_a_promotion_refused_for_its_guards_offers_no_early_end(client, rolling, sre):
+    html = _confirm_page(client, sre, rolling).content.decode()  # no observation yet
+    assert "has guards but no observation yet" in html
+    assert reverse("releases:rollout_action", args=[rolling.pk, "end-window"]) not in html
+    assert reverse("releases:rollout_action", args=[rolling.pk, "hold"]) in html
+
+
+def test_platform_ends_the_window_now_with_a_reason_and_the_stage_is_promoted(
+    client, rolling, sre
+):
+    observe(rolling, sre, GOOD)
+    client.force_login(sre)
+    url = reverse("releases:rollout_action", args=[rolling.pk, "end-window"])
+    confirm = client.get(url)
+    assert confirm.status_code == 200
+    assert "ends the observation window of stage 1 now" in confirm.content.decode()
+    missing = client.post(url, {"reason": ""})
+    assert missing.status_code == 400
+    assert "reason" in missing.context["form"].errors
+    assert Stage.objects.get(release=rolling, number=1).state == "observing"
+    done = client.post(url, {"reason": "tenant support signed off the canary at 14:05"})
+    assert done.status_code == 302
+    assert Stage.objects.get(release=rolling, number=1).state == "promoted"
+    assert Stage.objects.get(release=rolling, number=2).state == "observing"
+    ended = Event.objects.get(action="release.stage_window_ended")
+    payload = ended.payload_data
+    assert payload["stage"] == 1 and payload["observation_minutes"] == 60
+    assert payload["reason"] == "tenant support signed off the canary at 14:05"
+    assert Event.objects.filter(action="release.promoted", sequence__gt=ended.sequence).exists()
+    assert _said(done)[-1] == (
+        "Ended the observation window of stage 1 early: stage 2 carries 25 % of traffic."
+    )
+
+
+def test_ending_the_window_early_is_refused_to_anyone_but_platform_and_on_failing_guards(
+    client, world, rolling, sre, owner
+):
+    from django.contrib.auth.models import Permission
+
+    from tests.factories import UserFactory
+
+    gateway = UserFactory(username="gateway-bot", roles=[])
+    gateway.user_permissions.add(Permission.objects.get(codename="promote_release"))
+    url = reverse("releases:rollout_action", args=[rolling.pk, "end-window"])
+    for person in (owner, gateway):
+        client.force_login(person)
+        assert client.get(url).status_code == 403
+        assert client.post(url, {"reason": "now"}).status_code == 403
+    observe(rolling, sre, {**GOOD, "ttft_p95_ms": 1400})  # a failing guard within budget
+    client.force_login(sre)
+    refused = client.post(url, {"reason": "looks fine to me"})
+    assert refused.status_code == 409
+    assert "Wait for a passing observation, or roll back" in refused.content.decode()
+    assert not Event.objects.filter(action="release.stage_window_ended").exists()
+
+
+def test_the_api_ends_the_window_as_the_page_does(client, rolling, sre, owner):
+    observe(rolling, sre, GOOD)
+    url = f"/api/releases/{rolling.pk}/end-window/"
+    client.force_login(owner)
+    assert client.post(url, {"reason": "x"}, content_type="application/json").status_code == 403
+    client.force_login(sre)
+    empty = client.post(url, {}, content_type="application/json")
+    assert empty.status_code == 400 and "reason" in empty.json()
+    done = client.post(url, {"reason": "the canary is fine"}, content_type="application/json")
+    assert done.status_code == 200
+    assert Stage.objects.get(release=rolling, number=2).state == "observing"
