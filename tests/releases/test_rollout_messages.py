@@ -219,3 +219,14 @@ def test_the_api_ends_the_window_as_the_page_does(client, rolling, sre, owner):
     done = client.post(url, {"reason": "the canary is fine"}, content_type="application/json")
     assert done.status_code == 200
     assert Stage.objects.get(release=rolling, number=2).state == "observing"
+
+
+def test_aborting_a_canary_is_not_rated_on_the_live_revisions_evidence(world, rolling):
+    from releases.queries.plan import plan_readiness, rollback_plan
+
+    plan = rollback_plan(world.service)
+    assert plan.in_flight and plan.target == world.live  # an abort goes back to what serves
+    readiness = plan_readiness(world.service, plan)
+    texts = [reason.text for reason in readiness.reasons]
+    assert not [t for t in texts if "load-test evidence" in t], texts
+    assert readiness.verdict == "ready", texts
