@@ -74,6 +74,10 @@ GATES: Final[dict[str, str]] = {
 }
 
 GATE_KEYS: Final = tuple(GATES)
+
+# How long before its planned start a rollout may start without a word: beyond it, the
+# start page warns and the verb asks for a reason, kept in the ledger.
+EARLY_START_TOLERANCE: Final = dt.timedelta(minutes=15)
 _EVERY_GATE = GATE_KEYS
 _BASIC = ("license", "provenance", "image_pinned", "risk", "change_path", "blackout", "signoffs")
 

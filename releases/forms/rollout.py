@@ -144,6 +144,18 @@ class ReasonForm(forms.Form):
     )
 
 
+class EarlyStartForm(forms.Form):
+    early_reason = forms.CharField(
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label=_("Why start before the planned start"),
+        help_text=_(
+            "The signers approved it for the planned start; your reason is kept with the "
+            "start in the ledger."
+        ),
+    )
+
+
 class RollbackForm(forms.Form):
     target_revision = forms.TypedChoiceField(
         coerce=int,

@@ -11,6 +11,7 @@ from releases.services.errors import GatesNotPassed, TransitionRefused
 from releases.services.lifecycle import (
     EDITABLE_FIELDS,
     create_release,
+    early_start,
     reopen_release,
     start_rollout,
     submit_release,
@@ -59,8 +60,9 @@ __all__ = [
     "create_blackout_window",
     "create_release",
     "create_standard_template",
-    "grant_waiver",
+    "early_start",
     "end_observation_window",
+    "grant_waiver",
     "hold_release",
     "promote_release",
     "reconcile_change",

@@ -123,6 +123,16 @@ def minutes_words(count: int | None) -> str:
     return minutes_in_words(count)
 
 
+@register.simple_tag
+def planned_start_in(moment: dt.datetime) -> str:
+    """How far ahead `moment` is, in words: "2 days", "5 h 10 min"."""
+    ahead = moment - timezone.now()
+    if ahead >= dt.timedelta(days=1):
+        days = round(ahead / dt.timedelta(days=1))
+        return ngettext("%(count)s day", "%(count)s days", days) % {"count": days}
+    return in_words(ahead)
+
+
 class Left(NamedTuple):
     expired: bool
     text: str

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -24,7 +25,7 @@ from lib.actors import AuthenticatedHttpRequest
 from lib.durations import minutes_in_words
 from lib.pages import apply_errors, wants_fragment
 from releases import permissions, services
-from releases.forms.rollout import CloseForm, ObservationForm, ReasonForm
+from releases.forms.rollout import CloseForm, EarlyStartForm, ObservationForm, ReasonForm
 from releases.models import Release, Stage
 from releases.queries.rollout import rollout_of
 from releases.services.rollout import active_stage, promotion_refusal, window_ends_at
@@ -139,13 +140,20 @@ def rollout_action(request: AuthenticatedHttpRequest, pk: int, action: str) -> H
     release = _release(pk)
     _may(request, release, action)
     title, explanation, needs_reason = ACTIONS[action]
-    form = ReasonForm(request.POST) if request.method == "POST" and needs_reason else None
+    planned = services.early_start(release, timezone.now()) if action == "start" else None
+    posted = request.POST if request.method == "POST" else None
+    form: forms.Form | None = None
+    if planned is not None:
+        form = EarlyStartForm(posted)
+    elif needs_reason:
+        form = ReasonForm(posted)
     context: dict[str, Any] = {
         "release": release,
         "action": action,
         "title": title,
-        "form": form or (ReasonForm() if needs_reason else None),
+        "form": form,
         "rollout": rollout_of(release),
+        "planned_start": planned,
         **_promotion_ahead(request, release, action),
     }
     stage = context.get("stage")
@@ -159,9 +167,11 @@ def rollout_action(request: AuthenticatedHttpRequest, pk: int, action: str) -> H
         return render(request, "releases/rollout_confirm.html", context)
     if form is not None and not form.is_valid():
         return render(request, "releases/rollout_confirm.html", context, status=400)
-    reason = form.cleaned_data["reason"] if form is not None else ""
+    said = form.cleaned_data if form is not None else {}
     try:
-        note = _apply(request, release, action, reason)
+        note = _apply(
+            request, release, action, said.get("reason", ""), said.get("early_reason", "")
+        )
     except services.TransitionRefused as refused:
         context.update(refusal=refused.message, release=_release(pk), rollout=rollout_of(release))
         return render(request, "releases/rollout_confirm.html", context, status=409)
@@ -177,9 +187,15 @@ def rollout_action(request: AuthenticatedHttpRequest, pk: int, action: str) -> H
     return redirect(reverse("releases:release_detail", args=[pk]) + "#rollout")
 
 
-def _apply(request: AuthenticatedHttpRequest, release: Release, action: str, reason: str) -> str:
+def _apply(
+    request: AuthenticatedHttpRequest,
+    release: Release,
+    action: str,
+    reason: str,
+    early_reason: str = "",
+) -> str:
     if action == "start":
-        services.start_rollout(release, actor=request.user)
+        services.start_rollout(release, actor=request.user, early_reason=early_reason)
         return _("Release #%(pk)s is rolling out: stage 1 carries traffic.") % {"pk": release.pk}
     if action == "promote":
         result = services.promote_release(release, actor=request.user)

@@ -296,16 +296,12 @@ def test_on_a_phone_without_javascript_every_section_reads(live_server, browser,
     context.close()
 
 
-def test_changes_to_what_serves_come_first_and_the_rest_links_to_the_whole_period(
-    client, sre, kb
-):
+def test_changes_to_what_serves_come_first_and_the_rest_links_to_the_whole_period(client, sre, kb):
     from ledger.chain import append_event
     from releases.queries.incident import CHANGES_LISTED
 
     for n in range(CHANGES_LISTED + 5):  # sign-off noise, newer than the live changes
-        append_event(
-            actor=None, action="release.signed_off", subject=kb, payload={"n": n}
-        )
+        append_event(actor=None, action="release.signed_off", subject=kb, payload={"n": n})
     body = _page(client, sre).content.decode()
     changes = _section(body, "changes-heading")
     serving = changes[changes.index('id="serving-changes"') : changes.index('id="other-changes"')]

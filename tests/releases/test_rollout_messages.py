@@ -159,9 +159,7 @@ def test_a_promotion_refused_for_its_guards_offers_no_early_end(client, rolling,
     assert reverse("releases:rollout_action", args=[rolling.pk, "hold"]) in html
 
 
-def test_platform_ends_the_window_now_with_a_reason_and_the_stage_is_promoted(
-    client, rolling, sre
-):
+def test_platform_ends_the_window_now_with_a_reason_and_the_stage_is_promoted(client, rolling, sre):
     observe(rolling, sre, GOOD)
     client.force_login(sre)
     url = reverse("releases:rollout_action", args=[rolling.pk, "end-window"])
@@ -230,3 +228,69 @@ def test_aborting_a_canary_is_not_rated_on_the_live_revisions_evidence(world, ro
     texts = [reason.text for reason in readiness.reasons]
     assert not [t for t in texts if "load-test evidence" in t], texts
     assert readiness.verdict == "ready", texts
+
+
+def _approved_planned(release, owner, signers, *, in_hours: float) -> Release:
+    from tests.releases.factories import approve
+
+    Release.objects.filter(pk=release.pk).update(
+        planned_start=timezone.now() + dt.timedelta(hours=in_hours)
+    )
+    release.refresh_from_db()
+    return approve(release, owner, signers)
+
+
+def test_starting_two_days_early_warns_and_needs_a_reason(client, release, owner, signers):
+    approved = _approved_planned(release, owner, signers, in_hours=48)
+    client.force_login(owner)
+    url = reverse("releases:rollout_action", args=[approved.pk, "start"])
+    html = client.get(url).content.decode()
+    planned = timezone.localtime(approved.planned_start)
+    assert "is planned to start at <time" in html
+    assert f">{planned:%Y-%m-%d %H:%M %Z}</time>, 2 days from now." in html
+    assert 'name="early_reason"' in html
+    refused = client.post(url, {"early_reason": ""})
+    assert refused.status_code == 400
+    assert refused.context["form"].errors["early_reason"]
+    approved.refresh_from_db()
+    assert approved.state == Release.State.APPROVED
+    started = client.post(url, {"early_reason": "the tenant asked for it before the weekend"})
+    assert started.status_code == 302
+    approved.refresh_from_db()
+    assert approved.state == Release.State.ROLLING_OUT
+    payload = Event.objects.get(action="release.rollout_started").payload_data
+    assert payload["early_reason"] == "the tenant asked for it before the weekend"
+    assert payload["planned_start"]
+
+
+def test_the_verb_refuses_an_early_start_without_a_reason_and_not_an_on_time_one(
+    release, owner, signers
+):
+    from django.core.exceptions import ValidationError
+
+    approved = _approved_planned(release, owner, signers, in_hours=48)
+    with pytest.raises(ValidationError) as refused:
+        services.start_rollout(approved, actor=owner)
+    assert "is planned to start at" in refused.value.message_dict["early_reason"][0]
+    with time_machine.travel(approved.planned_start - dt.timedelta(minutes=5)):
+        services.start_rollout(approved, actor=owner)  # within the tolerance: on time
+    approved.refresh_from_db()
+    assert approved.state == Release.State.ROLLING_OUT
+
+
+def test_a_start_on_or_after_the_planned_start_asks_nothing(client, release, owner, signers):
+    approved = _approved_planned(release, owner, signers, in_hours=-1)
+    client.force_login(owner)
+    url = reverse("releases:rollout_action", args=[approved.pk, "start"])
+    assert 'name="early_reason"' not in client.get(url).content.decode()
+    assert client.post(url).status_code == 302
+
+
+def test_the_api_starts_early_only_with_a_reason(client, release, owner, signers):
+    approved = _approved_planned(release, owner, signers, in_hours=48)
+    client.force_login(owner)
+    url = f"/api/releases/{approved.pk}/start/"
+    refused = client.post(url, {}, content_type="application/json")
+    assert refused.status_code == 400 and "early_reason" in refused.json()
+    started = client.post(url, {"early_reason": "pulled forward"}, content_type="application/json")
+    assert started.status_code == 200
