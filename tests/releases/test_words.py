@@ -133,3 +133,49 @@ def test_the_comment_field_says_a_rejection_needs_one(client, owner, release, sr
         "A rejection needs a comment: the filer reads it."
     ]
     assert not SignOff.objects.exists()
+
+
+SLOW = {"requests": 1200, "ttft_p95_ms": 1400, "error_rate_pct": 0.2}
+
+
+def _zh(client, url: str) -> str:
+    response = client.get(url, headers={"Accept-Language": "zh-hans"})
+    assert response.status_code == 200
+    assert '<html lang="zh-hans"' in response.content.decode()
+    return response.content.decode()
+
+
+def _text(html: str) -> str:
+    """What a reader sees: the page without its tags and attributes."""
+    import re
+
+    return re.sub(r"<[^>]+>", " ", html)
+
+
+def test_labels_read_in_chinese_on_the_incident_screen_and_the_release_page(
+    client, world, release, owner, signers, sre
+):
+    from tests.releases.factories import observe
+
+    rolling = roll_out(release, owner, signers)
+    observe(rolling, sre, SLOW)
+    observe(rolling, sre, SLOW)  # the second failure breaches stage 1
+    client.force_login(sre)
+
+    incident = _zh(client, reverse("releases:incident", args=[world.service.slug]))
+    shown = _text(incident)
+    rollout = shown[shown.index("灰度发布") :]
+    assert "已触发" in rollout[:400] and "breached" not in rollout[:400]
+    assert "模型" in shown and ">Model<" not in incident  # the plan's rollback kind
+    assert "<dd>10 分钟</dd>" in incident  # the plan's expected time
+    assert "灰度发布已开始" in shown  # an event action by its label
+    assert 'data-action="release.rollout_started"' in incident  # the key kept as recorded
+    assert "release.rollout_started" not in shown
+    owners = shown[shown.index("联系谁") :]
+    assert "平台 SRE" in owners and "platform_sre" not in owners
+
+    page = _text(_zh(client, reverse("releases:release_detail", args=[rolling.pk])))
+    assert "压测证据有效且满足 SLO" in page  # a gate by its title
+    assert "Load-test evidence current" not in page
+    assert "1 小时" in page and "60 min" not in page  # a stage's window of 60 minutes
+    assert "阶段已开始" in page  # the timeline's actions
