@@ -8,6 +8,7 @@ from typing import Any
 
 from django import forms
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from lib.forms import InlineValidationMixin
@@ -18,22 +19,10 @@ from releases.models import Release
 _RATE = {"min_value": 0, "max_value": 100, "decimal_places": 3}
 _MS = {"min_value": 0, "max_value": 10_000_000, "decimal_places": 3}
 
-# How the form names each measure (releases.guards keeps its own English labels, which
-# observations record); metric names such as TTFT and TPOT read the same in every language.
-_MEASURE_LABELS = {
-    "error_rate_pct": _("error rate"),
-    "structured_error_rate_pct": _("structured-output error rate"),
-    "tool_call_success_pct": _("tool-call success rate"),
-    "refusal_rate_pct": _("refusal rate"),
-}
-
 
 def _measure_label(key: str) -> str:
     metric = MEASURES[key]
-    return _("%(measure)s (%(unit)s)") % {
-        "measure": _MEASURE_LABELS.get(key, metric.label),
-        "unit": metric.unit,
-    }
+    return _("%(measure)s (%(unit)s)") % {"measure": gettext(metric.label), "unit": metric.unit}
 
 
 def _measure_field(key: str, side: str) -> forms.Field:

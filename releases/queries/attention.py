@@ -166,7 +166,8 @@ def _own_release_items(user: Requester, now: dt.datetime) -> list[AttentionItem]
         said = {"release": release.pk, "revision": release.to_revision.label}
         url = reverse("releases:release_detail", args=[release.pk])
         if release.state == Release.State.REJECTED:
-            rejection = release.rejections[0] if release.rejections else None  # type: ignore[attr-defined]
+            rejections: list[SignOff] = getattr(release, "rejections", [])
+            rejection = rejections[0] if rejections else None
             text = _("release #%(release)s (%(revision)s) was rejected") % said
             if rejection is not None:
                 text = _(

@@ -107,8 +107,9 @@ def plan_guard(guards: dict[str, Any] | None, metric: str) -> str:
 
 @register.filter
 def guard_label(metric: str) -> str:
+    """A guard's metric by its name, in the reader's language."""
     known = GUARD_METRICS.get(metric)
-    return known.label if known else metric
+    return _(known.label) if known else metric
 
 
 @register.filter

@@ -285,4 +285,3 @@ def test_home_answers_in_a_fixed_number_of_queries(
         response = client.get(reverse("home"))
     assert response.status_code == 200
     assert len([i for i in response.context["attention"].items if "approved" in i.text]) == 2
-
