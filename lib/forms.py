@@ -237,6 +237,8 @@ class PrettyJSONField(JSONField):
     def prepare_value(self, value: Any) -> Any:
         if isinstance(value, forms.fields.InvalidJSONInput):
             return value
+        if value is None:  # an empty field, not the JSON text `null`
+            return ""
         return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
 
 

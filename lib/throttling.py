@@ -36,9 +36,10 @@ from django.db.models import QuerySet, Sum
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
-from django.utils.translation import gettext as _
 from rest_framework import authentication, exceptions
 from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
+
+from lib.durations import in_words
 
 if TYPE_CHECKING:
     from rest_framework.request import Request
@@ -105,13 +106,8 @@ class SignInHandler(AxesDatabaseHandler):
 
 
 def _in_words(delta: dt.timedelta) -> str:
-    """ "15 min", "1 h 30 min", "2 h"."""
-    hours, minutes = divmod(max(1, round(delta.total_seconds() / 60)), 60)
-    if not hours:
-        return _("%(minutes)d min") % {"minutes": minutes}
-    if minutes:
-        return _("%(hours)d h %(minutes)d min") % {"hours": hours, "minutes": minutes}
-    return _("%(hours)d h") % {"hours": hours}
+    """ "15 min", "1 h 30 min", "2 h": whole minutes, at least one."""
+    return in_words(dt.timedelta(minutes=max(1, round(delta.total_seconds() / 60))))
 
 
 def lockout_response(

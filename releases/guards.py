@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
 import numpy as np
+from django.utils.translation import gettext_noop
 from scipy import stats  # type: ignore[import-untyped]  # scipy-stubs is a further package
 
 GuardStatus = Literal["pass", "fail", "inconclusive"]
@@ -55,23 +56,24 @@ class Metric:
     raw: bool = False  # computable from raw per-request TTFTs
 
 
-# What an observation measures, by the key it is posted under.
+# What an observation measures, by the key it is posted under. The labels stay English
+# here (a guard's result records its label); a page translates them (`guard_label`).
 MEASURES: dict[str, Metric] = {
-    "ttft_p95_ms": Metric("p95 TTFT", "ms", raw=True),
-    "ttft_p99_ms": Metric("p99 TTFT", "ms", raw=True),
-    "tpot_ms": Metric("TPOT", "ms"),
-    "error_rate_pct": Metric("error rate", "%"),
-    "json_valid_pct": Metric("JSON-valid rate", "%", higher_is_worse=False),
-    "tool_call_success_pct": Metric("tool-call success rate", "%", higher_is_worse=False),
-    "refusal_rate_pct": Metric("refusal rate", "%"),
+    "ttft_p95_ms": Metric(gettext_noop("p95 TTFT"), "ms", raw=True),
+    "ttft_p99_ms": Metric(gettext_noop("p99 TTFT"), "ms", raw=True),
+    "tpot_ms": Metric(gettext_noop("TPOT"), "ms"),
+    "error_rate_pct": Metric(gettext_noop("error rate"), "%"),
+    "structured_error_rate_pct": Metric(gettext_noop("structured-output error rate"), "%"),
+    "tool_call_success_pct": Metric(
+        gettext_noop("tool-call success rate"), "%", higher_is_worse=False
+    ),
+    "refusal_rate_pct": Metric(gettext_noop("refusal rate"), "%"),
 }
 
-# What a guard may bound: the measures, and the structured-output error rate, which is
-# what the JSON-valid rate leaves (the gray plan's guards name it so).
-GUARD_METRICS: dict[str, Metric] = {
-    **{key: m for key, m in MEASURES.items() if key != "json_valid_pct"},
-    "structured_error_rate_pct": Metric("structured-output error rate", "%"),
-}
+# What a guard may bound: every measure, by the same name. An observation may still give
+# the older `json_valid_pct` instead of the structured-output error rate (100 minus it).
+GUARD_METRICS: dict[str, Metric] = dict(MEASURES)
+LEGACY_MEASURES = ("json_valid_pct",)
 
 
 class GuardSpec(TypedDict):

@@ -221,6 +221,17 @@ def can_promote(user: Requester, release: Release | None = None) -> bool:
     return _signed_in(user) and has_permission(user, "releases.promote_release")
 
 
+def can_end_observation_window(user: Requester, release: Release | None = None) -> bool:
+    """End a stage's observation window early and promote it: a platform SRE (or a
+    superuser) holding the promote permission; never a machine's token that holds only
+    the permission, since this sets the plan's window aside on a person's word."""
+    return (
+        _signed_in(user)
+        and (user.is_superuser or has_role(user, Role.PLATFORM_SRE))
+        and can_promote(user, release)
+    )
+
+
 def can_record_rollback(user: Requester, service: Service | None = None) -> bool:
     """Record a rollback (and confirm how it ended): `releases.record_rollback`."""
     return _signed_in(user) and has_permission(user, "releases.record_rollback")
@@ -345,6 +356,16 @@ def ensure_can_promote(actor: Actor, release: Release) -> None:
             _(
                 "Only people with the promote permission (platform by default) can start, "
                 "promote, hold or abort a rollout."
+            )
+        )
+
+
+def ensure_can_end_observation_window(actor: Actor, release: Release) -> None:
+    if actor is not None and not can_end_observation_window(actor, release):
+        raise PermissionDenied(
+            _(
+                "Only platform SREs with the promote permission can end a stage's observation "
+                "window early."
             )
         )
 

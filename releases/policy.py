@@ -49,29 +49,35 @@ import datetime as dt
 from typing import Final
 
 from django.conf import settings
+from django.utils.translation import gettext_noop
 
 from releases.schemas import METRICS
 
-# Every gate, in the order pages and the API list them, with the title pages show.
+# Every gate, in the order pages and the API list them, with the title pages show (in
+# English here: the API and the records carry it; a page translates it, `gate_title`).
 GATES: Final[dict[str, str]] = {
-    "license": "License approved for the service's exposure",
-    "provenance": "Provenance complete",
-    "image_pinned": "Image pinned and launch parameters recorded",
-    "load_evidence": "Load-test evidence current and within the SLOs",
-    "metrics_coverage": "Metrics coverage declared",
-    "replay": "Replay passed without regression",
-    "failures_classified": "Every failure sample classified",
-    "rollback_plan": "Rollback plan complete and its target verified",
-    "gray_plan": "Gray plan valid",
-    "logging_policy": "Logging policy recorded",
-    "risk": "Risk assessed",
-    "change_path": "Change path justified",
-    "decommission_plan": "Decommission moves recorded",
-    "blackout": "Planned start outside blackout windows",
-    "signoffs": "Sign-offs complete",
+    "license": gettext_noop("License approved for the service's exposure"),
+    "provenance": gettext_noop("Provenance complete"),
+    "image_pinned": gettext_noop("Image pinned and launch parameters recorded"),
+    "load_evidence": gettext_noop("Load-test evidence current and within the SLOs"),
+    "metrics_coverage": gettext_noop("Metrics coverage declared"),
+    "replay": gettext_noop("Replay passed without regression"),
+    "failures_classified": gettext_noop("Every failure sample classified"),
+    "rollback_plan": gettext_noop("Rollback plan complete and its target verified"),
+    "gray_plan": gettext_noop("Gray plan valid"),
+    "logging_policy": gettext_noop("Logging policy recorded"),
+    "risk": gettext_noop("Risk assessed"),
+    "change_path": gettext_noop("Change path justified"),
+    "decommission_plan": gettext_noop("Decommission moves recorded"),
+    "blackout": gettext_noop("Planned start outside blackout windows"),
+    "signoffs": gettext_noop("Sign-offs complete"),
 }
 
 GATE_KEYS: Final = tuple(GATES)
+
+# How long before its planned start a rollout may start without a word: beyond it, the
+# start page warns and the verb asks for a reason, kept in the ledger.
+EARLY_START_TOLERANCE: Final = dt.timedelta(minutes=15)
 _EVERY_GATE = GATE_KEYS
 _BASIC = ("license", "provenance", "image_pinned", "risk", "change_path", "blackout", "signoffs")
 

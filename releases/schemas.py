@@ -14,7 +14,7 @@ import jsonschema
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_noop
 
-from releases.guards import GUARD_METRICS, MEASURES
+from releases.guards import GUARD_METRICS, LEGACY_MEASURES, MEASURES
 
 # Their labels stay English where they are written (gate reasons, and so the snapshot
 # hash that sign-offs are bound to); gettext_noop puts them in the catalog, and pages
@@ -176,14 +176,14 @@ _SIDE: dict[str, Any] = {
                 if key.endswith("_pct")
                 else {"type": "number", "minimum": 0}
             )
-            for key in [*MEASURES, "structured_error_rate_pct"]
+            for key in [*MEASURES, *LEGACY_MEASURES]
         },
     },
 }
 OBSERVATION_SCHEMAS: dict[str, dict[str, Any]] = {"candidate": _SIDE, "baseline": _SIDE}
 OBSERVATION_EXAMPLE = (
     '{"requests": 1200, "ttft_p95_ms": 640, "ttft_p99_ms": 910, "tpot_ms": 21, '
-    '"error_rate_pct": 0.2, "json_valid_pct": 99.5, "tool_call_success_pct": 98, '
+    '"error_rate_pct": 0.2, "structured_error_rate_pct": 0.5, "tool_call_success_pct": 98, '
     '"refusal_rate_pct": 0.4}'
 )
 

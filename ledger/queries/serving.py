@@ -38,6 +38,16 @@ class ServingInterval:
     event_sequence: int
     event_hash: str
 
+    @property
+    def note(self) -> str:
+        """The reason as a page shows it beside "through rollback #3": without the
+        "rollback #3: " the rollback put in front of it (the recorded reason keeps it)."""
+        rollback = self.cause.get("rollback")
+        prefix = f"rollback #{rollback}: "
+        if isinstance(rollback, int) and self.reason.startswith(prefix):
+            return self.reason.removeprefix(prefix)
+        return self.reason
+
 
 def _live_changes(service: Service) -> Any:
     return Event.objects.filter(service=service, action=LIVE_CHANGED)

@@ -16,6 +16,9 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext, pgettext_lazy
 
+from ledger import event_actions
+from ledger.roles import Role
+
 register = template.Library()
 
 # The CSS class of each attainment word of the SLO matrix (the word itself is shown too).
@@ -88,6 +91,18 @@ def slo_bound(cell: dict[str, Any]) -> str:
 def word(value: Any) -> str:
     """A stored state word (active, verified, breached …) in the reader's language."""
     return str(WORDS.get(value, value)) if isinstance(value, str) else value
+
+
+@register.filter
+def action_label(action: str) -> str:
+    """An event's recorded action (`release.submitted`) as a page reads it."""
+    return event_actions.action_label(action)
+
+
+@register.filter
+def role_label(role: str) -> str:
+    """A role's key (`platform_sre`) by its name, in the reader's language."""
+    return str(Role(role).label) if role in Role.values else role
 
 
 @register.filter

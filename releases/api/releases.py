@@ -46,6 +46,7 @@ from releases.serializers.rollout import (
     PromoteSerializer,
     ReasonSerializer,
     RolloutSerializer,
+    StartSerializer,
     rollout_shape,
 )
 from releases.services import GatesNotPassed, TransitionRefused
@@ -251,8 +252,9 @@ class ReleaseViewSet(
         return self._rollout(self.get_object())
 
     @extend_schema(
-        summary="Start the rollout: stage 1 of the gray plan carries traffic",
-        request=None,
+        summary="Start the rollout: stage 1 of the gray plan carries traffic (before the "
+        "planned start only with an early_reason)",
+        request=StartSerializer,
         responses={200: RolloutSerializer, 409: CONFLICT, 422: GATES_FAILING},
     )
     @action(detail=True, methods=["post"])
@@ -261,7 +263,11 @@ class ReleaseViewSet(
         self.call_verb(
             permissions.ensure_can_start_rollout, release=release
         )  # who may, before the body
-        self._verb(services.start_rollout, release)
+        given = StartSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        self._verb(
+            services.start_rollout, release, early_reason=given.validated_data["early_reason"]
+        )
         return self._rollout(release)
 
     @extend_schema(
@@ -277,6 +283,23 @@ class ReleaseViewSet(
         given = PromoteSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         self._verb(services.promote_release, release, note=given.validated_data["note"])
+        return self._rollout(release)
+
+    @extend_schema(
+        summary="End the observation window of the stage carrying traffic now, and promote it "
+        "(platform SREs only; the reason is kept in the ledger)",
+        request=ReasonSerializer,
+        responses={200: RolloutSerializer, 409: CONFLICT},
+    )
+    @action(detail=True, methods=["post"], url_path="end-window")
+    def end_window(self, request: Request, pk: str | None = None) -> Response:
+        release = self.get_object()
+        self.call_verb(
+            permissions.ensure_can_end_observation_window, release=release
+        )  # who may, before the body
+        given = ReasonSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        self._verb(services.end_observation_window, release, reason=given.validated_data["reason"])
         return self._rollout(release)
 
     @extend_schema(

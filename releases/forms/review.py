@@ -32,8 +32,13 @@ class SignOffForm(forms.Form):
         required=False,
         max_length=5000,
         label=_("Comment"),
-        help_text=_("What you checked, or what must change; a rejection needs one."),
+        help_text=_(
+            "What you checked, or what must change. A rejection needs a comment: the filer "
+            "reads it."
+        ),
     )
+    # Shown beside the label instead of "(optional)" (templates/lib/_form.html).
+    comment.required_when = _("required to reject")  # type: ignore[attr-defined]
 
     def __init__(self, *args: Any, roles: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -47,7 +52,7 @@ class SignOffForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         if cleaned.get("decision") == SignOff.Decision.REJECT and not cleaned.get("comment"):
-            self.add_error("comment", _("Say why you reject the release: the filer reads it."))
+            self.add_error("comment", _("A rejection needs a comment: the filer reads it."))
         return cleaned
 
 
@@ -85,7 +90,7 @@ class WaiverForm(forms.Form):
         super().__init__(*args, **kwargs)
         field = self.fields["gate"]
         assert isinstance(field, forms.ChoiceField)
-        field.choices = gates
+        field.choices = shown_choices(gates)  # the titles of policy.GATES, in English there
         latest = timezone.localtime(bound)
         expires = self.fields["expires_at"]
         expires.initial = min(timezone.localtime() + dt.timedelta(days=7), latest).replace(

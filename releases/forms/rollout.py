@@ -8,6 +8,7 @@ from typing import Any
 
 from django import forms
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from lib.forms import InlineValidationMixin
@@ -18,22 +19,10 @@ from releases.models import Release
 _RATE = {"min_value": 0, "max_value": 100, "decimal_places": 3}
 _MS = {"min_value": 0, "max_value": 10_000_000, "decimal_places": 3}
 
-# How the form names each measure (releases.guards keeps its own English labels, which
-# observations record); metric names such as TTFT and TPOT read the same in every language.
-_MEASURE_LABELS = {
-    "error_rate_pct": _("error rate"),
-    "json_valid_pct": _("JSON-valid rate"),
-    "tool_call_success_pct": _("tool-call success rate"),
-    "refusal_rate_pct": _("refusal rate"),
-}
-
 
 def _measure_label(key: str) -> str:
     metric = MEASURES[key]
-    return _("%(measure)s (%(unit)s)") % {
-        "measure": _MEASURE_LABELS.get(key, metric.label),
-        "unit": metric.unit,
-    }
+    return _("%(measure)s (%(unit)s)") % {"measure": gettext(metric.label), "unit": metric.unit}
 
 
 def _measure_field(key: str, side: str) -> forms.Field:
@@ -90,15 +79,25 @@ class ObservationForm(InlineValidationMixin, forms.Form):
         ),
     )
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, stage_started_at: dt.datetime | None = None, **kwargs: Any
+    ) -> None:
+        """`stage_started_at`: when the stage observed began; the default window (the last
+        quarter of an hour) starts no earlier."""
         super().__init__(*args, **kwargs)
         for side in ("candidate", "baseline"):
             for key in MEASURES:
                 self.fields[f"{side}_{key}"] = _measure_field(key, side)
         if not self.is_bound:
-            end = timezone.localtime().replace(second=0, microsecond=0)
+            now = timezone.localtime().replace(microsecond=0)
+            end = now.replace(second=0)
+            start = end - dt.timedelta(minutes=15)
+            if stage_started_at is not None:
+                start = max(start, timezone.localtime(stage_started_at).replace(microsecond=0))
+                if end <= start:  # the stage began within the current minute
+                    end = now
             self.initial.setdefault("window_end", end)
-            self.initial.setdefault("window_start", end - dt.timedelta(minutes=15))
+            self.initial.setdefault("window_start", start)
 
     def side(self, name: str) -> dict[str, Any]:
         """One side's aggregates as `record_observation` takes them."""
@@ -131,6 +130,18 @@ class ReasonForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 2}),
         label=_("Reason"),
         help_text=_("Recorded in the release's timeline and the ledger."),
+    )
+
+
+class EarlyStartForm(forms.Form):
+    early_reason = forms.CharField(
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label=_("Why start before the planned start"),
+        help_text=_(
+            "The signers approved it for the planned start; your reason is kept with the "
+            "start in the ledger."
+        ),
     )
 
 

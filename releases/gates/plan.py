@@ -138,23 +138,32 @@ def logging_policy(inputs: Inputs) -> Verdict:
     )
 
 
+def _with_article(noun: str) -> str:
+    """ "an engine upgrade", "a model upgrade"."""
+    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
+
+
 def risk(inputs: Inputs) -> Verdict:
     release = inputs.release
     suggested = policy.suggested_risk(inputs.tier, release.change_kind)
     chosen = policy.effective_risk(release.risk, inputs.tier, release.change_kind)
-    kind = release.get_change_kind_display().lower()
+    kind = _with_article(release.get_change_kind_display().lower())
     if policy.RISK_ORDER.index(chosen) < policy.RISK_ORDER.index(suggested):
         if not release.risk_override_reason.strip():
             return (
                 "fail",
-                f"risk {chosen} is below the {suggested} suggested for a {kind} on a "
-                f"{inputs.tier} service: give the reason for the override.",
+                f"risk {chosen} is below the {suggested} suggested for {kind} on "
+                f"{_with_article(inputs.tier)} service: give the reason for the override.",
                 [],
             )
         return "pass", f"{chosen}, lowered from {suggested}: {release.risk_override_reason}", []
     if chosen != suggested:
         return "pass", f"{chosen}, raised from the {suggested} suggested.", []
-    return "pass", f"{chosen}, as suggested for a {kind} on a {inputs.tier} service.", []
+    return (
+        "pass",
+        f"{chosen}, as suggested for {kind} on {_with_article(inputs.tier)} service.",
+        [],
+    )
 
 
 def change_path(inputs: Inputs) -> Verdict:

@@ -1,8 +1,8 @@
 """What needs a person now, for the home page: rollouts whose guard breached (roll back
 first), held rollouts, rollbacks to confirm and unauthorized changes; the services of
 their teams that are not healthy or whose evidence has lapsed, the licenses waiting
-for their review, the releases waiting for their sign-off; and what changed in the
-last day. Every item
+for their review, the releases waiting for their sign-off, their own releases that
+were rejected or wait for them; and what changed in the last day. Every item
 names what is wrong and where to act."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Literal
 
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -35,6 +35,9 @@ MAX_SIGNOFFS_LISTED = 10
 RECENT_WINDOW = dt.timedelta(hours=24)
 RECENT_LISTED = 10
 MAX_ROLLOUTS_LISTED = 10
+MAX_OWN_RELEASES_LISTED = 10
+# A rejection asks its filer to act for this long, unless they reopen the release.
+REJECTIONS_SHOWN = dt.timedelta(days=30)
 
 Urgency = Literal["act", "look"]
 
@@ -128,6 +131,73 @@ def _signoff_items(user: Requester, now: dt.datetime) -> list[AttentionItem]:
                 reverse("releases:release_detail", args=[release.pk]) + "#signoffs",
             )
         )
+    return items
+
+
+def _own_release_items(user: Requester, now: dt.datetime) -> list[AttentionItem]:
+    """The person's own releases that wait for them: a recent rejection not yet reopened
+    (act), an approved one whose rollout they may start, a draft to submit (two queries:
+    the releases, and the rejections of those rejected)."""
+    if user is None or not user.is_authenticated:
+        return []
+    reopened = Release.objects.filter(reopened_from=OuterRef("pk"))
+    releases = (
+        Release.objects.filter(filed_by=user)
+        .filter(
+            Q(state=Release.State.REJECTED, closed_at__gte=now - REJECTIONS_SHOWN)
+            & ~Exists(reopened)
+            | Q(state__in=(Release.State.APPROVED, Release.State.DRAFT))
+        )
+        .select_related("service__team", "to_revision")
+        .prefetch_related(
+            Prefetch(
+                "signoffs",
+                SignOff.objects.filter(decision=SignOff.Decision.REJECT, voided_at__isnull=True)
+                .select_related("signer")
+                .order_by("-signed_at", "-pk"),
+                to_attr="rejections",
+            )
+        )
+        .order_by("-updated_at", "-pk")[:MAX_OWN_RELEASES_LISTED]
+    )
+    items = []
+    startable: dict[int, bool] = {}  # the rule asked once per team, not once per release
+    for release in releases:
+        said = {"release": release.pk, "revision": release.to_revision.label}
+        url = reverse("releases:release_detail", args=[release.pk])
+        if release.state == Release.State.REJECTED:
+            rejections: list[SignOff] = getattr(release, "rejections", [])
+            rejection = rejections[0] if rejections else None
+            text = _("release #%(release)s (%(revision)s) was rejected") % said
+            if rejection is not None:
+                text = _(
+                    "release #%(release)s (%(revision)s) was rejected by %(signer)s for the "
+                    "%(role)s: “%(comment)s”"
+                ) % {
+                    **said,
+                    "signer": rejection.signer.get_username(),
+                    "role": _(rejection.get_role_display()).lower(),
+                    "comment": rejection.comment,
+                }
+            text += _("; reopen it as a new draft, or leave it")
+            items.append(AttentionItem("act", release.service.slug, text, url + "#signoffs"))
+        elif release.state == Release.State.APPROVED:
+            team = release.service.team_id
+            if team not in startable:
+                startable[team] = permissions.can_start_rollout(user, release)
+            if startable[team]:
+                text = _(
+                    "release #%(release)s (%(revision)s) is approved: its rollout waits for "
+                    "you to start it"
+                )
+                items.append(
+                    AttentionItem("look", release.service.slug, text % said, url + "#rollout")
+                )
+        else:
+            text = _(
+                "release #%(release)s (%(revision)s) is a draft: submit it once its gates pass"
+            )
+            items.append(AttentionItem("look", release.service.slug, text % said, url))
     return items
 
 
@@ -230,6 +300,7 @@ def attention_for(user: Requester, *, now: dt.datetime | None = None) -> Attenti
                     reverse("ledger:asset_detail", args=[asset.pk]),
                 )
             )
+    items.extend(_own_release_items(user, now))
     items.extend(_signoff_items(user, now))
     items.extend(AttentionItem(*item) for item in review_attention(user))
     items.sort(key=lambda item: item.urgency != "act")

@@ -23,7 +23,20 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Exists, JSONField, OuterRef, Q, QuerySet, Subquery, Window
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    IntegerField,
+    JSONField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+    Window,
+)
 from django.db.models.functions import JSONObject
 from django.utils import timezone
 
@@ -35,6 +48,7 @@ from ledger.validators import parse_image
 from lib.aggregates import ListAgg, split
 from lib.querysets import built_once
 from releases import playbooks
+from releases.event_actions import SERVING_ACTIONS
 from releases.models import Release, RollbackEvent, Stage, UnauthorizedChange
 from releases.playbooks import Degradation, Playbook
 from releases.queries.plan import RollbackPlan, plan_in_force, plan_of, plan_readiness
@@ -110,9 +124,22 @@ class Incident:
     playbooks: list[Playbook]
     symptom: Playbook | None
     degradation: list[tuple[str, Degradation]]
-    changes: list[Event]
+    changes: list[Event]  # what changed what serves first (`serving_changes`), then the rest
     owners: list[Owner]
     now: dt.datetime
+    changes_cut: bool = False  # more changed in the window than are listed
+
+    @property
+    def serving_changes(self) -> list[Event]:
+        return [e for e in self.changes if e.action in SERVING_ACTIONS]
+
+    @property
+    def other_changes(self) -> list[Event]:
+        return [e for e in self.changes if e.action not in SERVING_ACTIONS]
+
+    @property
+    def changes_since(self) -> dt.datetime:
+        return self.now - CHANGES_WINDOW
 
 
 def changed_revision_labels(screen: Incident) -> dict[int, str]:
@@ -303,10 +330,17 @@ def incident(service: Service, *, symptom: str = "", now: dt.datetime | None = N
     runbook = getattr(service, "runbook", None)
     tier_playbooks = playbooks.playbooks_for(service.tier, runbook.playbooks if runbook else None)
     chosen = next((p for p in tier_playbooks if p.mode == symptom), None)
+    # Changes to what serves first, then the rest, each newest first; one more row than
+    # listed says whether the list is cut (the page then links to the whole period).
+    serving_first = Case(
+        When(action__in=SERVING_ACTIONS, then=Value(0)),
+        default=Value(1),
+        output_field=IntegerField(),
+    )
     changes = list(
-        Event.objects.filter(service=service, created_at__gte=now - CHANGES_WINDOW).order_by(
-            "-sequence"
-        )[:CHANGES_LISTED]
+        Event.objects.filter(service=service, created_at__gte=now - CHANGES_WINDOW)
+        .annotate(serving_first=serving_first)
+        .order_by("serving_first", "-sequence")[: CHANGES_LISTED + 1]
     )
     finding = getattr(service, "newest_finding", None)
     rollback = getattr(service, "open_rollback", None)
@@ -338,7 +372,8 @@ def incident(service: Service, *, symptom: str = "", now: dt.datetime | None = N
             (slug, playbooks.degradation_for(slug, runbook.degradation if runbook else None))
             for slug in split(getattr(service, "task_type_list", ""))
         ],
-        changes=changes,
+        changes=changes[:CHANGES_LISTED],
+        changes_cut=len(changes) > CHANGES_LISTED,
         owners=_owners(service),
         now=now,
     )

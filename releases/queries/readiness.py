@@ -143,7 +143,10 @@ def rollback_readiness(
         )
     if target.service_id == service.pk:
         target.service = service  # what judging its evidence reads, not read again
-    if not ledger_queries.has_current_report(target, now=now):
+    # Aborting a rollout goes back to what already serves all the rest of the traffic:
+    # evidence of its fitness is what serving shows, not a load test's age.
+    keeps_serving = in_flight and target.pk == service.live_revision_id
+    if not keeps_serving and not ledger_queries.has_current_report(target, now=now):
         reasons.append(Reason("at risk", f"{target.label} has no current load-test evidence"))
     live = service.live_revision
     if live is not None and live.pk != target.pk:

@@ -144,6 +144,16 @@ class ReasonSerializer(serializers.Serializer):
     reason = serializers.CharField(max_length=2000)
 
 
+class StartSerializer(serializers.Serializer):
+    early_reason = serializers.CharField(
+        required=False,
+        default="",
+        allow_blank=True,
+        max_length=2000,
+        help_text="Why the rollout starts before the release's planned start (needed then).",
+    )
+
+
 class PromoteSerializer(serializers.Serializer):
     note = serializers.CharField(required=False, default="", allow_blank=True, max_length=2000)
 

@@ -11,6 +11,7 @@ from releases.services.errors import GatesNotPassed, TransitionRefused
 from releases.services.lifecycle import (
     EDITABLE_FIELDS,
     create_release,
+    early_start,
     reopen_release,
     start_rollout,
     submit_release,
@@ -33,6 +34,7 @@ from releases.services.rollbacks import confirm_rollback, record_rollback
 from releases.services.rollout import (
     abort_release,
     close_release,
+    end_observation_window,
     hold_release,
     promote_release,
     record_observation,
@@ -58,6 +60,8 @@ __all__ = [
     "create_blackout_window",
     "create_release",
     "create_standard_template",
+    "early_start",
+    "end_observation_window",
     "grant_waiver",
     "hold_release",
     "promote_release",

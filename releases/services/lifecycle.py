@@ -24,7 +24,7 @@ from ledger.chain import append_event
 from ledger.models import Revision, Service, TaskType
 from lib.actors import Actor
 from releases import gates as release_gates
-from releases import permissions
+from releases import permissions, policy
 from releases.models import Release, StandardChangeTemplate
 from releases.schemas import validate_json_fields
 from releases.services.errors import GatesNotPassed, TransitionRefused
@@ -338,9 +338,23 @@ def signoffs_due_at(now: dt.datetime) -> dt.datetime:
     return now + dt.timedelta(hours=settings.RELEASES_EMERGENCY_SIGNOFF_HOURS)
 
 
+def early_start(release: Release, now: dt.datetime) -> dt.datetime | None:
+    """The planned start, when starting at `now` would be early (beyond
+    `policy.EARLY_START_TOLERANCE`); None when on time, unplanned, or on the emergency
+    path (which starts when the incident needs it)."""
+    planned = release.planned_start
+    if planned is None or release.path == Release.Path.EMERGENCY:
+        return None
+    return planned if now < planned - policy.EARLY_START_TOLERANCE else None
+
+
 @transaction.atomic
 def start_rollout(
-    release: Release, *, actor: Actor, started_at: dt.datetime | None = None
+    release: Release,
+    *,
+    actor: Actor,
+    started_at: dt.datetime | None = None,
+    early_reason: str = "",
 ) -> Release:
     """approved → rolling_out, stage 1 of the gray plan carrying traffic; on the
     emergency path, submitted → rolling_out too.
@@ -349,7 +363,8 @@ def start_rollout(
     release that starts before its sign-offs gets them due within
     RELEASES_EMERGENCY_SIGNOFF_HOURS of its start, flagged as overdue after.
     `started_at` records an emergency rollout begun before it could be recorded
-    (during an incident); it cannot lie in the future.
+    (during an incident); it cannot lie in the future. Starting before the planned
+    start (`early_start`) needs `early_reason`, kept in the event.
     """
     release = lock_release(release)
     permissions.ensure_can_start_rollout(actor, release)
@@ -364,6 +379,14 @@ def start_rollout(
         if started_at > now:
             raise ValidationError({"started_at": "A rollout cannot start in the future."})
         now = started_at
+    planned = early_start(release, now)
+    if planned is not None and not early_reason.strip():
+        raise ValidationError(
+            {
+                "early_reason": f"Release #{release.pk} is planned to start at "
+                f"{timezone.localtime(planned):%Y-%m-%d %H:%M %Z}: say why it starts early."
+            }
+        )
     skip = frozenset({"signoffs", "blackout"}) if emergency else frozenset({"blackout"})
     assessment = _gates_or_refuse(release, but=skip, doing="rolled out")
     if not emergency:
@@ -392,6 +415,8 @@ def start_rollout(
             "snapshot_hash": assessment.snapshot_hash,
             "path": release.path,
             "signoffs_due_at": release.signoffs_due_at,
+            "planned_start": release.planned_start,
+            "early_reason": early_reason.strip() if planned is not None else "",
         },
     )
     from releases.services.rollout import begin_stages
@@ -410,6 +435,7 @@ __all__ = [
     "EDITABLE_STATES",
     "approve",
     "create_release",
+    "early_start",
     "lock_release",
     "refuse_unless",
     "reopen_release",

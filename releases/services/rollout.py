@@ -272,8 +272,17 @@ def _move_stage(stage: Stage, *, actor: Actor) -> None:
         )
 
 
-def promotion_refusal(stage: Stage, release: Release, now: dt.datetime) -> str | None:
-    """Why the stage may not be promoted now, or None."""
+def window_ends_at(stage: Stage) -> dt.datetime:
+    """When a started stage's observation window ends."""
+    assert stage.started_at is not None
+    return stage.started_at + dt.timedelta(minutes=stage.observation_minutes)
+
+
+def promotion_refusal(
+    stage: Stage, release: Release, now: dt.datetime, *, window: bool = True
+) -> str | None:
+    """Why the stage may not be promoted now, or None. `window=False`: whatever its
+    observation window says (what ending the window early asks)."""
     if stage.state == Stage.State.BREACHED:
         return (
             f"Stage {stage.number} is breached ({stage.state_reason}): roll back, or abort the "
@@ -288,26 +297,17 @@ def promotion_refusal(stage: Stage, release: Release, now: dt.datetime) -> str |
             f"Stage {stage.number} has guards but no observation yet: post one, or hold the "
             "stage and promote it once you have looked."
         )
-    assert stage.started_at is not None
-    until = stage.started_at + dt.timedelta(minutes=stage.observation_minutes)
-    if now < until and release.path != Release.Path.EMERGENCY:
+    until = window_ends_at(stage)
+    if window and now < until and release.path != Release.Path.EMERGENCY:
         return (
-            f"Stage {stage.number} observes until {until:%Y-%m-%d %H:%M %Z}; only the "
-            "emergency path may promote before its window ends."
+            f"The observation window of stage {stage.number} ends at "
+            f"{until:%Y-%m-%d %H:%M %Z}; only the emergency path may promote before it ends."
         )
     return None
 
 
-@transaction.atomic
-def promote_release(release: Release, *, actor: Actor, note: str = "") -> Release:
-    """End the stage carrying traffic and start the next; at 100 % the release is live."""
-    release = lock_release(release)
-    permissions.ensure_can_promote(actor, release)
-    stage = _current(release, "promoted")
-    now = timezone.now()
-    refusal = promotion_refusal(stage, release, now)
-    if refusal:
-        raise TransitionRefused(refusal, state=release.state)
+def _promote(release: Release, stage: Stage, *, actor: Actor, now: dt.datetime, note: str) -> None:
+    """End `stage` (locked, carrying traffic) and start the next; at 100 % release."""
     next_stage = (
         Stage.objects.select_for_update().filter(release=release, number=stage.number + 1).first()
     )
@@ -329,7 +329,63 @@ def promote_release(release: Release, *, actor: Actor, note: str = "") -> Releas
         # A plan that stops short of 100 %: promoting its last stage releases it.
         _release_fully(release, actor=actor, now=now)
     else:
+        # The locked release itself: starting a 100 % stage releases it, and the caller
+        # reads the state it ends in from what the verb returns.
+        next_stage.release = release
         _start(next_stage, actor=actor, now=now)
+
+
+@transaction.atomic
+def promote_release(release: Release, *, actor: Actor, note: str = "") -> Release:
+    """End the stage carrying traffic and start the next; at 100 % the release is live."""
+    release = lock_release(release)
+    permissions.ensure_can_promote(actor, release)
+    stage = _current(release, "promoted")
+    now = timezone.now()
+    refusal = promotion_refusal(stage, release, now)
+    if refusal:
+        raise TransitionRefused(refusal, state=release.state)
+    _promote(release, stage, actor=actor, now=now, note=note)
+    return release
+
+
+@transaction.atomic
+def end_observation_window(release: Release, *, actor: Actor, reason: str) -> Release:
+    """Platform ends the stage's observation window now, and promotes it (Argo Rollouts'
+    `promote --full` for one step): only the window is set aside, with the reason on
+    record; a failing, breached or unobserved stage is refused as a promotion is."""
+    release = lock_release(release)
+    permissions.ensure_can_end_observation_window(actor, release)
+    stage = _current(release, "promoted")
+    if not reason.strip():
+        raise ValidationError(
+            {"reason": "Say why the window ends early: it is kept with the promotion."}
+        )
+    now = timezone.now()
+    refusal = promotion_refusal(stage, release, now, window=False)
+    if refusal:
+        raise TransitionRefused(refusal, state=release.state)
+    until = window_ends_at(stage)
+    if now >= until:
+        raise TransitionRefused(
+            f"The observation window of stage {stage.number} ended at "
+            f"{until:%Y-%m-%d %H:%M %Z}: promote it instead.",
+            state=release.state,
+        )
+    assert stage.started_at is not None
+    append_event(
+        actor=actor,
+        action="release.stage_window_ended",
+        subject=release,
+        payload={
+            "stage": stage.number,
+            "observation_minutes": stage.observation_minutes,
+            "observed_minutes": int((now - stage.started_at).total_seconds() // 60),
+            "window_ended_at": until,
+            "reason": reason.strip(),
+        },
+    )
+    _promote(release, stage, actor=actor, now=now, note=reason.strip())
     return release
 
 

@@ -121,7 +121,7 @@ def sign_off(
             {"decision": f"{decision!r} is not a decision; expected approve or reject."}
         )
     if decision == SignOff.Decision.REJECT and not comment.strip():
-        raise ValidationError({"comment": "Say why you reject: the filer needs to know."})
+        raise ValidationError({"comment": "A rejection needs a comment: the filer reads it."})
     assessment = sync_signoffs(release, actor=actor)
     if role not in assessment.required_roles:
         needed = ", ".join(assessment.required_roles) or "none"

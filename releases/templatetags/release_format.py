@@ -10,9 +10,10 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext, pgettext, pgettext_lazy
 
+from lib.durations import in_words, minutes_in_words
 from releases import policy
 from releases.guards import GUARD_METRICS, GuardSpec, guard_specs
-from releases.models import SignOff
+from releases.models import SignOff, Stage
 from releases.playbooks import FAILURE_MODE_TITLES
 
 register = template.Library()
@@ -49,6 +50,7 @@ WORDS = {
     "promote": pgettext_lazy("action", "promote"),
     "hold": pgettext_lazy("action", "hold"),
     "abort": pgettext_lazy("action", "abort"),
+    "end-window": pgettext_lazy("action", "end the window"),
 }
 
 
@@ -57,6 +59,12 @@ def failure_mode(playbook: Any) -> object:
     """A playbook's title (or a failure mode's) in the reader's language."""
     mode = getattr(playbook, "mode", playbook)
     return FAILURE_MODE_TITLES.get(str(mode), getattr(playbook, "title", mode))
+
+
+@register.filter
+def stage_state(state: str) -> str:
+    """A stage's state key (`breached`) as its badge says it, in the reader's language."""
+    return str(Stage.State(state).label).lower() if state in Stage.State.values else state
 
 
 @register.filter
@@ -99,20 +107,31 @@ def plan_guard(guards: dict[str, Any] | None, metric: str) -> str:
 
 @register.filter
 def guard_label(metric: str) -> str:
+    """A guard's metric by its name, in the reader's language."""
     known = GUARD_METRICS.get(metric)
-    return known.label if known else metric
+    return _(known.label) if known else metric
 
 
 @register.filter
 def minutes(duration: dt.timedelta | None) -> str:
     """A duration in words: "12 min", "1 h 5 min", "40 s"."""
-    if duration is None:
-        return "—"
-    seconds = int(duration.total_seconds())
-    if seconds < 60:
-        return f"{seconds} s"
-    hours, rest = divmod(seconds // 60, 60)
-    return f"{hours} h {rest} min" if hours else f"{rest} min"
+    return "—" if duration is None else in_words(duration)
+
+
+@register.filter
+def minutes_words(count: int | None) -> str:
+    """A number of minutes (a plan's expected time, a stage's window) in words."""
+    return minutes_in_words(count)
+
+
+@register.simple_tag
+def planned_start_in(moment: dt.datetime) -> str:
+    """How far ahead `moment` is, in words: "2 days", "5 h 10 min"."""
+    ahead = moment - timezone.now()
+    if ahead >= dt.timedelta(days=1):
+        days = round(ahead / dt.timedelta(days=1))
+        return ngettext("%(count)s day", "%(count)s days", days) % {"count": days}
+    return in_words(ahead)
 
 
 class Left(NamedTuple):
@@ -134,6 +153,13 @@ def time_left(until: dt.datetime) -> Left:
     if hours:
         return Left(False, _("%(count)s h left") % {"count": hours})
     return Left(False, _("%(count)s min left") % {"count": max(1, seconds // 60)})
+
+
+@register.filter
+def gate_title(gate: str) -> str:
+    """A gate's key (`load_evidence`) by its title, in the reader's language."""
+    title = policy.GATES.get(gate)
+    return _(title) if title else gate
 
 
 @register.filter

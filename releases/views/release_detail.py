@@ -278,11 +278,15 @@ def release_signoff(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         except services.TransitionRefused as refused:
             form.add_error(None, refused.message)
         else:
+            said = (
+                _("Approved for %(role)s on snapshot %(snapshot)s.")
+                if signoff.decision == SignOff.Decision.APPROVE
+                else _("Rejected for %(role)s on snapshot %(snapshot)s: the filer reads why.")
+            )
             messages.success(
                 request,
-                _("Signed %(decision)s for %(role)s on snapshot %(snapshot)s.")
+                said
                 % {
-                    "decision": signoff.get_decision_display().lower(),
                     "role": _(signoff.get_role_display()).lower(),
                     "snapshot": signoff.snapshot_hash[:12],
                 },
@@ -315,8 +319,11 @@ def release_waiver(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         else:
             messages.success(
                 request,
-                _("Waived the %(gate)s gate until %(until)s.")
-                % {"gate": waiver.gate, "until": f"{waiver.expires_at:%Y-%m-%d %H:%M %Z}"},
+                _("Waived the gate “%(gate)s” until %(until)s.")
+                % {
+                    "gate": _(policy.GATES[waiver.gate]),
+                    "until": f"{waiver.expires_at:%Y-%m-%d %H:%M %Z}",
+                },
             )
             return redirect("releases:release_detail", pk=pk)
     context = _page_context(request, release, waiver_form=form)
@@ -396,10 +403,11 @@ def release_transition(request: AuthenticatedHttpRequest, pk: int, action: str) 
     try:
         if action == "submit":
             result = services.submit_release(release, actor=request.user)
-            note = _("Submitted release #%(pk)s: it is %(state)s.") % {
-                "pk": result.pk,
-                "state": result.get_state_display().lower(),
-            }
+            if result.state == Release.State.APPROVED:
+                note = _("Submitted release #%(pk)s: no sign-off is needed, so it is approved.")
+            else:
+                note = _("Submitted release #%(pk)s for sign-off.")
+            note %= {"pk": result.pk}
         elif action == "withdraw":
             result = services.withdraw_release(
                 release, actor=request.user, reason=request.POST.get("reason", "")[:2000]

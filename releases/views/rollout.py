@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -21,12 +22,13 @@ from django.views.decorators.vary import vary_on_headers
 from django_stubs_ext import StrOrPromise
 
 from lib.actors import AuthenticatedHttpRequest
+from lib.durations import minutes_in_words
 from lib.pages import apply_errors, wants_fragment
 from releases import permissions, services
-from releases.forms.rollout import CloseForm, ObservationForm, ReasonForm
-from releases.models import Release
+from releases.forms.rollout import CloseForm, EarlyStartForm, ObservationForm, ReasonForm
+from releases.models import Release, Stage
 from releases.queries.rollout import rollout_of
-from releases.services.rollout import active_stage, promotion_refusal
+from releases.services.rollout import active_stage, promotion_refusal, window_ends_at
 
 # What each rollout action does, for its confirmation page; and whether it takes a reason.
 ACTIONS: dict[str, tuple[StrOrPromise, StrOrPromise, bool]] = {
@@ -56,6 +58,16 @@ ACTIONS: dict[str, tuple[StrOrPromise, StrOrPromise, bool]] = {
         ),
         True,
     ),
+    "end-window": (
+        gettext_lazy("End the observation window now"),
+        gettext_lazy(
+            "This ends the observation window of stage %(stage)s now, before the %(minutes)s "
+            "the plan gives it, and promotes the stage: the next one starts with its larger "
+            "share. Its guards still count: a failing, breached or unobserved stage is refused "
+            "as a promotion is. Your reason is kept with the promotion in the ledger."
+        ),
+        True,
+    ),
     "abort": (
         gettext_lazy("Abort the rollout"),
         gettext_lazy(
@@ -79,8 +91,42 @@ def _may(request: AuthenticatedHttpRequest, release: Release, action: str) -> No
         permissions.ensure_can_start_rollout(request.user, release)
     elif action == "hold":
         permissions.ensure_can_hold(request.user, release)
+    elif action == "end-window":
+        permissions.ensure_can_end_observation_window(request.user, release)
     else:
         permissions.ensure_can_promote(request.user, release)
+
+
+def _promotion_ahead(
+    request: AuthenticatedHttpRequest, release: Release, action: str
+) -> dict[str, Any]:
+    """What the promote and end-window pages know before anything is pressed: the stage,
+    why a promotion would be refused, and, when only its window stands in the way, when
+    that ends and what may be done meanwhile."""
+    if action not in ("promote", "end-window") or release.state != Release.State.ROLLING_OUT:
+        return {}
+    stage = active_stage(release)
+    if stage is None:
+        return {}
+    now = timezone.now()
+    refusal = promotion_refusal(stage, release, now)
+    blocking = promotion_refusal(stage, release, now, window=False)  # beyond the window
+    window_only = refusal is not None and blocking is None
+    ahead = refusal if action == "promote" else blocking
+    if action == "end-window" and ahead is None and not window_only:
+        ahead = _("The observation window of stage %(stage)s has ended: promote it instead.") % {
+            "stage": stage.number
+        }
+    return {
+        "stage": stage,
+        "refusal_ahead": ahead,
+        "window_only": window_only,
+        "window_ends_at": window_ends_at(stage),
+        "may_hold": permissions.can_hold(request.user, release)
+        and stage.state == Stage.State.OBSERVING,
+        "may_end_window": window_only
+        and permissions.can_end_observation_window(request.user, release),
+    }
 
 
 @require_http_methods(["GET", "POST"])
@@ -88,32 +134,44 @@ def _may(request: AuthenticatedHttpRequest, release: Release, action: str) -> No
 def rollout_action(request: AuthenticatedHttpRequest, pk: int, action: str) -> HttpResponse:
     """Confirm (GET), then apply (POST) one rollout verb."""
     if action not in ACTIONS:
-        raise Http404(f"No rollout action {action!r}: expected start, promote, hold or abort.")
+        raise Http404(
+            f"No rollout action {action!r}: expected start, promote, hold, end-window or abort."
+        )
     release = _release(pk)
     _may(request, release, action)
     title, explanation, needs_reason = ACTIONS[action]
-    form = ReasonForm(request.POST) if request.method == "POST" and needs_reason else None
+    planned = services.early_start(release, timezone.now()) if action == "start" else None
+    posted = request.POST if request.method == "POST" else None
+    form: forms.Form | None = None
+    if planned is not None:
+        form = EarlyStartForm(posted)
+    elif needs_reason:
+        form = ReasonForm(posted)
     context: dict[str, Any] = {
         "release": release,
         "action": action,
         "title": title,
-        # "%(full)s" keeps the percent sign out of the message, where it would read as a format.
-        "explanation": explanation % {"full": "100 %"},
-        "form": form or (ReasonForm() if needs_reason else None),
+        "form": form,
         "rollout": rollout_of(release),
+        "planned_start": planned,
+        **_promotion_ahead(request, release, action),
     }
-    if action == "promote" and release.state == Release.State.ROLLING_OUT:
-        stage = active_stage(release)
-        if stage is not None:
-            context["stage"] = stage
-            context["refusal_ahead"] = promotion_refusal(stage, release, timezone.now())
+    stage = context.get("stage")
+    # "%(full)s" keeps the percent sign out of the message, where it would read as a format.
+    context["explanation"] = explanation % {
+        "full": "100 %",
+        "stage": stage.number if stage else "",
+        "minutes": minutes_in_words(stage.observation_minutes if stage else None),
+    }
     if request.method == "GET":
         return render(request, "releases/rollout_confirm.html", context)
     if form is not None and not form.is_valid():
         return render(request, "releases/rollout_confirm.html", context, status=400)
-    reason = form.cleaned_data["reason"] if form is not None else ""
+    said = form.cleaned_data if form is not None else {}
     try:
-        note = _apply(request, release, action, reason)
+        note = _apply(
+            request, release, action, said.get("reason", ""), said.get("early_reason", "")
+        )
     except services.TransitionRefused as refused:
         context.update(refusal=refused.message, release=_release(pk), rollout=rollout_of(release))
         return render(request, "releases/rollout_confirm.html", context, status=409)
@@ -129,21 +187,41 @@ def rollout_action(request: AuthenticatedHttpRequest, pk: int, action: str) -> H
     return redirect(reverse("releases:release_detail", args=[pk]) + "#rollout")
 
 
-def _apply(request: AuthenticatedHttpRequest, release: Release, action: str, reason: str) -> str:
+def _apply(
+    request: AuthenticatedHttpRequest,
+    release: Release,
+    action: str,
+    reason: str,
+    early_reason: str = "",
+) -> str:
     if action == "start":
-        services.start_rollout(release, actor=request.user)
+        services.start_rollout(release, actor=request.user, early_reason=early_reason)
         return _("Release #%(pk)s is rolling out: stage 1 carries traffic.") % {"pk": release.pk}
     if action == "promote":
         result = services.promote_release(release, actor=request.user)
+        stage = result.stages.filter(started_at__isnull=False).order_by("-number").first()
         if result.state == Release.State.RELEASED:
-            return _("Released: %(revision)s is live on %(service)s.") % {
-                "revision": release.to_revision.label,
-                "service": release.service.slug,
-            }
-        stage = active_stage(result)
-        return _("Promoted: stage %(number)s carries traffic.") % {
-            "number": stage.number if stage else "?"
+            said = {"revision": release.to_revision.label, "service": release.service.slug}
+            if stage is None or not stage.is_full:  # a plan that stopped short of 100 %
+                return _("Released: %(revision)s is live on %(service)s.") % said
+            return _(
+                "Released: %(revision)s is live on %(service)s (stage %(number)s carries "
+                "100 %% of traffic)."
+            ) % {**said, "number": stage.number}
+        assert stage is not None  # a rollout still going has a stage carrying traffic
+        return _("Promoted: stage %(number)s carries %(pct)s %% of traffic.") % {
+            "number": stage.number,
+            "pct": f"{float(stage.traffic_pct):g}",
         }
+    if action == "end-window":
+        ended = active_stage(release)
+        result = services.end_observation_window(release, actor=request.user, reason=reason)
+        stage = result.stages.filter(started_at__isnull=False).order_by("-number").first()
+        assert ended is not None and stage is not None
+        return _(
+            "Ended the observation window of stage %(ended)s early: stage %(number)s carries "
+            "%(pct)s %% of traffic."
+        ) % {"ended": ended.number, "number": stage.number, "pct": f"{float(stage.traffic_pct):g}"}
     if action == "hold":
         stage = services.hold_release(release, actor=request.user, reason=reason)
         return _("Stage %(number)s is held.") % {"number": stage.number}
@@ -202,7 +280,9 @@ def _observation_form_page(request: AuthenticatedHttpRequest, release: Release) 
             return HttpResponse(format_html('<p class="empty">{}</p>', nothing))
         messages.info(request, nothing)
         return redirect(reverse("releases:release_detail", args=[release.pk]) + "#rollout")
-    context = {"release": release, "form": ObservationForm(), "rollout": rollout}
+    stage = rollout.current.stage if rollout.current else None
+    form = ObservationForm(stage_started_at=stage.started_at if stage else None)
+    context = {"release": release, "form": form, "rollout": rollout}
     if wants_fragment(request):
         return render(request, "releases/_observation_form.html", context)
     return render(request, "releases/observation_form.html", context)

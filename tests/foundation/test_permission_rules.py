@@ -113,6 +113,11 @@ RULES: dict[str, Rule] = {
         page=lambda w: f"/releases/{w.release.pk}/rollout/abort/",
         api=lambda w: ("post", f"/api/releases/{w.release.pk}/abort/"),
     ),
+    "end a stage's observation window early": Rule(
+        allows=lambda user, w: release_rules.can_end_observation_window(user, w.release),
+        page=lambda w: f"/releases/{w.release.pk}/rollout/end-window/",
+        api=lambda w: ("post", f"/api/releases/{w.release.pk}/end-window/"),
+    ),
     "hold a rollout": Rule(
         allows=lambda user, w: release_rules.can_hold(user, w.release),
         page=lambda w: f"/releases/{w.release.pk}/rollout/hold/",

@@ -115,7 +115,7 @@ def test_a_rollout_is_driven_from_the_release_page(
     page.get_by_label("Candidate: requests").fill("1200")
     page.get_by_label("Candidate: p95 TTFT (ms)").fill("610")
     page.get_by_label("Candidate: error rate (%)").fill("0.1")
-    page.get_by_label("Candidate: JSON-valid rate (%)").fill("99.8")
+    page.get_by_label("Candidate: structured-output error rate (%)").fill("0.2")
     page.get_by_role("button", name="Record the observation").click()
     expect(page.locator(".messages")).to_contain_text("Observation recorded: pass.")
 

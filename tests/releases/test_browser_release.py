@@ -162,7 +162,7 @@ def test_owner_files_watches_a_gate_turn_green_submits_and_each_role_signs(
             form.get_by_label("Approve").check()
             form.get_by_label("Comment").fill(f"checked as {role}")
             form.get_by_role("button", name="Sign").click()
-            expect(signer_page.locator(".messages")).to_contain_text("Signed approve")
+            expect(signer_page.locator(".messages")).to_contain_text("Approved for ")
         finally:
             context.close()
 

@@ -22,6 +22,10 @@ from tests.replay.factories import BackendFactory
 
 pytestmark = pytest.mark.django_db
 
+# What the home page of a model owner with one service and three releases of theirs costs
+# (test_home_answers_in_a_fixed_number_of_queries names them).
+HOME_QUERIES = 23
+
 
 def _live(service):
     revision = RevisionFactory(service=service)
@@ -206,3 +210,78 @@ def test_search_from_home_on_a_phone_goes_to_the_one_matching_service(
     # One match goes straight to its incident screen.
     expect(page).to_have_url(f"{live_server.url}/services/kb-assistant/incident/")
     expect(page.get_by_role("heading", level=1)).to_contain_text("kb-assistant")
+
+
+def _rejected(world, owner, signers, business, comment="not before the quarter closes"):
+    from releases import services
+    from tests.releases.factories import file_release
+
+    release = file_release(world, owner)
+    services.submit_release(release, actor=owner)
+    services.sign_off(
+        release, actor=business, role="business_owner", decision="reject", comment=comment
+    )
+    release.refresh_from_db()
+    return release
+
+
+def test_the_filer_is_told_of_a_rejection_and_of_what_waits_for_them(
+    client, owner, team, signers, business
+):
+    from releases import services
+    from tests.releases.factories import approve, build_world, file_release
+
+    world = build_world(team)
+    rejected = _rejected(world, owner, signers, business)
+    approved = approve(file_release(world, owner), owner, signers)
+    draft = file_release(world, owner)
+
+    items = _home(client, owner).context["attention"].items
+    mine = {i.url: i for i in items if "release #" in i.text}
+
+    said = mine[reverse("releases:release_detail", args=[rejected.pk]) + "#signoffs"]
+    assert said.urgency == "act"
+    assert said.text == (
+        f"release #{rejected.pk} ({rejected.to_revision.label}) was rejected by ben for the "
+        "business owner: “not before the quarter closes”; reopen it as a new draft, or leave it"
+    )
+    start = mine[reverse("releases:release_detail", args=[approved.pk]) + "#rollout"]
+    assert start.urgency == "look"
+    assert start.text == (
+        f"release #{approved.pk} ({approved.to_revision.label}) is approved: its rollout "
+        "waits for you to start it"
+    )
+    finish = mine[reverse("releases:release_detail", args=[draft.pk])]
+    assert finish.text == (
+        f"release #{draft.pk} ({draft.to_revision.label}) is a draft: submit it once its gates pass"
+    )
+    # Reopened, the rejection has been acted on; others' releases are not on the list.
+    services.reopen_release(rejected, actor=owner)
+    texts = [i.text for i in _home(client, owner).context["attention"].items]
+    assert not [t for t in texts if "was rejected" in t]
+    assert not [i for i in _home(client, business).context["attention"].items if "draft" in i.text]
+
+
+def test_home_answers_in_a_fixed_number_of_queries(
+    client, owner, team, signers, business, django_assert_num_queries
+):
+    from tests.releases.factories import approve, build_world, file_release
+
+    world = build_world(team)
+    _rejected(world, owner, signers, business)
+    approve(file_release(world, owner), owner, signers)
+    file_release(world, owner)
+    client.force_login(owner)
+    approve(file_release(world, owner), owner, signers)  # a second one: no query more
+    client.force_login(owner)
+    # The session, the user and their roles (3); their teams' services counted, then for
+    # the rollout items whether any exists, breached or held stages, rollbacks to confirm
+    # and unauthorized changes, after the permissions (6); the services, and for the one
+    # service its live backend, its runs and its live evidence (4); the person's own
+    # releases, their rejections and, once for the team, whether they may start one (3);
+    # waiting for their sign-off: their teams and the sign-offs and releases it reads (3);
+    # their open reviews and review actions (2); the last day's events and their count (2).
+    with django_assert_num_queries(HOME_QUERIES):
+        response = client.get(reverse("home"))
+    assert response.status_code == 200
+    assert len([i for i in response.context["attention"].items if "approved" in i.text]) == 2

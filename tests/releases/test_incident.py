@@ -88,7 +88,7 @@ def test_changes_of_the_last_72_hours_and_owners_with_how_to_reach_them(client, 
     assert "service.live_revision_changed" in _section(body, "changes-heading")
     owners = _section(body, "owners-heading")
     assert "mailto:owner@example.com" in owners
-    assert "platform_sre" in owners  # the SRE outside the team is on call for the role
+    assert "Platform SRE" in owners  # the SRE outside the team is on call for the role
 
 
 def test_the_changes_say_what_changed_with_revisions_by_their_labels(client, sre, kb):
@@ -294,3 +294,21 @@ def test_on_a_phone_without_javascript_every_section_reads(live_server, browser,
     expect(page.get_by_role("heading", name="Stream interruption")).to_be_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     context.close()
+
+
+def test_changes_to_what_serves_come_first_and_the_rest_links_to_the_whole_period(client, sre, kb):
+    from ledger.chain import append_event
+    from releases.queries.incident import CHANGES_LISTED
+
+    for n in range(CHANGES_LISTED + 5):  # sign-off noise, newer than the live changes
+        append_event(actor=None, action="release.signed_off", subject=kb, payload={"n": n})
+    body = _page(client, sre).content.decode()
+    changes = _section(body, "changes-heading")
+    serving = changes[changes.index('id="serving-changes"') : changes.index('id="other-changes"')]
+    assert serving.count('data-action="service.live_revision_changed"') == 2
+    others = changes[changes.index('id="other-changes"') :]
+    assert others.count('data-action="release.signed_off"') == CHANGES_LISTED - 2
+    since = timezone.localtime(timezone.now() - dt.timedelta(hours=72))
+    link = f'href="/events/?service=kb-assistant&amp;date_from={since:%Y-%m-%d}"'
+    assert link in changes
+    assert f"Only {CHANGES_LISTED} are listed here: every change of kb-assistant" in changes

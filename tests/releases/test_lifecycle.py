@@ -139,7 +139,7 @@ def test_one_rejection_rejects_and_reopening_makes_a_new_draft(release, owner, s
 
 def test_a_rejection_needs_a_comment(release, owner, signers):
     services.submit_release(release, actor=owner)
-    with pytest.raises(ValidationError, match="Say why you reject"):
+    with pytest.raises(ValidationError, match="A rejection needs a comment"):
         services.sign_off(release, actor=signers["platform"], role="platform", decision="reject")
 
 

@@ -311,7 +311,7 @@ def test_a_rejection_needs_a_comment_naming_the_field(client, owner, release, sr
     )
     assert response.status_code == 400
     assert response.context["signoff_form"].errors["comment"] == [
-        "Say why you reject the release: the filer reads it."
+        "A rejection needs a comment: the filer reads it."
     ]
 
 

@@ -141,7 +141,9 @@ def test_promotion_waits_for_the_observation_window_except_on_the_emergency_path
     rolling, sre, owner
 ):
     observe(rolling, sre, GOOD)
-    with pytest.raises(TransitionRefused, match=r"observes until .*only the emergency path"):
+    with pytest.raises(
+        TransitionRefused, match=r"observation window of stage 1 ends at .*only the emergency path"
+    ):
         services.promote_release(rolling, actor=sre)
     Release.objects.filter(pk=rolling.pk).update(path="emergency", emergency_reason="OOM")
     services.promote_release(rolling, actor=sre)

@@ -61,7 +61,7 @@ def test_an_observation_posted_in_the_browser_is_judged_and_shown(client, rollin
             "candidate_requests": "1200",
             "candidate_ttft_p95_ms": "1400",
             "candidate_error_rate_pct": "0.2",
-            "candidate_json_valid_pct": "99.5",
+            "candidate_structured_error_rate_pct": "0.5",
             "baseline_ttft_p95_ms": "610",
             "source": "gateway dashboard",
         },
