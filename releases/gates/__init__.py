@@ -194,15 +194,23 @@ def _assess(inputs: Inputs) -> Assessment:
     gates = [_judge(key, inputs) for key in keys if key != "signoffs"]
     snap = snapshots.build(inputs, gates)
     digest = snapshots.digest(snap)
-    states = [
-        SignOffState(
-            s,
-            standing=s.voided_at is None and s.snapshot_hash == digest,
-            void_reason=s.void_reason
-            or ("" if s.snapshot_hash == digest else snapshots.what_changed(s.snapshot, snap)),
-        )
-        for s in inputs.signoffs
-    ]
+    if release.state in Release.OPEN_STATES:
+        states = [
+            SignOffState(
+                s,
+                standing=s.voided_at is None and s.snapshot_hash == digest,
+                void_reason=s.void_reason
+                or ("" if s.snapshot_hash == digest else snapshots.what_changed(s.snapshot, snap)),
+            )
+            for s in inputs.signoffs
+        ]
+    else:
+        # Closed: the sign-offs stand as they stood when it went out; what its evidence
+        # became later (a target's verification failing) is no approval withdrawn.
+        states = [
+            SignOffState(s, standing=s.voided_at is None, void_reason=s.void_reason)
+            for s in inputs.signoffs
+        ]
     required = policy.required_signoffs(inputs.tier, release.path)
     overdue = emergency_overdue(release, states, required, inputs.now)
     if "signoffs" in keys:
