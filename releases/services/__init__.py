@@ -23,13 +23,14 @@ from releases.services.playbooks import (
     set_degradation,
     set_playbook,
 )
+from releases.services.readiness import verify_release_rollback_target, verify_rollback_target
 from releases.services.reviews import (
     add_comment,
     create_blackout_window,
     create_standard_template,
     retire_standard_template,
 )
-from releases.services.rollbacks import confirm_rollback, record_rollback
+from releases.services.rollbacks import confirm_rollback, record_rollback, reverify_rollback
 from releases.services.rollout import (
     abort_release,
     close_release,
@@ -68,6 +69,7 @@ __all__ = [
     "reopen_release",
     "retire_standard_template",
     "revalidate_release",
+    "reverify_rollback",
     "revoke_waiver",
     "set_degradation",
     "set_playbook",
@@ -76,5 +78,7 @@ __all__ = [
     "submit_release",
     "sync_signoffs",
     "update_release",
+    "verify_release_rollback_target",
+    "verify_rollback_target",
     "withdraw_release",
 ]
