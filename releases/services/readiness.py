@@ -82,10 +82,19 @@ def verification_backend(target: Revision) -> Backend | None:
 
 def verification_set(name: str, target: Revision) -> SampleSet | None:
     """The newest version of the plan's verification set; without one, the set of the
-    target's last verification."""
+    target's last verification, else of the service's last verification of any revision."""
     if not name:
         last = replay_queries.last_verification(target)
         name = last.sample_set.name if last is not None else ""
+    if not name:
+        name = (
+            Run.objects.filter(
+                revision__service=target.service_id, trigger=Run.Trigger.VERIFICATION
+            )
+            .order_by("-created_at", "-pk")
+            .values_list("sample_set__name", flat=True)
+            .first()
+        ) or ""
     if not name:
         return None
     return SampleSet.objects.filter(name=name).order_by("-version").first()
