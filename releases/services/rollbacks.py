@@ -194,6 +194,11 @@ def record_rollback(
             "expected_minutes": plan.expected_minutes,
             "verification_run": run.pk if run else None,
             **({"target_rolled_back": anyway} if anyway else {}),
+            **(
+                {"passed_over": {"revision": passed.revision_id, "rollback": passed.rollback_id}}
+                if (passed := plan.passed_over) is not None and target_revision is None
+                else {}
+            ),
         },
     )
     refresh_readiness_on_commit(service.pk)

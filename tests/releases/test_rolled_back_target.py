@@ -67,6 +67,16 @@ def test_the_revision_just_rolled_back_is_not_the_default_target(world, earlier,
     assert ReadinessRecord.objects.get(service=world.service).target == earlier
 
 
+def test_a_rollback_to_the_default_records_which_revision_it_passed_over(
+    world, earlier, rolled_back, sre
+):
+    again = services.record_rollback(world.service, actor=sre, reason="still slow")
+    assert again.to_revision == earlier
+    recorded = Event.objects.filter(action="rollback.recorded").latest("sequence").payload_data
+    assert recorded["passed_over"] == {"revision": world.candidate.pk, "rollback": rolled_back.pk}
+    assert "target_rolled_back" not in recorded
+
+
 def test_with_nothing_else_served_there_is_no_default_target_and_it_says_why(
     world, owner, signers, sre
 ):
