@@ -58,6 +58,21 @@ urlpatterns = [
         name="rollback_confirm",
     ),
     path(
+        "rollbacks/<int:pk>/reverify/",
+        releases_rollbacks.RollbackReverifyView.as_view(),
+        name="rollback_reverify",
+    ),
+    path(
+        "services/<slug:slug>/verify-target/",
+        releases_rollbacks.ServiceVerifyTargetView.as_view(),
+        name="service_verify_target",
+    ),
+    path(
+        "releases/<int:pk>/verify-target/",
+        releases_rollbacks.ReleaseVerifyTargetView.as_view(),
+        name="release_verify_target",
+    ),
+    path(
         "revisions/<int:revision_id>/loadtests/",
         ledger_evidence.RevisionLoadTestUploadView.as_view(),
         name="revision_loadtests",

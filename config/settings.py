@@ -596,11 +596,15 @@ for _name, _value in (
     if _value < 1:
         raise ImproperlyConfigured(f"{_name}={_value} must be at least 1.")
 # A replay outlives the default task limits; a run cut short resumes where it stopped.
+# The rollback verifications replay in their task too.
+_REPLAY_LIMITS = {
+    "time_limit": REPLAY_RUN_TIME_LIMIT,
+    "soft_time_limit": max(REPLAY_RUN_TIME_LIMIT - 60, 1),
+}
 CELERY_TASK_ANNOTATIONS = {
-    "run_replay": {
-        "time_limit": REPLAY_RUN_TIME_LIMIT,
-        "soft_time_limit": max(REPLAY_RUN_TIME_LIMIT - 60, 1),
-    }
+    "run_replay": _REPLAY_LIMITS,
+    "verify_rollback": _REPLAY_LIMITS,
+    "verify_rollback_target": _REPLAY_LIMITS,
 }
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-replay-runs": {

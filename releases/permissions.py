@@ -237,6 +237,19 @@ def can_record_rollback(user: Requester, service: Service | None = None) -> bool
     return _signed_in(user) and has_permission(user, "releases.record_rollback")
 
 
+def can_verify_rollback_target(user: Requester, service: Service) -> bool:
+    """Queue the verification replay of a rollback target now ("Verify now"), or again
+    for a rollback that awaits confirmation: platform SREs and the service's model
+    owners, who may replay against its backends (`replay.permissions.can_manage_backend`)."""
+    if not _signed_in(user):
+        return False
+    return (
+        user.is_superuser
+        or has_role(user, Role.PLATFORM_SRE)
+        or can_edit_team_objects(user, service.team)
+    )
+
+
 def can_post_observation(user: Requester, release: Release) -> bool:
     """Post what a stage measured: whoever may promote (the gateway's token holds that
     permission), and the model owners of the service's team."""
@@ -377,6 +390,17 @@ def ensure_can_record_rollback(actor: Actor, service: Service) -> None:
                 "Only people with the rollback permission (platform by default) can record a rollback of %(service)s."
             )
             % {"service": service.slug}
+        )
+
+
+def ensure_can_verify_rollback_target(actor: Actor, service: Service) -> None:
+    if actor is not None and not can_verify_rollback_target(actor, service):
+        raise PermissionDenied(
+            _(
+                "Only platform SREs or model owners of team %(team)s can verify the rollback "
+                "target of %(service)s."
+            )
+            % {"team": repr(service.team.slug), "service": service.slug}
         )
 
 

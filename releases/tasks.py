@@ -18,6 +18,7 @@ from ledger.models import Service
 from releases.models import RollbackEvent
 from releases.services import drift, exports, periodic_reviews, readiness, rollbacks, webhooks
 from replay import services as replay_services
+from replay.models import Run
 from replay.services.common import try_singleton_lock
 
 logger = logging.getLogger(__name__)
@@ -35,6 +36,20 @@ def verify_rollback(rollback_id: int) -> str | None:
     rollback = rollbacks.conclude_verification(rollback_id)
     logger.info("verify_rollback: rollback %s %s", rollback_id, rollback.state)
     return rollback.state
+
+
+@shared_task(name="verify_rollback_target", acks_late=True)
+def verify_rollback_target(run_id: int) -> str | None:
+    """Replay a rollback target's verification set (Verify now, the sweep), then judge its
+    service's readiness again with the verdict."""
+    run = Run.objects.select_related("revision").filter(pk=run_id).first()
+    if run is None:
+        logger.info("verify_rollback_target: run %s is gone", run_id)
+        return None
+    run = replay_services.execute_run(run_id)
+    readiness.refresh_readiness(run.revision.service_id)
+    logger.info("verify_rollback_target: run %s %s, %s", run_id, run.state, run.verdict)
+    return run.verdict
 
 
 @shared_task(name="refresh_service_readiness", acks_late=True)

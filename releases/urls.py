@@ -14,6 +14,7 @@ from releases.views import (
     rollback,
     rollout,
     service,
+    verification,
     webhooks,
 )
 
@@ -34,6 +35,12 @@ urlpatterns = [
         rollback.rollback_confirm,
         name="rollback_confirm",
     ),
+    path(
+        "services/<slug:slug>/rollbacks/<int:pk>/reverify/",
+        verification.rollback_reverify,
+        name="rollback_reverify",
+    ),
+    path("services/<slug:slug>/verify-target/", verification.verify_target, name="verify_target"),
     path(
         "services/<slug:slug>/unauthorized/<int:pk>/reconcile/",
         rollback.unauthorized_reconcile,
@@ -62,6 +69,11 @@ urlpatterns = [
     path("releases/<int:pk>/waivers/", release_detail.release_waiver, name="release_waiver"),
     path("releases/<int:pk>/comments/", release_detail.release_comment, name="release_comment"),
     path("releases/<int:pk>/change-record/", audit.change_record, name="change_record"),
+    path(
+        "releases/<int:pk>/verify-target/",
+        verification.release_verify_target,
+        name="release_verify_target",
+    ),
     path("reviews/", reviews.review_list, name="review_list"),
     path("reviews/mine/", reviews.my_reviews, name="my_reviews"),
     path("reviews/<int:pk>/", reviews.review_detail, name="review_detail"),

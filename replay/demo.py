@@ -12,8 +12,9 @@ from replay import services as replay_services
 from replay.models import Backend
 from replay.starters import starter_files, starter_name
 
-# Nothing listens here in the demo: probes and runs show what an unreachable
-# backend looks like until someone points it at a real one.
+# Nothing listens here in the demo. The demo's runs are recorded as a worker records
+# them; then the backends are disabled (`unmonitor_demo_backends`): not monitored,
+# rather than failing every probe and every verification against a dead port.
 DEMO_BACKEND_URL = "http://127.0.0.1:8081"
 
 
@@ -52,3 +53,14 @@ def seed_replay(service_slugs: list[str]) -> tuple[int, int]:
         )
         new_backends += 1
     return new_sets, new_backends
+
+
+def unmonitor_demo_backends() -> int:
+    """Disable the demo backends still enabled, once their runs are recorded: health then
+    reads *not monitored*, nothing probes or replays a port nobody serves, and a rollback
+    in the demo awaits the SRE's confirmation instead of an unknown verification. Point
+    one at a real server and enable it on its page to verify for real. Returns how many."""
+    disabled = 0
+    for backend in Backend.objects.filter(base_url=DEMO_BACKEND_URL, enabled=True):
+        disabled += replay_services.update_backend(backend, actor=None, enabled=False)
+    return disabled

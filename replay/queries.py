@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, cast
 
 from django.conf import settings
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import JSONObject
 from django.utils import timezone
 
 from ledger.models import Revision, Service
@@ -105,6 +106,55 @@ def _newest_verifications() -> QuerySet[Run]:
         state=Run.State.FINISHED,
         pk=_newest_finished(trigger=Run.Trigger.VERIFICATION),
     ).select_related("backend", "sample_set")
+
+
+# A verification run not finished yet: waiting for a worker, replaying, or interrupted
+# and queued again to resume.
+PENDING_STATES = (Run.State.QUEUED, Run.State.RUNNING, Run.State.INTERRUPTED)
+
+
+def pending_verification(revision: Revision) -> Run | None:
+    """The newest verification run of the revision not finished yet (one query)."""
+    return (
+        Run.objects.filter(
+            revision=revision, trigger=Run.Trigger.VERIFICATION, state__in=PENDING_STATES
+        )
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+
+
+class VerificationMeans(TypedDict):
+    """What verifying a revision now would use, and what is under way."""
+
+    backend: str | None  # the enabled backend a verification replays against; None: none
+    pending_run: int | None  # a verification run not finished yet
+    pending_state: str | None
+
+
+def verification_means(revision: Revision) -> VerificationMeans:
+    """Whether an enabled backend serves the revision (the one `verification_backend`
+    picks) and which verification of it is under way (one query)."""
+    means = _verification_means().filter(pk=revision.pk)
+    row = means.values("backend", "pending").first()  # type: ignore[misc]  # annotations
+    pending = (row or {}).get("pending") or {}
+    return VerificationMeans(
+        backend=(row or {}).get("backend"),
+        pending_run=pending.get("id"),
+        pending_state=pending.get("state"),
+    )
+
+
+@built_once
+def _verification_means() -> QuerySet[Revision]:
+    backends = Backend.objects.filter(revision=OuterRef("pk"), enabled=True).order_by("name")
+    pending = Run.objects.filter(
+        revision=OuterRef("pk"), trigger=Run.Trigger.VERIFICATION, state__in=PENDING_STATES
+    ).order_by("-created_at", "-pk")
+    return Revision.objects.annotate(
+        backend=Subquery(backends.values("name")[:1]),
+        pending=Subquery(pending.values(row=JSONObject(id="pk", state="state"))[:1]),
+    )
 
 
 def _newest_finished(**alike: Any) -> Subquery:

@@ -13,11 +13,12 @@ from ledger.models import Service
 from lib.api import DomainVerbMixin
 from releases import permissions, services
 from releases.api.releases import CONFLICT
-from releases.models import RollbackEvent
+from releases.models import Release, RollbackEvent
 from releases.serializers.rollout import (
     ConfirmRollbackSerializer,
     RollbackEventSerializer,
     RollbackRequestSerializer,
+    VerificationQueuedSerializer,
 )
 
 LISTED = 50
@@ -85,4 +86,67 @@ class RollbackConfirmView(DomainVerbMixin, APIView):
         given = ConfirmRollbackSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         rollback = self.call_verb(services.confirm_rollback, rollback, **given.validated_data)
+        return Response(RollbackEventSerializer(rollback).data)
+
+
+def _verification_queued(run) -> Response:
+    return Response(VerificationQueuedSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+VERIFY_RESPONSES = {
+    202: VerificationQueuedSerializer,
+    400: OpenApiResponse(description="Nothing can verify the target; the detail says why."),
+    403: OpenApiResponse(description="Only platform SREs and the service's model owners."),
+    409: CONFLICT,
+}
+
+
+class ServiceVerifyTargetView(DomainVerbMixin, APIView):
+    @extend_schema(
+        summary="Verify now: queue the verification replay of the service's rollback target",
+        request=None,
+        responses=VERIFY_RESPONSES,
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        service = _service(slug)
+        self.call_verb(permissions.ensure_can_verify_rollback_target, service=service)
+        try:
+            run = self.call_verb(services.verify_rollback_target, service)
+        except services.TransitionRefused as exc:
+            return _refused(exc)
+        return _verification_queued(run)
+
+
+class ReleaseVerifyTargetView(DomainVerbMixin, APIView):
+    @extend_schema(
+        summary="Verify now, from the rollback_plan gate: queue the verification replay of "
+        "the release's rollback target",
+        request=None,
+        responses=VERIFY_RESPONSES,
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        release = Release.objects.select_related("service__team").filter(pk=pk).first()
+        if release is None:
+            raise exceptions.NotFound(f"There is no release #{pk}.")
+        self.call_verb(permissions.ensure_can_verify_rollback_target, service=release.service)
+        try:
+            run = self.call_verb(services.verify_release_rollback_target, release)
+        except services.TransitionRefused as exc:
+            return _refused(exc)
+        return _verification_queued(run)
+
+
+class RollbackReverifyView(DomainVerbMixin, APIView):
+    @extend_schema(
+        summary="Verify again a rollback awaiting confirmation (its verification reached no "
+        "backend, or nothing could run it)",
+        request=None,
+        responses={200: RollbackEventSerializer},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        rollback = RollbackEvent.objects.select_related("service__team").filter(pk=pk).first()
+        if rollback is None:
+            raise exceptions.NotFound(f"There is no rollback #{pk}.")
+        self.call_verb(permissions.ensure_can_verify_rollback_target, service=rollback.service)
+        rollback = self.call_verb(services.reverify_rollback, rollback)
         return Response(RollbackEventSerializer(rollback).data)

@@ -166,11 +166,37 @@ class RollbackForm(forms.Form):
         help_text=_("Why you roll back, e.g. p95 TTFT 2.1 s for tenant support since 14:05."),
     )
 
-    def __init__(self, *args: Any, revisions: list[tuple[int, str]], **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        revisions: list[tuple[int | str, str]],
+        offers_rolled_back: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         target = self.fields["target_revision"]
         assert isinstance(target, forms.TypedChoiceField)
         target.choices = revisions
+        if offers_rolled_back:
+            # Some revision to choose from was rolled back off the service.
+            self.fields["confirm_rolled_back"] = forms.BooleanField(
+                required=False,
+                label=_("Go back to a rolled-back revision anyway"),
+                help_text=_(
+                    "Only when the revision you chose was rolled back off this service: "
+                    "tick to confirm you put it back."
+                ),
+            )
+            self.fields["rolled_back_reason"] = forms.CharField(
+                required=False,
+                max_length=2000,
+                widget=forms.Textarea(attrs={"rows": 2}),
+                label=_("Why go back to it anyway"),
+                help_text=_(
+                    "Only for a rolled-back revision, e.g. the errors came from the gateway, "
+                    "not from it. Recorded with the rollback."
+                ),
+            )
         symptom = self.fields["symptom"]
         assert isinstance(symptom, forms.ChoiceField)
         symptom.choices = [

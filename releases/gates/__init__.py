@@ -13,8 +13,8 @@ The queries: the releases with their service, template and filer (1), and
 their revisions with asset, license and runtime (1) — `read_releases`; license acceptances when a license is gated (0-1); the
 candidates' load-test reports (1); the latest finished replay of each required
 set on each candidate (0-1: none when no set is named); the rollback targets'
-last verifications (0-1: none without a target); blackout windows (1); waivers
-(1); sign-offs with their signers (1).
+last verifications and the revisions rolled back off their services (0-2: none
+without a target); blackout windows (1); waivers (1); sign-offs with their signers (1).
 
 The gates themselves: `product.py` (what the candidate is and how it
 measured), `plan.py` (rollback, gray plan, logging, risk, path, calendar,
@@ -46,6 +46,7 @@ from releases.gates.base import (
 from releases.gates.plan import blackout_at, emergency_overdue
 from releases.gates.product import failed_samples
 from releases.models import BlackoutWindow, Release, SignOff, Waiver
+from releases.queries.rolled_back import rolled_back_by_service
 from replay import queries as replay_queries
 
 # ---------------------------------------------------------------- loading
@@ -125,6 +126,9 @@ def load_inputs_many(
     )
     targets = [release.rollback_target or release.from_revision for release in fresh]
     verifications = replay_queries.last_verifications(t.pk for t in targets if t is not None)
+    rolled_back = rolled_back_by_service(
+        release.service_id for release, target in zip(fresh, targets, strict=True) if target
+    )
     accepted = ledger_queries.accepted_asset_ids(
         release.to_revision.model_asset for release in fresh
     )
@@ -167,6 +171,9 @@ def load_inputs_many(
                 windows=[w for w in windows if w.service_id in (None, release.service_id)],
                 waivers=waivers[release.pk],
                 signoffs=signoffs[release.pk],
+                target_rolled_back=(
+                    rolled_back[release.service_id].get(target.pk) if target is not None else None
+                ),
             )
         )
     return found
@@ -194,15 +201,23 @@ def _assess(inputs: Inputs) -> Assessment:
     gates = [_judge(key, inputs) for key in keys if key != "signoffs"]
     snap = snapshots.build(inputs, gates)
     digest = snapshots.digest(snap)
-    states = [
-        SignOffState(
-            s,
-            standing=s.voided_at is None and s.snapshot_hash == digest,
-            void_reason=s.void_reason
-            or ("" if s.snapshot_hash == digest else snapshots.what_changed(s.snapshot, snap)),
-        )
-        for s in inputs.signoffs
-    ]
+    if release.state in Release.OPEN_STATES:
+        states = [
+            SignOffState(
+                s,
+                standing=s.voided_at is None and s.snapshot_hash == digest,
+                void_reason=s.void_reason
+                or ("" if s.snapshot_hash == digest else snapshots.what_changed(s.snapshot, snap)),
+            )
+            for s in inputs.signoffs
+        ]
+    else:
+        # Closed: the sign-offs stand as they stood when it went out; what its evidence
+        # became later (a target's verification failing) is no approval withdrawn.
+        states = [
+            SignOffState(s, standing=s.voided_at is None, void_reason=s.void_reason)
+            for s in inputs.signoffs
+        ]
     required = policy.required_signoffs(inputs.tier, release.path)
     overdue = emergency_overdue(release, states, required, inputs.now)
     if "signoffs" in keys:

@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from ledger.models import LoadTestReport, Revision
 from releases.models import BlackoutWindow, Release, SignOff, Waiver
+from releases.queries.rolled_back import RolledBack
 from replay.models import Run
 
 Status = Literal["pass", "fail", "waived", "pending"]
@@ -53,6 +54,8 @@ class Inputs:
     windows: list[BlackoutWindow]
     waivers: list[Waiver]
     signoffs: list[SignOff]
+    # The rollback target was rolled back off the service, and no release put it live since.
+    target_rolled_back: RolledBack | None = None
     # Filled while judging: what the snapshot binds to.
     evidence_used: dict[str, LoadTestReport] = field(default_factory=dict)
 

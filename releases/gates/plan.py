@@ -45,16 +45,26 @@ def rollback_plan(inputs: Inputs) -> Verdict:
         missing.append("a verification sample set")
     problems = [f"the rollback plan lacks {listing(missing, 6)}"] if missing else []
     refs: list[EvidenceRef] = []
+    unverified = ""
     if target is not None:
         refs.append(revision_ref(target))
         if target.pk == release.to_revision_id:
             problems.append("the rollback target cannot be the candidate itself")
         elif target.service_id != release.service_id:
             problems.append(f"the rollback target {target} belongs to another service")
+        elif inputs.target_rolled_back is not None:
+            rolled_back = inputs.target_rolled_back
+            problems.append(
+                f"the rollback target {rolled_back.sentence(release.service.slug)}, and no "
+                "release has put it live since: name another target"
+            )
         else:
             problems.extend(_verification_problems(inputs, target, refs))
+            unverified = _unknown_verification(inputs, target)
     if problems:
         return "fail", "; ".join(problems) + ".", refs
+    if unverified:
+        return "pending", unverified, refs
     run = inputs.verification
     assert target is not None and run is not None
     return (
@@ -72,6 +82,8 @@ def _verification_problems(inputs: Inputs, target: Revision, refs: list[Evidence
     if run is None:
         return [f"{target.label} was never verified by a rollback-target replay"]
     refs.append(run_ref(run))
+    if run.verdict == Run.Verdict.ERRORED:
+        return []  # unknown, not failed: `_unknown_verification`
     if run.verdict != Run.Verdict.PASSED:
         return [f"the last verification of {target.label} {run.verdict} — run #{run.pk}"]
     age = inputs.now - (run.finished_at or inputs.now)
@@ -81,6 +93,19 @@ def _verification_problems(inputs: Inputs, target: Revision, refs: list[Evidence
             f"{inputs.tier} releases need a verification within {limit} days"
         ]
     return []
+
+
+def _unknown_verification(inputs: Inputs, target: Revision) -> str:
+    """The target's last verification reached no backend: not verified yet, and no
+    verdict against it either ("" when it did reach one)."""
+    run = inputs.verification
+    if run is None or run.verdict != Run.Verdict.ERRORED:
+        return ""
+    return (
+        f"{target.label} is not verified yet: it awaits confirmation, since its last "
+        f"verification — run #{run.pk} — could not reach its backend, which says nothing "
+        f"about {target.label}. Verify it now."
+    )
 
 
 def gray_plan(inputs: Inputs) -> Verdict:

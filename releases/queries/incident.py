@@ -7,10 +7,12 @@ The queries: the service with its live revision, runbook, task types, open unaut
 changes, rollback in progress and which release's plan is in force (1); that release
 with its rollout stage, and its target's parts when the target is not the live
 revision (1, when there is one); the serving history (1, and 1 more for the revision
-that served before when no release's plan is in force); health (3); the target's
-evidence, diff and last verification (3); the changes of the window (1); the people
-(1). Eleven at most, on PostgreSQL and SQLite alike; the page adds one for the labels
-of revisions its changes name that none of these read.
+that served before when no release's plan is in force); the revisions rolled back off
+the service (1, and the serving history again, 2, only when they include the plan's
+target); health (3); the target's evidence, diff and last verification (3), and what
+verifying it now would use (1); the changes of the window (1); the people (1).
+Thirteen at most, on PostgreSQL and SQLite alike; the page adds one for the labels of
+revisions its changes name that none of these read.
 
 Most of a request's time went to Django building and compiling SQL, not to
 PostgreSQL: the wide reads are built once per process (`lib.querysets.built_once`),
@@ -51,8 +53,15 @@ from releases import playbooks
 from releases.event_actions import SERVING_ACTIONS
 from releases.models import Release, RollbackEvent, Stage, UnauthorizedChange
 from releases.playbooks import Degradation, Playbook
-from releases.queries.plan import RollbackPlan, plan_in_force, plan_of, plan_readiness
-from releases.queries.readiness import HISTORY_READ, Readiness, previous_live_revision
+from releases.queries.plan import (
+    RollbackPlan,
+    pass_over_rolled_back,
+    plan_in_force,
+    plan_of,
+    plan_readiness,
+)
+from releases.queries.readiness import HISTORY_READ, Readiness
+from releases.queries.rolled_back import rolled_back_revisions
 from replay import queries as replay_queries
 
 CHANGES_WINDOW = dt.timedelta(hours=72)
@@ -121,6 +130,8 @@ class Incident:
     rollout: RolloutState | None
     unauthorized: Finding | None
     rollback_in_progress: RollbackInProgress | None
+    # What verifying the target now would use, and any verification under way.
+    verification: replay_queries.VerificationMeans | None
     playbooks: list[Playbook]
     symptom: Playbook | None
     degradation: list[tuple[str, Degradation]]
@@ -322,8 +333,11 @@ def incident(service: Service, *, symptom: str = "", now: dt.datetime | None = N
     history = ledger_queries.serving_history(
         service, limit=1 if planned else HISTORY_READ, with_revisions=not planned
     )
-    if not planned:
-        plan = RollbackPlan(release=None, target=previous_live_revision(service, history))
+    # Never back to a revision rolled back off the service; with a plan whose target was,
+    # the history is read again, far enough for another.
+    plan = pass_over_rolled_back(
+        service, plan, rolled_back_revisions(service.pk), None if planned else history
+    )
     serving = (
         history[0] if history and live is not None and history[0].revision_id == live.pk else None
     )
@@ -365,6 +379,9 @@ def incident(service: Service, *, symptom: str = "", now: dt.datetime | None = N
             RollbackInProgress(rollback["id"], rollback["state"], _moment(rollback["at"]))
             if rollback
             else None
+        ),
+        verification=(
+            replay_queries.verification_means(plan.target) if plan.target is not None else None
         ),
         playbooks=tier_playbooks,
         symptom=chosen,

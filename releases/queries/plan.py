@@ -5,12 +5,18 @@ its plan is in force (rolling back withdraws the candidate's traffic); otherwise
 plan of the release that made the live revision live. With neither, the target is
 the revision that served before the live one, read from the serving history, and
 nothing else is known.
+
+A revision rolled back off the service (`releases.queries.rolled_back`) is never the
+default target until a release puts it live again: the plan passes over it (to the
+live revision while a rollout is in flight, else to the newest earlier revision not
+rolled back) and says which one it passed over (`passed_over`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db.models import Case, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
@@ -21,11 +27,13 @@ from ledger.models import Revision, Service
 from lib.querysets import built_once
 from releases.models import Release
 from releases.queries.readiness import (
+    HISTORY_READ,
     NO_TARGET,
     Readiness,
-    previous_live_revision,
+    Reason,
     rollback_readiness,
 )
+from releases.queries.rolled_back import RolledBack, rolled_back_revisions
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,11 @@ class RollbackPlan:
     expected_minutes: int | None = None
     impact_scope: str = ""
     verification_set: str = ""
+    # The revision the plan (or the serving history) would have gone back to, passed
+    # over because it was rolled back off the service.
+    passed_over: RolledBack | None = None
+    # Every revision rolled back off the service and not released since, by id.
+    rolled_back: Mapping[int, RolledBack] = field(default_factory=dict)
 
     @property
     def in_flight(self) -> bool:
@@ -129,12 +142,75 @@ def plan_of(release: Release, *, target: Revision | None = None) -> RollbackPlan
 def rollback_plan(
     service: Service, history: list[ledger_queries.ServingInterval] | None = None
 ) -> RollbackPlan:
-    """The plan in force (one query; two more to read the serving history when there is
-    no release and the caller has not read it)."""
-    release = plan_release(service)
-    if release is not None:
-        return plan_of(release)
-    return RollbackPlan(release=None, target=previous_live_revision(service, history))
+    """The plan in force (two queries; two more to read the serving history when there
+    is no release and the caller has not read it)."""
+    return plan_for(service, plan_release(service), history=history)
+
+
+def plan_for(
+    service: Service,
+    release: Release | None,
+    *,
+    history: list[ledger_queries.ServingInterval] | None = None,
+    rolled_back: Mapping[int, RolledBack] | None = None,
+) -> RollbackPlan:
+    """The plan of `release` (read by `plan_release`), or the serving history's without
+    one, passing over the revisions rolled back off the service (read unless given)."""
+    if rolled_back is None:
+        rolled_back = rolled_back_revisions(service.pk)
+    plan = plan_of(release) if release is not None else RollbackPlan(release=None, target=None)
+    return pass_over_rolled_back(service, plan, rolled_back, history)
+
+
+def pass_over_rolled_back(
+    service: Service,
+    plan: RollbackPlan,
+    rolled_back: Mapping[int, RolledBack],
+    history: list[ledger_queries.ServingInterval] | None = None,
+) -> RollbackPlan:
+    """`plan` with a default target that was not rolled back off the service. Without a
+    release, the target is found here, in the serving history (read unless given)."""
+    if plan.release is None:
+        target, passed_over = _served_before(service, history, rolled_back)
+        return replace(plan, target=target, passed_over=passed_over, rolled_back=rolled_back)
+    planned = plan.target
+    if planned is None or planned.pk not in rolled_back:
+        return replace(plan, rolled_back=rolled_back)
+    if plan.in_flight:
+        # Rolling back then only takes the candidate's traffic away from what serves.
+        target = service.live_revision
+    else:
+        target, _ = _served_before(service, None, rolled_back)
+    return replace(
+        plan, target=target, passed_over=rolled_back[planned.pk], rolled_back=rolled_back
+    )
+
+
+def _served_before(
+    service: Service,
+    history: list[ledger_queries.ServingInterval] | None,
+    rolled_back: Mapping[int, RolledBack],
+) -> tuple[Revision | None, RolledBack | None]:
+    """The newest revision that served before the live one and was not rolled back off
+    the service (with its asset and runtime), and the first one passed over for that."""
+    if history is None:
+        history = ledger_queries.serving_history(service, limit=HISTORY_READ)
+    passed_over: RolledBack | None = None
+    for interval in history:
+        revision = interval.revision
+        if revision is None or revision.pk == service.live_revision_id:
+            continue
+        if revision.pk in rolled_back:
+            passed_over = passed_over or rolled_back[revision.pk]
+            continue
+        return revision, passed_over
+    if passed_over is not None and len(history) < HISTORY_READ:
+        # The caller read a short history: read far enough for another target.
+        longer = ledger_queries.serving_history(service, limit=HISTORY_READ)
+        if len(longer) > len(history):
+            target, _ = _served_before(service, longer, rolled_back)
+            return target, passed_over
+    return None, passed_over
 
 
 def plan_readiness(
@@ -142,6 +218,19 @@ def plan_readiness(
 ) -> Readiness:
     """Whether the plan in force could be carried out now, with every reason."""
     if plan.target is None:
+        if plan.passed_over is not None:
+            return Readiness(
+                "not ready",
+                None,
+                [
+                    Reason(
+                        "not ready",
+                        f"there is no rollback target: {plan.passed_over.sentence(service.slug)}"
+                        "; no release has put it live since, and no other earlier revision "
+                        "has served",
+                    )
+                ],
+            )
         return NO_TARGET
     return rollback_readiness(
         service,
@@ -150,4 +239,5 @@ def plan_readiness(
         now=now,
         in_flight=plan.in_flight,
         planned=plan.release is not None,
+        rolled_back=plan.rolled_back.get(plan.target.pk),
     )

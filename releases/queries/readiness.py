@@ -3,13 +3,15 @@ ready* — with every reason in plain words, for the service page, the incident 
 the catalog and the API.
 
 The target is what the rollback plan names, or else the revision that served before the
-live one (read from the serving history in the event chain). Each check reads what the
+live one (read from the serving history in the event chain); never, by default, one
+rolled back off the service (`releases.queries.rolled_back`). Each check reads what the
 registry, the evidence and replay already know; nothing here writes.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -19,6 +21,7 @@ from ledger import queries as ledger_queries
 from ledger.models import ModelAsset, Revision, Service
 from ledger.validators import parse_image
 from releases import policy
+from releases.queries.rolled_back import RolledBack, rolled_back_revisions
 from replay import queries as replay_queries
 from replay.models import Run
 
@@ -61,14 +64,22 @@ HISTORY_READ = 20
 
 
 def previous_live_revision(
-    service: Service, history: list[ledger_queries.ServingInterval] | None = None
+    service: Service,
+    history: list[ledger_queries.ServingInterval] | None = None,
+    *,
+    passing_over: Container[int] = (),
 ) -> Revision | None:
     """The revision that served before the live one, with its asset and runtime (two
-    queries, or none when the caller has read the history already)."""
+    queries, or none when the caller has read the history already), passing over the
+    revision ids in `passing_over`."""
     if history is None:
         history = ledger_queries.serving_history(service, limit=HISTORY_READ)
     for interval in history:
-        if interval.revision_id != service.live_revision_id and interval.revision is not None:
+        if (
+            interval.revision_id != service.live_revision_id
+            and interval.revision is not None
+            and interval.revision_id not in passing_over
+        ):
             return interval.revision
     return None
 
@@ -89,10 +100,13 @@ def _verification_reasons(
             )
         ]
     if run.verdict == Run.Verdict.ERRORED:
+        # Unknown, not failed: as if not verified yet, and said so.
         return [
             Reason(
-                "not ready",
-                f"its last verification ({when}) could not reach the backend",
+                "at risk",
+                f"{target.label} awaits confirmation: its last verification ({when}, run "
+                f"#{run.pk}) could not reach its backend, which says nothing about "
+                f"{target.label}; verify it again",
             )
         ]
     age = now - finished
@@ -115,19 +129,31 @@ def rollback_readiness(
     now: dt.datetime | None = None,
     in_flight: bool = False,
     planned: bool = True,
+    rolled_back: RolledBack | None = None,
 ) -> Readiness:
-    """The verdict and its reasons. `target` defaults to the previous live revision; a
-    given target comes with its model asset and runtime loaded, and so does
-    `service.live_revision` when there is one. `in_flight`: a rollout is running, and
-    rolling it back keeps the live revision (the target may be the live one). `planned`:
-    a release's rollback plan names the target (else it is only what served before)."""
+    """The verdict and its reasons. `target` defaults to the previous live revision not
+    rolled back off the service; a given target comes with its model asset and runtime
+    loaded, and so does `service.live_revision` when there is one. `in_flight`: a rollout
+    is running, and rolling it back keeps the live revision (the target may be the live
+    one). `planned`: a release's rollback plan names the target (else it is only what
+    served before). `rolled_back`: the target was rolled back off the service (someone
+    chose it anyway)."""
     now = now or timezone.now()
-    target = target if target is not None else previous_live_revision(service)
+    if target is None:
+        passing_over = rolled_back_revisions(service.pk)
+        target = previous_live_revision(service, passing_over=passing_over)
     if target is None:
         return NO_TARGET
     reasons: list[Reason] = []
     if target.pk == service.live_revision_id and not in_flight:
         reasons.append(Reason("not ready", f"the target {target.label} is the live revision"))
+    if rolled_back is not None:
+        reasons.append(
+            Reason(
+                "not ready",
+                f"{rolled_back.sentence(service.slug)}; no release has put it live since",
+            )
+        )
     lifecycle = target.model_asset.lifecycle
     if lifecycle == ModelAsset.Lifecycle.RETIRED:
         reasons.append(Reason("not ready", f"its model asset {target.model_asset} is retired"))

@@ -28,6 +28,7 @@ from ledger.models import Capability, Event, LoadTestReport, Revision, RunSummar
 from ledger.roles import Role
 from releases.models import Release, Review, ReviewTrigger
 from releases.queries import plan as plans
+from releases.queries.rolled_back import rolled_back_by_service
 from replay.models import Run, Sample
 
 # Run evidence read for each service: the trend's window (the drift's baseline week is
@@ -207,8 +208,11 @@ def _read_plans(facts: dict[int, ServiceFacts]) -> None:
     """The rollback plan in force, as `releases.queries.plan.rollback_plan` finds it, for
     the whole batch: the releases named by the `plan_release` annotation in one query;
     for services without one, the revision that served before the live one, read from
-    the serving history in the chain (one query for the events, one for the revisions)."""
+    the serving history in the chain (one query for the events, one for the revisions).
+    Never a revision rolled back off the service (one query for them all): a plan whose
+    target was is read again as `rollback_plan` reads it."""
     planned = {pk: getattr(f.service, "plan_release", None) for pk, f in facts.items()}
+    rolled_back = rolled_back_by_service(facts)
     release_ids = [release_id for release_id in planned.values() if release_id]
     releases = Release.objects.select_related(
         "to_revision",
@@ -220,8 +224,11 @@ def _read_plans(facts: dict[int, ServiceFacts]) -> None:
     without = {}
     for service_facts in facts.values():
         release = releases.get(planned[service_facts.service.pk])
+        passing_over = rolled_back[service_facts.service.pk]
         if release is not None:
-            service_facts.plan = plans.plan_of(release)
+            service_facts.plan = plans.pass_over_rolled_back(
+                service_facts.service, plans.plan_of(release), passing_over
+            )
         else:
             without[service_facts.service.pk] = service_facts
     if not without:
@@ -236,14 +243,20 @@ def _read_plans(facts: dict[int, ServiceFacts]) -> None:
         if service_id in previous:
             continue
         revision_id = (json.loads(payload).get("after") or {}).get("live_revision")
-        if isinstance(revision_id, int) and revision_id != without[service_id].live.pk:
+        if (
+            isinstance(revision_id, int)
+            and revision_id != without[service_id].live.pk
+            and revision_id not in rolled_back[service_id]
+        ):
             previous[service_id] = revision_id
     revisions = Revision.objects.select_related("model_asset", "runtime").in_bulk(
         list(previous.values())
     )
     for service_id, service_facts in without.items():
         target = revisions.get(previous.get(service_id, 0))
-        service_facts.plan = plans.RollbackPlan(release=None, target=target)
+        service_facts.plan = plans.RollbackPlan(
+            release=None, target=target, rolled_back=rolled_back[service_id]
+        )
 
 
 def _read_verifications(facts: dict[int, ServiceFacts]) -> None:

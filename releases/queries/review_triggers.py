@@ -364,10 +364,11 @@ def license_change(facts: ServiceFacts, context: SweepContext) -> Finding | None
 def rollback_verification(facts: ServiceFacts, context: SweepContext) -> Finding | None:
     """The plan's target was verified, but that verification is older than the tier's
     limit or did not pass (the readiness verdict's own words). Never verified is not a
-    trigger: the checklist flags it."""
+    trigger: the checklist flags it; nor is a verification that reached no backend, which
+    is no verdict (it awaits confirmation, and the checklist flags it too)."""
     plan = facts.plan
     run = facts.last_verification
-    if plan is None or plan.target is None or run is None:
+    if plan is None or plan.target is None or run is None or run.verdict == Run.Verdict.ERRORED:
         return None
     tier = facts.service.tier
     reasons = _verification_reasons(plan.target, run, tier, context.now)

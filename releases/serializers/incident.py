@@ -78,8 +78,37 @@ class RollbackInProgressSerializer(serializers.Serializer):
     started_at = serializers.DateTimeField()
 
 
+class RevisionLabelRefSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    label = serializers.CharField()  # type: ignore[assignment]  # like Field.label
+
+
+class PassedOverSerializer(serializers.Serializer):
+    revision = RevisionLabelRefSerializer()
+    rollback = serializers.IntegerField(help_text="The rollback that took it off the service.")
+    rolled_back_at = serializers.DateTimeField()
+    reason = serializers.CharField()
+
+
+class VerifyNowSerializer(serializers.Serializer):
+    backend = serializers.CharField(
+        allow_null=True,
+        help_text="The enabled backend a verification of the target replays against; null: "
+        "none serves it, so nothing can verify it now.",
+    )
+    pending_run = serializers.IntegerField(
+        allow_null=True, help_text="A verification run of the target not finished yet."
+    )
+
+
 class RollbackSerializer(serializers.Serializer):
     target = RevisionRefSerializer(allow_null=True)
+    passed_over = PassedOverSerializer(
+        allow_null=True,
+        help_text="The revision the plan (or the serving history) would have gone back to, "
+        "passed over because it was rolled back off the service and no release has put it "
+        "live since; null: none.",
+    )
     kind = serializers.CharField(allow_null=True, help_text="From the rollback plan; null: none.")
     trigger_conditions = serializers.ListField(child=serializers.CharField())
     expected_minutes = serializers.IntegerField(allow_null=True)
@@ -93,6 +122,11 @@ class RollbackSerializer(serializers.Serializer):
     last_verification = VerificationSerializer(allow_null=True)
     in_progress = RollbackInProgressSerializer(
         allow_null=True, help_text="A recorded rollback not finished yet."
+    )
+    verify_now = VerifyNowSerializer(
+        allow_null=True,
+        help_text="Verifying the target now (POST /api/services/{slug}/verify-target/); "
+        "null: there is no target.",
     )
 
 
@@ -221,6 +255,16 @@ class IncidentSerializer(serializers.Serializer):
             ),
             "rollback": {
                 "target": _revision(readiness.target) if readiness.target else None,
+                "passed_over": (
+                    {
+                        "revision": {"id": passed.revision_id, "label": passed.label},
+                        "rollback": passed.rollback_id,
+                        "rolled_back_at": passed.at,
+                        "reason": passed.reason,
+                    }
+                    if (passed := plan.passed_over)
+                    else None
+                ),
                 "kind": plan.kind or None,
                 "trigger_conditions": plan.triggers,
                 "expected_minutes": plan.expected_minutes,
@@ -247,6 +291,11 @@ class IncidentSerializer(serializers.Serializer):
                         "started_at": in_progress.started_at,
                     }
                     if in_progress
+                    else None
+                ),
+                "verify_now": (
+                    {"backend": means["backend"], "pending_run": means["pending_run"]}
+                    if (means := incident.verification) is not None
                     else None
                 ),
             },

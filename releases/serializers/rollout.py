@@ -177,7 +177,21 @@ class RollbackRequestSerializer(serializers.Serializer):
         allow_null=True,
         default=None,
         help_text="A revision id of the service; default: the rollback plan's target, or the "
-        "revision that served before when no plan is in force.",
+        "revision that served before when no plan is in force (never one rolled back off the "
+        "service that no release has put live since).",
+    )
+    confirm_rolled_back = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="True to go back to a target that was rolled back off the service; with "
+        "rolled_back_reason.",
+    )
+    rolled_back_reason = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=2000,
+        help_text="Why go back to a target that was rolled back off the service (recorded).",
     )
 
 
@@ -189,6 +203,15 @@ class ConfirmRollbackSerializer(serializers.Serializer):
 class RevisionLabelSerializer(serializers.Serializer):
     id = serializers.IntegerField(read_only=True)
     label = serializers.CharField(read_only=True)  # type: ignore[assignment]  # like Field.label
+
+
+class VerificationQueuedSerializer(serializers.Serializer):
+    """A verification replay of a rollback target, queued by Verify now."""
+
+    run = serializers.IntegerField(source="pk", help_text="The replay run: /api/replay/runs/{id}/.")
+    target = RevisionLabelSerializer(source="revision")
+    backend = serializers.CharField(source="backend.name")
+    sample_set = serializers.CharField(help_text="name@version")
 
 
 class RollbackEventSerializer(serializers.ModelSerializer):

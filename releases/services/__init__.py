@@ -24,13 +24,14 @@ from releases.services.playbooks import (
     set_degradation,
     set_playbook,
 )
+from releases.services.readiness import verify_release_rollback_target, verify_rollback_target
 from releases.services.reviews import (
     add_comment,
     create_blackout_window,
     create_standard_template,
     retire_standard_template,
 )
-from releases.services.rollbacks import confirm_rollback, record_rollback
+from releases.services.rollbacks import confirm_rollback, record_rollback, reverify_rollback
 from releases.services.rollout import (
     abort_release,
     close_release,
@@ -72,6 +73,7 @@ __all__ = [
     "reopen_release",
     "retire_standard_template",
     "revalidate_release",
+    "reverify_rollback",
     "revoke_waiver",
     "set_degradation",
     "set_playbook",
@@ -80,5 +82,7 @@ __all__ = [
     "submit_release",
     "sync_signoffs",
     "update_release",
+    "verify_release_rollback_target",
+    "verify_rollback_target",
     "withdraw_release",
 ]

@@ -3,8 +3,10 @@ closed, the time it takes measured, and the target verified by a replay.
 
 `record_rollback` starts it; it finishes when the target's verification replay ends
 (`conclude_verification`, run by the `verify_rollback` task) or, where nothing can
-verify it, when the SRE confirms how it went (`confirm_rollback`). Its duration, from
-start to finish, is compared with the minutes the plan expected.
+verify it, when the SRE confirms how it went (`confirm_rollback`). A verification that
+could not reach its backend (or could not run at all) says nothing about the target:
+the rollback then awaits confirmation too, and `reverify_rollback` tries again. Its
+duration, from start to finish, is compared with the minutes the plan expected.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from ledger.models import ModelAsset, Revision, Service
 from lib.actors import Actor
 from releases import permissions, playbooks
 from releases.models import Release, RollbackEvent, Stage
-from releases.queries.plan import RollbackPlan, plan_of, plan_release
-from releases.queries.readiness import previous_live_revision
+from releases.queries.plan import RollbackPlan, plan_for, plan_release
+from releases.queries.rolled_back import RolledBack
 from releases.services.drift import reconcile_open_changes
 from releases.services.errors import TransitionRefused
 from releases.services.lifecycle import lock_release
@@ -46,6 +48,15 @@ def _target(service: Service, plan: RollbackPlan, chosen: Revision | int | None)
             )
     else:
         target = plan.target
+        if target is None and plan.passed_over is not None:
+            raise ValidationError(
+                {
+                    "target_revision": f"There is no default target: "
+                    f"{plan.passed_over.sentence(service.slug)}, and no release has put it "
+                    f"live since; no other earlier revision of {service.slug} has served. "
+                    "Name the revision to go back to."
+                }
+            )
         if target is None:
             raise ValidationError(
                 {
@@ -63,6 +74,32 @@ def _target(service: Service, plan: RollbackPlan, chosen: Revision | int | None)
             {"target_revision": f"{target.label} is already live on {service.slug}."}
         )
     return target
+
+
+def _confirmed_rolled_back(
+    service: Service, target: Revision, rolled_back: RolledBack | None, confirmed: bool, why: str
+) -> dict[str, object] | None:
+    """Going back to a revision rolled back off the service takes a confirmation and a
+    reason; what the rollback's Event records of it (None: the target was not)."""
+    if rolled_back is None:
+        return None
+    errors = {}
+    if not confirmed:
+        errors["confirm_rolled_back"] = (
+            f"{rolled_back.sentence(service.slug)}. Confirm that you go back to it anyway."
+        )
+    if not why.strip():
+        errors["rolled_back_reason"] = (
+            f"Say why you go back to {target.label} although it was rolled back: it goes in "
+            "the ledger."
+        )
+    if errors:
+        raise ValidationError(errors)
+    return {
+        "rollback": rolled_back.rollback_id,
+        "rolled_back_at": rolled_back.at,
+        "confirmed_because": why.strip(),
+    }
 
 
 def _clean_symptom(symptom: str) -> str:
@@ -84,9 +121,14 @@ def record_rollback(
     reason: str,
     symptom: str = "",
     target_revision: Revision | int | None = None,
+    confirm_rolled_back: bool = False,
+    rolled_back_reason: str = "",
 ) -> RollbackEvent:
     """Set the live revision back to the target (the plan's, or `target_revision`), end
-    the rollout or release it undoes, and queue the target's verification replay."""
+    the rollout or release it undoes, and queue the target's verification replay.
+
+    A target rolled back off the service (and not released since) is never the default;
+    choosing it takes `confirm_rolled_back` and a `rolled_back_reason`."""
     # The release first, then the service: the order promote takes them in.
     seen = plan_release(service)
     release = lock_release(seen) if seen is not None else None
@@ -105,11 +147,11 @@ def record_rollback(
     if not reason.strip():
         raise ValidationError({"reason": "Say why you roll back: it goes in the ledger."})
     symptom = _clean_symptom(symptom)
-    if release is not None:
-        plan = plan_of(release)
-    else:
-        plan = RollbackPlan(release=None, target=previous_live_revision(service))
+    plan = plan_for(service, release)
     target = _target(service, plan, target_revision)
+    anyway = _confirmed_rolled_back(
+        service, target, plan.rolled_back.get(target.pk), confirm_rolled_back, rolled_back_reason
+    )
     now = timezone.now()
     rollback = RollbackEvent.objects.create(
         service=service,
@@ -151,6 +193,12 @@ def record_rollback(
             "symptom": symptom,
             "expected_minutes": plan.expected_minutes,
             "verification_run": run.pk if run else None,
+            **({"target_rolled_back": anyway} if anyway else {}),
+            **(
+                {"passed_over": {"revision": passed.revision_id, "rollback": passed.rollback_id}}
+                if (passed := plan.passed_over) is not None and target_revision is None
+                else {}
+            ),
         },
     )
     refresh_readiness_on_commit(service.pk)
@@ -239,7 +287,7 @@ def _lock(rollback: RollbackEvent | int) -> RollbackEvent:
     pk = rollback.pk if isinstance(rollback, RollbackEvent) else rollback
     return (
         RollbackEvent.objects.select_for_update(of=("self",))
-        .select_related("service__team", "verification_run__sample_set")
+        .select_related("service__team", "verification_run__sample_set", "to_revision", "release")
         .get(pk=pk)
     )
 
@@ -254,15 +302,89 @@ def conclude_verification(rollback: RollbackEvent | int) -> RollbackEvent:
         return rollback
     if run.state not in (Run.State.FINISHED, Run.State.FAILED):
         return rollback
-    passed = run.state == Run.State.FINISHED and run.verdict == Run.Verdict.PASSED
-    note = (
-        f"verification run #{run.pk} ({run.sample_set}) {run.verdict}"
-        if run.state == Run.State.FINISHED
-        else f"verification run #{run.pk} failed to run"
-    )
+    if run.state == Run.State.FAILED or run.verdict == Run.Verdict.ERRORED:
+        return _unknown(rollback, run)
+    passed = run.verdict == Run.Verdict.PASSED
+    note = f"verification run #{run.pk} ({run.sample_set}) {run.verdict}"
     return _finish(
         rollback, actor=None, succeeded=passed, note=note, at=run.finished_at or timezone.now()
     )
+
+
+def _unknown(rollback: RollbackEvent, run: Run) -> RollbackEvent:
+    """The verification reached no backend, or could not run: no verdict on the target,
+    so the rollback awaits a person's confirmation (or another verification)."""
+    why = (
+        "could not reach its backend"
+        if run.state == Run.State.FINISHED
+        else f"could not run ({(run.summary or {}).get('error') or 'no reason recorded'})"
+    )
+    rollback.state = RollbackEvent.State.AWAITING_CONFIRMATION
+    rollback.outcome_note = (
+        f"Verification run #{run.pk} {why}: that says nothing about "
+        f"{rollback.to_revision.label}. Confirm how the rollback went, or verify again."
+    )
+    rollback.save(update_fields=["state", "outcome_note"])
+    append_event(
+        actor=None,
+        action="rollback.verification_unknown",
+        subject=rollback,
+        subject_label=f"rollback #{rollback.pk} of {rollback.service.slug}",
+        payload={"verification_run": run.pk, "run_state": run.state, "verdict": run.verdict},
+    )
+    refresh_readiness_on_commit(rollback.service_id)
+    return rollback
+
+
+@transaction.atomic
+def reverify_rollback(rollback: RollbackEvent, *, actor: Actor) -> RollbackEvent:
+    """Verify again a rollback that awaits confirmation: queue its target's verification
+    replay (the set of its last one, or the plan's) and wait for the verdict again."""
+    rollback = _lock(rollback)
+    permissions.ensure_can_verify_rollback_target(actor, rollback.service)
+    if rollback.state != RollbackEvent.State.AWAITING_CONFIRMATION:
+        raise ValidationError(
+            {
+                "rollback": f"Rollback #{rollback.pk} is "
+                f"{rollback.get_state_display().lower()}: only one awaiting confirmation is "
+                "verified again."
+            }
+        )
+    target = rollback.to_revision
+    before = rollback.verification_run
+    plan_set = rollback.release.rollback_verification_set if rollback.release else ""
+    backend = verification_backend(target)
+    sample_set = verification_set(before.sample_set.name if before else plan_set, target)
+    if backend is None or sample_set is None:
+        missing = (
+            f"no enabled backend serves {target.label}"
+            if backend is None
+            else "no verification sample set is named by the plan or used before"
+        )
+        raise ValidationError(
+            {"rollback": f"Nothing can verify rollback #{rollback.pk}: {missing}."}
+        )
+    run = replay_services.start_run(
+        actor=actor,
+        backend=backend,
+        sample_set=sample_set,
+        trigger=Run.Trigger.VERIFICATION,
+        enqueue=False,
+    )
+    rollback.verification_run = run
+    rollback.state = RollbackEvent.State.VERIFYING
+    rollback.save(update_fields=["verification_run", "state"])
+    append_event(
+        actor=actor,
+        action="rollback.verification_retried",
+        subject=rollback,
+        subject_label=f"rollback #{rollback.pk} of {rollback.service.slug}",
+        payload={"verification_run": run.pk, "previous_run": before.pk if before else None},
+    )
+    from releases.tasks import verify_rollback
+
+    verify_rollback.delay_on_commit(rollback.pk)
+    return rollback
 
 
 @transaction.atomic

@@ -4,7 +4,9 @@ A sign-off keeps the snapshot and its hash (`releases.snapshot`). Whenever
 the release's snapshot moves (a form edit, a replaced report, a new replay
 run, a waiver), `sync_signoffs` voids each standing sign-off it no longer
 matches, with a reason naming what changed, emails that signer to sign again,
-and takes an approved release back to submitted.
+and takes an approved release back to submitted. Once the release is closed
+(released, rejected, withdrawn, aborted, rolled back) its sign-offs are frozen as
+they stood.
 """
 
 from __future__ import annotations
@@ -46,9 +48,12 @@ def sync_signoffs(
 ) -> release_gates.Assessment:
     """Void the sign-offs the release's snapshot no longer matches (inside a verb's lock).
 
-    Returns the assessment as it stands after.
+    Returns the assessment as it stands after. A closed release's sign-offs are frozen
+    (`Release.OPEN_STATES`): nothing voids them after it went out.
     """
     assessment = assessment or release_gates.assess(release)
+    if release.state not in Release.OPEN_STATES:
+        return assessment
     now = timezone.now()
     voided = []
     for state in assessment.signoffs:

@@ -38,6 +38,7 @@ from releases.queries.waiting import signer_roles_of
 from releases.schemas import CLASSIFICATIONS, DOWNSTREAM_SYSTEMS, METRICS
 from releases.services.lifecycle import EDITABLE_STATES
 from releases.services.signoffs import SIGNABLE_STATES, WAIVABLE_STATES
+from releases.views.verification import verify_target_offered
 
 
 def _release(pk: int) -> Release:
@@ -255,6 +256,7 @@ def _page_context(
         "can_reopen": permissions.can_file_release(request.user, release.service)
         and release.state in ("rejected", "withdrawn"),
         "reopened_as": page_queries.reopened_as(release),
+        "verify_target_offered": verify_target_offered(request, release, assessment),
         **_rollout_context(request, release),
     }
 

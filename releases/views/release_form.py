@@ -30,6 +30,7 @@ from releases.forms import ReleaseForm
 from releases.models import Release
 from releases.queries import pages as page_queries
 from releases.services.lifecycle import EDITABLE_STATES
+from releases.views.verification import verify_target_offered
 
 
 def _service_for_filing(request: AuthenticatedHttpRequest, slug: str) -> Service:
@@ -184,5 +185,10 @@ def release_gates_panel(request: AuthenticatedHttpRequest, pk: int) -> HttpRespo
         raise PermissionDenied(_("Sign in to read releases."))
     if not wants_fragment(request):
         return redirect(reverse("releases:release_detail", args=[pk]) + "#gates")
-    context = {"release": release, "assessment": release_gates.assess(release)}
+    assessment = release_gates.assess(release)
+    context = {
+        "release": release,
+        "assessment": assessment,
+        "verify_target_offered": verify_target_offered(request, release, assessment),
+    }
     return render(request, "releases/_gates.html", context)

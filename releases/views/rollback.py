@@ -13,6 +13,8 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.dateformat import format as format_date
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -43,9 +45,15 @@ def _service(slug: str) -> Service:
     )
 
 
-def _revision_choices(service: Service, default: Revision | None) -> list[tuple[int, str]]:
+def _revision_choices(service: Service, plan: plans.RollbackPlan) -> list[tuple[int | str, str]]:
+    """Every revision of the service but the live one (unless the target is the live
+    one, as while a rollout is in flight): the default marked, the rolled-back ones
+    saying so; an empty first choice when there is no default."""
+    default = plan.target
     revisions = Revision.objects.filter(service=service).select_related("model_asset", "runtime")
-    choices = []
+    choices: list[tuple[int | str, str]] = []
+    if default is None:
+        choices.append(("", _("— pick the revision to go back to —")))
     for revision in revisions.order_by("-number"):
         if revision.pk == service.live_revision_id and not (default and default.pk == revision.pk):
             continue
@@ -56,8 +64,15 @@ def _revision_choices(service: Service, default: Revision | None) -> list[tuple[
             "engine": revision.runtime.get_engine_display(),
             "version": revision.runtime.engine_version,
         }
+        rolled_back = plan.rolled_back.get(revision.pk)
         if default and revision.pk == default.pk:
             label = _("%(revision)s — the plan's target") % {"revision": label}
+        elif rolled_back is not None:
+            label = _("%(revision)s — rolled back by rollback #%(pk)s on %(when)s") % {
+                "revision": label,
+                "pk": rolled_back.rollback_id,
+                "when": format_date(timezone.localtime(rolled_back.at), "Y-m-d H:i T"),
+            }
         choices.append((revision.pk, label))
     return choices
 
@@ -69,11 +84,12 @@ def rollback_new(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     service = _service(slug)
     permissions.ensure_can_record_rollback(request.user, service)
     plan = plans.rollback_plan(service)
-    choices = _revision_choices(service, plan.target)
+    choices = _revision_choices(service, plan)
     data = request.POST if request.method == "POST" else None
     form = RollbackForm(
         data,
         revisions=choices,
+        offers_rolled_back=any(pk in plan.rolled_back for pk, _label in choices),
         initial={
             "target_revision": request.GET.get("target")
             or (plan.target.pk if plan.target else None),
@@ -88,6 +104,8 @@ def rollback_new(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
                 reason=form.cleaned_data["reason"],
                 symptom=form.cleaned_data["symptom"],
                 target_revision=form.cleaned_data["target_revision"],
+                confirm_rolled_back=form.cleaned_data.get("confirm_rolled_back", False),
+                rolled_back_reason=form.cleaned_data.get("rolled_back_reason", ""),
             )
         except ValidationError as error:
             apply_errors(form, error)
@@ -111,6 +129,7 @@ def rollback_new(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         "plan": plan,
         "form": form,
         "target": chosen,
+        "chosen_rolled_back": plan.rolled_back.get(chosen.pk) if chosen is not None else None,
         "readiness": plans.plan_readiness(
             service,
             plans.RollbackPlan(
@@ -118,6 +137,7 @@ def rollback_new(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
                 target=chosen,
                 kind=plan.kind,
                 expected_minutes=plan.expected_minutes,
+                rolled_back=plan.rolled_back,
             ),
         )
         if chosen is not None
@@ -130,7 +150,7 @@ def rollback_new(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
 
 
 def _chosen_target(
-    form: RollbackForm, choices: list[tuple[int, str]], default: Revision | None
+    form: RollbackForm, choices: list[tuple[int | str, str]], default: Revision | None
 ) -> Revision | None:
     raw = form.data.get("target_revision") if form.is_bound else form.initial.get("target_revision")
     allowed = {pk for pk, _label in choices}
@@ -189,10 +209,13 @@ def _rollback_context(
         rollback.state == RollbackEvent.State.AWAITING_CONFIRMATION
         and permissions.can_record_rollback(request.user, rollback.service)
     )
+    awaiting = rollback.state == RollbackEvent.State.AWAITING_CONFIRMATION
     return {
         "rollback": rollback,
         "service": rollback.service,
         "confirm_form": form or (ConfirmRollbackForm() if can_confirm else None),
+        "can_reverify": awaiting
+        and permissions.can_verify_rollback_target(request.user, rollback.service),
         "overran": bool(
             rollback.duration
             and rollback.expected_minutes

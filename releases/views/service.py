@@ -89,6 +89,11 @@ def _rollback_context(
     return {
         "plan": plan,
         "readiness": plans.plan_readiness(service, plan),
+        "verification": (
+            replay_queries.verification_means(plan.target) if plan.target is not None else None
+        ),
+        "can_verify": plan.target is not None
+        and permissions.can_verify_rollback_target(request.user, service),
         "rollout_stage": rollout_queries.in_flight([service.pk]).get(service.pk),
         "unauthorized": list(
             UnauthorizedChange.objects.filter(service=service, reconciled_at__isnull=True)

@@ -374,12 +374,12 @@ def test_service_page_query_count_does_not_grow_with_revisions_and_events(
     # releases); the releases: 21 the open ones and 22 the recently closed ones,
     # each with its revisions and filer, and 23 the lock rule's "referenced by a
     # release past draft" over the revisions listed; the rollback section's 24 plan
-    # in force (none here, and no revision served before the live one: no target to
-    # judge), 25 rollout in flight, 26 open unauthorized changes, 27 recent rollbacks
-    # and 28 the reader's permissions; the reviews section's 29 open review, 30 last
-    # concluded review and 31 open actions. The license is not gated, so no acceptance
-    # lookup.
-    with django_assert_num_queries(31):
+    # in force and 25 the revisions rolled back off the service (none here, and no
+    # revision served before the live one: no target to judge or verify), 26 rollout in
+    # flight, 27 open unauthorized changes, 28 recent rollbacks and 29 the reader's
+    # permissions; the reviews section's 30 open review, 31 last concluded review and
+    # 32 open actions. The license is not gated, so no acceptance lookup.
+    with django_assert_num_queries(32):
         response = client.get("/services/kb-assistant/")
 
     assert len(response.context["revisions"]) == 3 + extra_revisions

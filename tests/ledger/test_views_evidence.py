@@ -649,12 +649,12 @@ def test_service_page_query_count_does_not_grow_with_reports(
     # run-evidence trend's 15 days, 16 live-revision changes and 17 their revisions,
     # the serving history's 18 events and 19 revisions, 20 the rollout shares' events
     # (none, so no releases query), 21 open and 22 recently closed releases, 23 the lock
-    # rule over the revisions listed, and the rollback section's 24 plan in force (none;
-    # nothing served before the live revision: no target to judge), 25 rollout in
-    # flight, 26 unauthorized changes, 27 recent rollbacks and 28 the reader's
-    # permissions; the reviews section's 29 open review, 30 last concluded review and
-    # 31 open actions.
-    with django_assert_num_queries(31):
+    # rule over the revisions listed, and the rollback section's 24 plan in force and 25
+    # the revisions rolled back off the service (none; nothing served before the live
+    # revision: no target to judge or verify), 26 rollout in flight, 27 unauthorized
+    # changes, 28 recent rollbacks and 29 the reader's permissions; the reviews
+    # section's 30 open review, 31 last concluded review and 32 open actions.
+    with django_assert_num_queries(32):
         response = client.get("/services/kb-assistant/")
 
     assert len(response.context["matrix_blocks"]) == 2

@@ -237,19 +237,20 @@ def test_the_screen_and_the_api_ask_a_bounded_number_of_queries(
             )
     token = Token.objects.create(user=sre)
     # 1 the token and its user; the service with its annotations; the serving history
-    # and the revision that served before (no plan is in force here); health's
-    # backends, probes and runs; the target's reports, capabilities (for the diff) and
-    # last verification; the changes of the window; the people to call.
-    with django_assert_max_num_queries(12):
+    # and the revision that served before (no plan is in force here); the revisions
+    # rolled back off the service; health's backends, probes and runs; the target's
+    # reports, capabilities (for the diff) and last verification, and what verifying it
+    # now would use; the changes of the window; the people to call.
+    with django_assert_max_num_queries(14):
         response = client.get(
             "/api/services/kb-assistant/incident/", HTTP_AUTHORIZATION=f"Token {token.key}"
         )
     assert response.json()["health"]["word"] == "healthy"
     assert response.json()["rollback"]["last_verification"] is not None
     client.force_login(sre)
-    # The session and its user instead of the token, and the reader's permissions
-    # (whether to offer "Record rollback").
-    with django_assert_max_num_queries(14):
+    # The session and its user instead of the token, the reader's permissions (whether
+    # to offer "Record rollback") and roles (whether to offer "Verify now").
+    with django_assert_max_num_queries(17):
         client.get(reverse("releases:incident", args=["kb-assistant"]))
 
 

@@ -469,10 +469,10 @@ def test_service_page_shows_open_and_recent_releases_in_constant_queries(
     for _ in range(extra):
         services.withdraw_release(file_release(world, owner), actor=owner)
     client.force_login(owner)
-    # As the ledger's service page tests count (31: serving history and rollout shares,
+    # As the ledger's service page tests count (32: serving history and rollout shares,
     # run-evidence trend, the open and the recently closed releases, the rollback and the
-    # reviews sections included), plus 32 the latest probes of the backends this world has.
-    with django_assert_num_queries(32):
+    # reviews sections included), plus 33 the latest probes of the backends this world has.
+    with django_assert_num_queries(33):
         response = client.get(reverse("releases:service_detail", args=[world.service.slug]))
     assert response.context["open_releases"] == [shown]
     assert len(response.context["recent_releases"]) == extra
@@ -491,9 +491,10 @@ def test_waiting_for_me_query_count_is_constant(
     # roles, 4 the releases awaiting a signature and 5 their standing sign-offs (as
     # values), 6 the releases listed and 7 their revisions, as the gates read them;
     # then the gates of all of them at once: 8 the candidates' reports, 9 the latest
-    # runs of the required sets, 10 the rollback targets' last verifications, 11
-    # blackout windows, 12 waivers and 13 sign-offs.
-    with django_assert_num_queries(13):
+    # runs of the required sets, 10 the rollback targets' last verifications and 11
+    # the revisions rolled back off their services, 12 blackout windows, 13 waivers and
+    # 14 sign-offs.
+    with django_assert_num_queries(14):
         response = client.get(url)
     rows = response.context["rows"]
     assert len(rows) == count
@@ -524,10 +525,11 @@ def test_release_page_query_count_is_constant(
     # Whatever the number of sign-offs, comments and events: 1 session, 2 user; 3 the
     # release and 4 its revisions, with every part the page and the gates show (read
     # once for both), the gates' 5 reports, 6 latest runs, 7 last verification, 8
-    # blackout windows, 9 waivers and 10 sign-offs (what the reader signed among
-    # them); the reader's 11 roles and 12 permissions (may they waive); 13 the diff's
-    # capabilities; 14 comments and 15 the timeline.
-    with django_assert_num_queries(15):
+    # revisions rolled back off the service, 9 blackout windows, 10 waivers and 11
+    # sign-offs (what the reader signed among them); the reader's 12 roles and 13
+    # permissions (may they waive); 14 the diff's capabilities; 15 comments and 16 the
+    # timeline.
+    with django_assert_num_queries(16):
         response = client.get(reverse("releases:release_detail", args=[release.pk]))
     assert len(response.context["comments"]) == comments
 

@@ -145,7 +145,6 @@ def test_a_breaking_difference_from_live_is_named(service, target):
     [
         (Run.Verdict.FAILED, "not ready", "its last verification (kb-verify, "),
         (Run.Verdict.REGRESSED, "not ready", ") regressed"),
-        (Run.Verdict.ERRORED, "not ready", "could not reach the backend"),
     ],
 )
 def test_a_failed_verification_is_not_ready(service, target, verdict, expected, fragment):
@@ -153,6 +152,18 @@ def test_a_failed_verification_is_not_ready(service, target, verdict, expected, 
     readiness = rollback_readiness(service, target, expected_minutes=5, now=NOW)
     assert readiness.verdict == expected
     assert fragment in readiness.reasons[0].text
+
+
+def test_a_verification_that_reached_no_backend_awaits_confirmation_at_risk(service, target):
+    """Unknown, not failed: read as not verified yet (issue 27)."""
+    run = _verified(target, Run.Verdict.ERRORED, ago=dt.timedelta(hours=1))
+    readiness = rollback_readiness(service, target, expected_minutes=5, now=NOW)
+    assert readiness.verdict == "at risk"
+    assert readiness.reasons[0].text == (
+        f"r1 awaits confirmation: its last verification ({run.finished_at:%Y-%m-%d %H:%M} "
+        f"UTC, run #{run.pk}) could not reach its backend, which says nothing about r1; "
+        "verify it again"
+    )
 
 
 def test_a_stale_verification_is_at_risk_by_the_tiers_limit(service, target):

@@ -368,9 +368,10 @@ def test_the_sweep_reads_each_batch_in_a_constant_number_of_queries(team, sre, c
     assert (report_.scanned, report_.raised) == (count, [])
     # Read once: engine versions, platform people, reviews past due, the services to
     # review. Then per batch, whatever the number of services in it: a savepoint, the
-    # lock, its release, and ten reads (services, task types, run evidence, load tests,
-    # capabilities, serving history, newest runs, license events, reviews, triggers);
-    # reads with nothing to look up (no release in force here) are not even sent.
+    # lock, its release, and eleven reads (services, task types, run evidence, load
+    # tests, capabilities, the revisions rolled back off them, serving history, newest
+    # runs, license events, reviews, triggers); reads with nothing to look up (no
+    # release in force here) are not even sent.
     per_batch = len(one_batch) - 4
-    assert per_batch == 13
+    assert per_batch == 14
     assert len(in_threes) == 4 + per_batch * (count // 3)

@@ -256,6 +256,17 @@ def test_a_failed_verification_of_the_rollback_target(world):
     assert trigger.key.endswith(":failed")
 
 
+def test_a_verification_that_reached_no_backend_raises_nothing(world):
+    """Unknown, not failed: like a target never verified, the checklist flags it."""
+    previous = with_previous_live(world.service, world.live)
+    backend = BackendFactory(name="kb-previous", revision=previous)
+    replay_run(world.verification_set, backend, trigger=Run.Trigger.VERIFICATION, verdict="errored")
+
+    sweep()
+
+    no_review(world.service)
+
+
 def test_a_recent_passing_verification_raises_nothing(world):
     previous = with_previous_live(world.service, world.live)
     backend = BackendFactory(name="kb-previous", revision=previous)

@@ -139,8 +139,16 @@ def test_what_was_live_at_t_across_a_release_a_rollback_and_a_rollback_of_it(
     with time_machine.travel(t0 + dt.timedelta(hours=2), tick=False):
         first = services.record_rollback(world.service, actor=sre, reason="slow")
     with time_machine.travel(t0 + dt.timedelta(hours=3), tick=False):
-        # No release's plan is in force now: the target is what served before.
-        second = services.record_rollback(world.service, actor=sre, reason="the fix is out")
+        # No release's plan is in force now, and what served before was rolled back: going
+        # back to it is chosen, and confirmed with a reason.
+        second = services.record_rollback(
+            world.service,
+            actor=sre,
+            reason="the fix is out",
+            target_revision=world.candidate,
+            confirm_rolled_back=True,
+            rolled_back_reason="the slowness came from the gateway",
+        )
     expected = [
         (t0 + dt.timedelta(minutes=30), world.live.pk, {}),
         (t0 + dt.timedelta(minutes=90), world.candidate.pk, {"release": release.pk}),

@@ -115,3 +115,40 @@ def test_seed_demo_leaves_a_review_in_each_state_one_raised_by_the_latency_drift
     assert Review.objects.count() == 4
     assert Event.objects.count() == events
     assert verify_chain().ok
+
+
+def test_the_demos_rollback_leaves_the_rolled_back_revision_out_of_the_default(client):
+    """kb-assistant's rollback #1 took its gateway-policy revision off: the incident
+    screen names an earlier revision as the target and says why not that one."""
+    call_command("seed_demo", "--quiet-logins")
+    rollback = RollbackEvent.objects.select_related("from_revision").get(
+        service__slug="kb-assistant"
+    )
+    client.force_login(get_user_model().objects.get(username="sre"))
+    answer = client.get("/api/services/kb-assistant/incident/").json()["rollback"]
+    assert answer["target"] is not None
+    assert answer["target"]["id"] not in (rollback.from_revision_id, rollback.to_revision_id)
+    assert answer["passed_over"]["revision"]["id"] == rollback.from_revision_id
+    assert answer["passed_over"]["rollback"] == rollback.pk
+    form = client.get("/services/kb-assistant/rollbacks/new/").content.decode()
+    assert f'<option value="{answer["target"]["id"]}" selected>' in form
+    assert 'id="passed-over"' in form
+
+
+def test_the_demos_backends_are_not_monitored_and_verify_now_says_why(client):
+    """Nothing listens on the demo backends' address: they are disabled (health reads
+    *not monitored*), so nothing probes or replays them, and Verify now is not offered
+    for a target nothing can replay."""
+    from replay.demo import DEMO_BACKEND_URL
+    from replay.models import Backend
+
+    call_command("seed_demo", "--quiet-logins")
+    demo = Backend.objects.filter(base_url=DEMO_BACKEND_URL)
+    assert demo.exists() and not demo.filter(enabled=True).exists()
+    client.force_login(get_user_model().objects.get(username="sre"))
+    answer = client.get("/api/services/support-faq/incident/").json()
+    assert answer["health"]["word"] == "not monitored"
+    assert answer["rollback"]["verify_now"] == {"backend": None, "pending_run": None}
+    page = client.get("/services/support-faq/incident/").content.decode()
+    assert "no enabled backend serves it" in page
+    assert Event.objects.filter(action="replay.backend_updated").count() == demo.count()

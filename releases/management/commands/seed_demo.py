@@ -28,7 +28,7 @@ from ledger.roles import Role
 from releases.demo import seed_releases
 from releases.demo_reviews import seed_reviews
 from releases.demo_rollouts import seed_rollouts
-from replay.demo import seed_replay
+from replay.demo import seed_replay, unmonitor_demo_backends
 
 DEMO_PASSWORD = "demo"  # noqa: S105 - printed on purpose: demo logins for a local run
 
@@ -153,6 +153,8 @@ class Command(BaseCommand):
             if reviews
             else "demo reviews: kept as they are"
         )
+        if unmonitored := unmonitor_demo_backends():
+            self.stdout.write(f"demo backends: {unmonitored} disabled (nothing serves them)")
 
     def _fleet(self, count: int) -> None:
         self.stdout.write(f"fleet: making sure {count} services exist, 24 revisions each")
