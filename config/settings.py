@@ -357,10 +357,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    # Two choice sets share the field name "engine"; name them apart.
+    # The runtime's and the backend's "engine" are one enum: one name for it.
     "ENUM_NAME_OVERRIDES": {
         "RuntimeEngineEnum": "ledger.engines.Engine",
-        "BackendEngineEnum": "replay.models.Backend.Engine",
         "ReadinessVerdictEnum": "releases.queries.readiness.VERDICTS",
         "RunVerdictEnum": "replay.models.Run.Verdict",
         "LoadTestSourceEnum": "ledger.models.evidence.LoadTestReport.Source",

@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from ledger import services as ledger_services
 from ledger.demo.evidence import LOADTEST_DIR
+from ledger.engines import Engine
 from ledger.models import LoadTestReport, Revision, Service
 from releases import policy, services
 from releases.models import Release
@@ -85,7 +86,7 @@ def _backend(revision: Revision, name: str) -> Backend | None:
         revision=revision,
         base_url=DEMO_BACKEND_URL,
         model_name=revision.service.slug,
-        engine=Backend.Engine.OTHER,
+        engine=Engine.OPENAI_COMPATIBLE,
         concurrency_limit=4,
     )
 

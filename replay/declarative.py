@@ -40,6 +40,7 @@ from ledger.declarative.document import Document, Path, Problem
 from ledger.declarative.extensions import Extension, check_entries, register
 from ledger.declarative.run import Change, Failed, Run, Skip, diff, same
 from ledger.declarative.schema import Entry, Key, Section, suggest
+from ledger.engines import Engine
 from ledger.models import Revision
 from replay import jsonl, services
 from replay.models import Backend, SampleSet, Schedule
@@ -229,7 +230,7 @@ BACKEND = Section(
         "revision": Key("int", required=True),
         "base_url": Key("text", required=True),
         "model_name": Key("text", required=True),
-        "engine": Key("choice", choices=tuple(Backend.Engine.values)),
+        "engine": Key("choice", choices=tuple(Engine.values)),
         "credential_env": Key("text"),
         "concurrency_limit": Key("int"),
         "connect_timeout_s": Key("decimal"),

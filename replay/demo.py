@@ -48,7 +48,7 @@ def seed_replay(service_slugs: list[str]) -> tuple[int, int]:
             revision=service.live_revision,
             base_url=DEMO_BACKEND_URL,
             model_name=service.slug,
-            engine=engine if engine in Backend.Engine.values else Backend.Engine.OTHER,
+            engine=engine,
             concurrency_limit=4,
         )
         new_backends += 1

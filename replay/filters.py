@@ -12,6 +12,7 @@ import django_filters
 from django.db.models import Q, QuerySet
 from django.utils.translation import gettext_lazy as _
 
+from ledger.engines import Engine
 from lib.api import ApiFilterSet, api_text
 from lib.forms import LiveFilterSet
 from replay.forms import latest_versions
@@ -25,7 +26,7 @@ class BackendListFilter(LiveFilterSet):
         label=_("Search"), method="search", help_text=_("Name, model, base URL or service.")
     )
     engine = django_filters.ChoiceFilter(
-        choices=Backend.Engine.choices, empty_label=_("Any engine"), label=_("Engine")
+        choices=Engine.choices, empty_label=_("Any engine"), label=_("Engine")
     )
     enabled = django_filters.ChoiceFilter(
         choices=[("true", _("enabled")), ("false", _("disabled"))],

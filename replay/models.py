@@ -9,21 +9,12 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
+from ledger.engines import Engine
 from lib.choices import ChoiceLabels
 
 
 class Backend(ChoiceLabels, models.Model):
     """An OpenAI-compatible endpoint serving one registered revision."""
-
-    class Engine(models.TextChoices):
-        VLLM = "vllm", pgettext_lazy("engine", "vLLM")
-        SGLANG = "sglang", pgettext_lazy("engine", "SGLang")
-        LMDEPLOY = "lmdeploy", pgettext_lazy("engine", "LMDeploy")
-        TGI = "tgi", pgettext_lazy("engine", "Text Generation Inference")
-        OLLAMA = "ollama", pgettext_lazy("engine", "Ollama")
-        LLAMA_CPP = "llama_cpp", pgettext_lazy("engine", "llama.cpp")
-        TENSORRT_LLM = "tensorrt_llm", pgettext_lazy("engine", "TensorRT-LLM")
-        OTHER = "other", pgettext_lazy("engine", "Other OpenAI-compatible")
 
     name = models.SlugField(
         max_length=100, unique=True, help_text=_("e.g. kb-assistant-vllm-canary")
@@ -37,7 +28,7 @@ class Backend(ChoiceLabels, models.Model):
     model_name = models.CharField(
         max_length=200, help_text=_("The `model` the server expects in requests.")
     )
-    engine = models.CharField(max_length=16, choices=Engine.choices, default=Engine.VLLM)
+    engine = models.CharField(max_length=32, choices=Engine.choices, default=Engine.VLLM)
     credential_env = models.CharField(
         _("credential variable"),
         max_length=100,

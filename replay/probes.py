@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from ledger.engines import Engine
 from replay.checks import CheckOutcome, judge
 from replay.client import ChatRequest, ReplayResult, api_root
 from replay.outbound import DestinationPolicy, guarded_client
@@ -42,14 +43,13 @@ class VersionInfo:
 
 _CONTEXT_KEYS = ("max_model_len", "context_length", "context_window", "max_context_length")
 
-# Each engine's version endpoint and the key holding the version; the names are the
-# values of replay.models.Backend.Engine.
+# Each engine's version endpoint and the key holding the version.
 VERSION_ENDPOINTS: dict[str, tuple[str, str]] = {
-    "vllm": ("/version", "version"),
-    "tgi": ("/info", "version"),
-    "ollama": ("/api/version", "version"),
-    "sglang": ("/get_server_info", "version"),
-    "llama_cpp": ("/props", "build_info"),
+    Engine.VLLM: ("/version", "version"),
+    Engine.TGI: ("/info", "version"),
+    Engine.OLLAMA: ("/api/version", "version"),
+    Engine.SGLANG: ("/get_server_info", "version"),
+    Engine.LLAMA_CPP: ("/props", "build_info"),
 }
 
 

@@ -40,6 +40,8 @@ from dataclasses import dataclass
 
 from django.utils.translation import gettext_noop
 
+from ledger.engines import Engine
+
 
 @dataclass(frozen=True)
 class EngineMetrics:
@@ -81,7 +83,7 @@ class EngineMetrics:
 
 
 VLLM = EngineMetrics(
-    name="vllm",
+    name=Engine.VLLM.value,
     label="vLLM",
     finished="vllm:request_success",
     http_requests="http_requests",
@@ -99,7 +101,7 @@ VLLM = EngineMetrics(
 )
 
 SGLANG = EngineMetrics(
-    name="sglang",
+    name=Engine.SGLANG.value,
     label=gettext_noop("SGLang"),
     requests=("sglang:num_requests",),
     aborted=("sglang:num_aborted_requests",),
@@ -114,7 +116,7 @@ SGLANG = EngineMetrics(
 )
 
 TGI = EngineMetrics(
-    name="tgi",
+    name=Engine.TGI.value,
     label=gettext_noop("Text Generation Inference"),
     requests=("tgi_request_count",),
     failures="tgi_request_failure",
@@ -125,7 +127,7 @@ TGI = EngineMetrics(
 )
 
 LLAMACPP = EngineMetrics(
-    name="llamacpp",
+    name=Engine.LLAMA_CPP.value,
     label=gettext_noop("llama.cpp server"),
     prompt_tokens=("llamacpp:prompt_tokens",),
     generation_tokens=("llamacpp:tokens_predicted",),
@@ -133,14 +135,13 @@ LLAMACPP = EngineMetrics(
     decode_seconds=("llamacpp:tokens_predicted_seconds", "llamacpp:tokens_predicted"),
 )
 
+# Keyed by the ledger's engine values (`ledger.engines.Engine`), as runtimes and
+# backends record them.
 ENGINES: dict[str, EngineMetrics] = {e.name: e for e in (VLLM, SGLANG, TGI, LLAMACPP)}
-# replay's Backend.Engine values that differ from the names here.
-_ALIASES = {"llama_cpp": "llamacpp"}
 
 
 def engine_for(name: str) -> EngineMetrics:
-    """The engine by its name here or replay's (`llama_cpp`); KeyError names the known ones."""
-    key = _ALIASES.get(name, name)
-    if key not in ENGINES:
+    """The engine's metric names by its value; KeyError names the known ones."""
+    if name not in ENGINES:
         raise KeyError(f"no metric names known for engine {name!r}; known: {', '.join(ENGINES)}")
-    return ENGINES[key]
+    return ENGINES[name]

@@ -26,7 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ledger import services as ledger_services
-from ledger.metrics_import import ExpositionError, engine_for, parse_exposition
+from ledger.metrics_import import ENGINES, ExpositionError, engine_for, parse_exposition
 from ledger.models import RunSummary
 from replay.client import api_root
 from replay.models import Backend, MetricsScrape
@@ -37,13 +37,8 @@ logger = logging.getLogger(__name__)
 
 # A vLLM endpoint with several models and LoRA adapters answers a few hundred kB.
 MAX_METRICS_BYTES = 8 * 1024 * 1024
-# replay's Backend.Engine values whose metric names ledger.metrics_import knows.
-SCRAPED_ENGINES = (
-    Backend.Engine.VLLM,
-    Backend.Engine.SGLANG,
-    Backend.Engine.TGI,
-    Backend.Engine.LLAMA_CPP,
-)
+# The engines whose metric names ledger.metrics_import knows.
+SCRAPED_ENGINES = tuple(ENGINES)
 
 
 class ScrapeFailed(Exception):

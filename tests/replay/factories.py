@@ -5,6 +5,7 @@ from __future__ import annotations
 import factory
 from django.utils import timezone
 
+from ledger.engines import Engine
 from replay.models import Backend, Probe, Result, Run, Sample, SampleSet
 from tests.ledger.factories import RevisionFactory
 
@@ -17,7 +18,7 @@ class BackendFactory(factory.django.DjangoModelFactory):
     revision = factory.SubFactory(RevisionFactory)
     base_url = "http://127.0.0.1:9"
     model_name = "gemma-3-270m"
-    engine = Backend.Engine.VLLM
+    engine = Engine.VLLM
     concurrency_limit = 4
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from django.utils import timezone
 
 from ledger import services as ledger_services
+from ledger.engines import Engine
 from replay import services
 from replay.models import Backend, Result, Run, SampleSet
 from replay.services.verdicts import compare_runs, decide, summarize_run
@@ -42,7 +43,7 @@ def backend_on(server: FakeOpenAI, revision=None, **fields: Any) -> Backend:
         "revision": revision or RevisionFactory(),
         "base_url": server.base_url,
         "model_name": server.config.model,
-        "engine": Backend.Engine.VLLM,
+        "engine": Engine.VLLM,
         "concurrency_limit": 4,
         "connect_timeout_s": 2,
         "first_token_timeout_s": 5,

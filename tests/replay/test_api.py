@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from ledger.engines import Engine
 from ledger.models import Event
 from replay.models import Backend, Probe, Run, SampleSet
 from tests.replay.factories import SampleFactory, SampleSetFactory
@@ -175,7 +176,7 @@ def test_sre_changes_a_backend_and_its_name_stays(api, sre, backend):
 
 def test_backends_filter_by_service_and_engine(api, auditor, team):
     a = make_backend(team, name="a")
-    make_backend(team, name="b", engine=Backend.Engine.SGLANG)
+    make_backend(team, name="b", engine=Engine.SGLANG)
     api.force_authenticate(auditor)
 
     by_service = api.get("/api/replay/backends/", {"service": a.revision.service.slug})

@@ -8,6 +8,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from ledger.engines import Engine
 from ledger.models import Event
 from replay.models import Backend
 from tests.ledger.factories import RevisionFactory
@@ -71,13 +72,15 @@ def test_a_runtime_of_a_generic_openai_compatible_server(db):
     _register(f"--revision={revision.number}")
 
     assert revision.runtime.engine == "openai-compatible"
-    assert Backend.objects.get(name="kb-vllm").engine == Backend.Engine.OTHER
+    assert Backend.objects.get(name="kb-vllm").engine == Engine.OPENAI_COMPATIBLE
 
 
-def test_engine_openai_compatible_is_recorded_as_other(live):
+def test_the_backend_takes_the_engine_values_a_runtime_takes(live, capsys):
     _register("--engine=openai-compatible")
 
-    assert Backend.objects.get(name="kb-vllm").engine == Backend.Engine.OTHER
+    assert Backend.objects.get(name="kb-vllm").engine == Engine.OPENAI_COMPATIBLE
+    with pytest.raises(CommandError, match="invalid choice: 'other'"):
+        _register("--engine=other", "--update")
 
 
 @pytest.mark.parametrize(

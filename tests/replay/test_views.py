@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
+from ledger.engines import Engine
 from ledger.models import Event
 from replay import services
 from replay.models import Backend, Probe, Run, Schedule
@@ -51,7 +52,7 @@ def test_backend_list_shows_each_backend_with_its_revision_probe_and_last_run(
 def test_backend_list_filters_in_the_url_and_pages(client, auditor, team):
     for n in range(26):
         make_backend(team, name=f"vllm-{n:02d}")
-    make_backend(team, name="sglang-a", engine=Backend.Engine.SGLANG)
+    make_backend(team, name="sglang-a", engine=Engine.SGLANG)
     client.force_login(auditor)
 
     first = client.get("/replay/", {"engine": "vllm"})

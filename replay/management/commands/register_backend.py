@@ -18,14 +18,13 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from config.env import env_str
+from ledger.engines import Engine
 from ledger.models import Revision, Service
 from lib.actors import Actor
 from replay import services
 from replay.management.commands._common import messages
 from replay.models import Backend
 
-# Engines of the ledger's runtimes that a backend records under another name.
-_ENGINE_ALIASES = {"openai-compatible": Backend.Engine.OTHER}
 # Model field -> the option that sets it, so that an error names what to change.
 _OPTIONS = {
     "name": "NAME",
@@ -45,10 +44,6 @@ _OPTIONS = {
 
 class _DryRun(Exception):
     """Rolls the transaction of a dry run back."""
-
-
-def _engine_choices() -> list[str]:
-    return [*Backend.Engine.values, *_ENGINE_ALIASES]
 
 
 class Command(BaseCommand):
@@ -74,7 +69,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--engine",
-            choices=_engine_choices(),
+            choices=Engine.values,
             help="The serving engine (default: the revision's runtime engine; "
             "openai-compatible or other for any other OpenAI-compatible server).",
         )
@@ -181,10 +176,9 @@ class Command(BaseCommand):
                 fields[field] = options[option]
         engine = options["engine"]
         if engine is None and backend is None:
-            runtime_engine = fields["revision"].runtime.engine
-            engine = runtime_engine if runtime_engine in Backend.Engine.values else "other"
+            engine = fields["revision"].runtime.engine
         if engine is not None:
-            fields["engine"] = _ENGINE_ALIASES.get(engine, engine)
+            fields["engine"] = engine
         if options["disabled"]:
             fields["enabled"] = False
         elif options["enabled"]:

@@ -53,7 +53,7 @@ def test_importing_the_day_again_from_other_scrapes_replaces_it(service, live):
     data = _run(
         *common,
         "--engine",
-        "llamacpp",
+        "llama_cpp",
         *_files("llamacpp_before.txt", "llamacpp_after_restart.txt"),
     )
 
@@ -65,7 +65,7 @@ def test_importing_the_day_again_from_other_scrapes_replaces_it(service, live):
 
 def test_dry_run_records_nothing(service):
     data = _run(
-        "--service", "kb-assistant", "--date", YESTERDAY, "--engine", "llamacpp", "--dry-run",
+        "--service", "kb-assistant", "--date", YESTERDAY, "--engine", "llama_cpp", "--dry-run",
         *_files("llamacpp_before.txt", "llamacpp_after_restart.txt"),
     )  # fmt: skip
 

@@ -96,7 +96,7 @@ def test_older_vllm_names_are_read_when_the_new_ones_are_absent():
 
 
 def test_llamacpp_counters_lower_after_a_restart_count_from_the_restart():
-    found = _summary("llamacpp", "llamacpp_before.txt", "llamacpp_after_restart.txt")
+    found = _summary("llama_cpp", "llamacpp_before.txt", "llamacpp_after_restart.txt")
 
     # Before the restart the server had predicted 80,000 tokens in 2,000 s; after
     # it, 10,000 in 250 s. The day's increase is what was counted since the
@@ -112,7 +112,7 @@ def test_llamacpp_counters_lower_after_a_restart_count_from_the_restart():
 
 
 def test_llamacpp_without_a_restart_is_a_plain_difference():
-    found = _summary("llamacpp", "llamacpp_before.txt", "llamacpp_before.txt")
+    found = _summary("llama_cpp", "llamacpp_before.txt", "llamacpp_before.txt")
 
     assert found.details["generation_tokens"] == 0
     assert found.details["counter_resets"] == []
@@ -173,7 +173,7 @@ def test_malformed_exposition_text_names_the_file_and_line():
 
 
 def test_an_unknown_engine_names_the_known_ones():
-    with pytest.raises(KeyError, match="known: vllm, sglang, tgi, llamacpp"):
+    with pytest.raises(KeyError, match="known: vllm, sglang, tgi, llama_cpp"):
         engine_for("ollama")
 
 
