@@ -204,3 +204,14 @@ def ensure_can_manage_accounts(actor: Actor) -> None:
         raise PermissionDenied(
             _("Only an administrator can manage accounts, roles and API tokens.")
         )
+
+
+def can_manage_teams(user: Requester) -> bool:
+    """Create teams and change who is in them: administrators only (a team is the power
+    to edit its registry objects and to sign for it)."""
+    return _signed_in(user) and user.is_superuser
+
+
+def ensure_can_manage_teams(actor: Actor, *, refusal: str) -> None:
+    if actor is not None and not can_manage_teams(actor):
+        raise PermissionDenied(refusal)

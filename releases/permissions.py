@@ -535,6 +535,21 @@ def can_complete_review_action(user: Requester, action: ReviewAction) -> bool:
     )
 
 
+def assignee_refusal(user: User | None, service: Service) -> str | None:
+    """Why `user` cannot be a review's assignee, or None: platform, security &
+    compliance, or a model owner of the service's team."""
+    if user is None or not user.is_active:
+        return "Name an active user."
+    if user.is_superuser or has_role(user, Role.PLATFORM_SRE):
+        return None
+    if has_role(user, Role.SECURITY_COMPLIANCE) or can_edit_team_objects(user, service.team):
+        return None
+    return (
+        f"{user.get_username()} cannot conduct a review of {service.slug}: name a platform SRE, "
+        f"someone of security & compliance, or a model owner of team {service.team.slug}."
+    )
+
+
 def ensure_can_manage_reviews(actor: Actor) -> None:
     if actor is not None and not can_manage_reviews(actor):
         raise PermissionDenied(

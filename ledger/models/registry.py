@@ -56,11 +56,6 @@ class ServiceQuerySet(models.QuerySet):
             "team", "live_revision__model_asset", "live_revision__runtime"
         ).prefetch_related("task_types")
 
-    def editable_by(self, user) -> ServiceQuerySet:
-        if user.is_superuser:
-            return self
-        return self.filter(team__members=user, team__members__groups__name="model_owner").distinct()
-
 
 class Service(ChoiceLabels, models.Model):
     class Tier(models.TextChoices):

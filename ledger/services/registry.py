@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -248,8 +248,9 @@ def _refresh_fingerprints(revisions: models.QuerySet[Revision], *, actor: Actor)
 
 @transaction.atomic
 def create_team(*, actor: Actor, slug: str, name: str, members: Iterable[User] = ()) -> Team:
-    if actor is not None and not actor.is_superuser:
-        raise PermissionDenied(_("Only an administrator can create a team."))
+    permissions.ensure_can_manage_teams(
+        actor, refusal=_("Only an administrator can create a team.")
+    )
     team = _create(Team(slug=slug, name=name), actor=actor, action="team.created")
     if members:
         team.members.add(*members)
@@ -264,8 +265,9 @@ def create_team(*, actor: Actor, slug: str, name: str, members: Iterable[User] =
 
 @transaction.atomic
 def add_team_member(team: Team, user: User, *, actor: Actor) -> None:
-    if actor is not None and not actor.is_superuser:
-        raise PermissionDenied(_("Only an administrator can change team membership."))
+    permissions.ensure_can_manage_teams(
+        actor, refusal=_("Only an administrator can change team membership.")
+    )
     team.members.add(user)
     append_event(
         actor=actor,

@@ -30,8 +30,6 @@ from django.utils import timezone
 
 from ledger.chain import append_event
 from ledger.models import Service
-from ledger.permissions import can_edit_team_objects
-from ledger.roles import Role, has_role
 from lib.actors import Actor
 from releases import permissions
 from releases.models import Review, ReviewAction, ReviewChecklistItem, ReviewTrigger
@@ -614,28 +612,13 @@ def conclude_review(
     return review
 
 
-def assignee_refusal(user: Any, service: Service) -> str | None:
-    """Why `user` cannot be a review's assignee, or None: platform, security &
-    compliance, or a model owner of the service's team."""
-    if user is None or not user.is_active:
-        return "Name an active user."
-    if user.is_superuser or has_role(user, Role.PLATFORM_SRE):
-        return None
-    if has_role(user, Role.SECURITY_COMPLIANCE) or can_edit_team_objects(user, service.team):
-        return None
-    return (
-        f"{user.get_username()} cannot conduct a review of {service.slug}: name a platform SRE, "
-        f"someone of security & compliance, or a model owner of team {service.team.slug}."
-    )
-
-
 @transaction.atomic
 def reassign_review(review: Review, *, actor: Actor, assignee: Any) -> bool:
     """Give the review to someone else (platform or security & compliance decide)."""
     permissions.ensure_can_manage_reviews(actor)
     review = _lock(review)
     _refuse_concluded(review)
-    refusal = assignee_refusal(assignee, review.service)
+    refusal = permissions.assignee_refusal(assignee, review.service)
     if refusal:
         raise ValidationError({"assignee": refusal})
     if review.assignee_id == assignee.pk:
