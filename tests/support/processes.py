@@ -48,8 +48,10 @@ def child_env(**overrides: str | None) -> dict[str, str]:
 
 
 def run_manage(
-    *args: str, env: dict[str, str], timeout: float = 120
+    *args: str, env: dict[str, str], timeout: float = 900
 ) -> subprocess.CompletedProcess:
+    # `timeout` only stops a command that hangs: a full `migrate` on SQLite took over
+    # two minutes while four suites shared the machine's two cores.
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,
