@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import CharField, Q, QuerySet
@@ -143,192 +143,124 @@ def _events(filters: AuditFilters) -> QuerySet[Event]:
     return events
 
 
-RELEASE_COLUMNS = (
-    "id",
-    "service",
-    "tier",
-    "change_kind",
-    "path",
-    "risk",
-    "state",
-    "from_revision",
-    "to_revision",
-    "summary",
-    "filed_by",
-    "created_at",
-    "submitted_at",
-    "approved_at",
-    "rollout_started_at",
-    "closed_at",
-    "emergency_reason",
-    "rollback_target",
-    "rollback_kind",
-    "rollback_expected_minutes",
-)
-_RELEASE_FIELDS = (
-    "pk",
-    "service__slug",
-    "service__tier",
-    "change_kind",
-    "path",
-    "risk",
-    "state",
-    "from_revision__number",
-    "to_revision__number",
-    "summary",
-    "filed_by__username",
-    "created_at",
-    "submitted_at",
-    "approved_at",
-    "rollout_started_at",
-    "closed_at",
-    "emergency_reason",
-    "rollback_target__number",
-    "rollback_kind",
-    "rollback_expected_minutes",
-)
+@dataclass(frozen=True)
+class Column:
+    """One column of a record type's export: its header, the field it reads (through
+    `values_list`), and how a value is written when not as read."""
+
+    name: str
+    field: str
+    write: Callable[[Any], Any] | None = None
 
 
 def _label(number: int | None) -> str | None:
     return None if number is None else f"r{number}"
 
 
-def _release_rows(releases: QuerySet[Release]) -> Iterator[tuple[Any, ...]]:
-    for row in releases.order_by("pk").values_list(*_RELEASE_FIELDS).iterator(chunk_size=2000):
-        values = list(row)
-        for index in (7, 8, 17):  # revisions read as their labels, r1, r2
-            values[index] = _label(values[index])
-        yield tuple(values)
+def revision(name: str, field: str) -> Column:
+    """A revision, read by its number and written as its label (r1, r2)."""
+    return Column(name, field, _label)
 
+
+def rows_of(columns: tuple[Column, ...]) -> Callable[[QuerySet], Iterator[tuple[Any, ...]]]:
+    """A record type's rows: its columns' fields, in id order, each written its way."""
+    fields = [column.field for column in columns]
+    writes = [column.write for column in columns]
+
+    def rows(queryset: QuerySet) -> Iterator[tuple[Any, ...]]:
+        for row in queryset.order_by("pk").values_list(*fields).iterator(chunk_size=2000):
+            yield tuple(
+                value if write is None else write(value)
+                for value, write in zip(row, writes, strict=True)
+            )
+
+    return rows
+
+
+RELEASE_COLUMNS = (
+    Column("id", "pk"),
+    Column("service", "service__slug"),
+    Column("tier", "service__tier"),
+    Column("change_kind", "change_kind"),
+    Column("path", "path"),
+    Column("risk", "risk"),
+    Column("state", "state"),
+    revision("from_revision", "from_revision__number"),
+    revision("to_revision", "to_revision__number"),
+    Column("summary", "summary"),
+    Column("filed_by", "filed_by__username"),
+    Column("created_at", "created_at"),
+    Column("submitted_at", "submitted_at"),
+    Column("approved_at", "approved_at"),
+    Column("rollout_started_at", "rollout_started_at"),
+    Column("closed_at", "closed_at"),
+    Column("emergency_reason", "emergency_reason"),
+    revision("rollback_target", "rollback_target__number"),
+    Column("rollback_kind", "rollback_kind"),
+    Column("rollback_expected_minutes", "rollback_expected_minutes"),
+)
 
 SIGNOFF_COLUMNS = (
-    "id",
-    "release",
-    "service",
-    "role",
-    "signer",
-    "decision",
-    "comment",
-    "snapshot_hash",
-    "signed_at",
-    "voided_at",
-    "void_reason",
-)
-_SIGNOFF_FIELDS = (
-    "pk",
-    "release_id",
-    "release__service__slug",
-    "role",
-    "signer__username",
-    "decision",
-    "comment",
-    "snapshot_hash",
-    "signed_at",
-    "voided_at",
-    "void_reason",
+    Column("id", "pk"),
+    Column("release", "release_id"),
+    Column("service", "release__service__slug"),
+    Column("role", "role"),
+    Column("signer", "signer__username"),
+    Column("decision", "decision"),
+    Column("comment", "comment"),
+    Column("snapshot_hash", "snapshot_hash"),
+    Column("signed_at", "signed_at"),
+    Column("voided_at", "voided_at"),
+    Column("void_reason", "void_reason"),
 )
 
 WAIVER_COLUMNS = (
-    "id",
-    "release",
-    "service",
-    "gate",
-    "reason",
-    "granted_by",
-    "granted_at",
-    "expires_at",
-    "revoked_at",
-    "revoked_by",
+    Column("id", "pk"),
+    Column("release", "release_id"),
+    Column("service", "release__service__slug"),
+    Column("gate", "gate"),
+    Column("reason", "reason"),
+    Column("granted_by", "granted_by__username"),
+    Column("granted_at", "granted_at"),
+    Column("expires_at", "expires_at"),
+    Column("revoked_at", "revoked_at"),
+    Column("revoked_by", "revoked_by__username"),
 )
-_WAIVER_FIELDS = (
-    "pk",
-    "release_id",
-    "release__service__slug",
-    "gate",
-    "reason",
-    "granted_by__username",
-    "granted_at",
-    "expires_at",
-    "revoked_at",
-    "revoked_by__username",
-)
-
 
 ROLLBACK_COLUMNS = (
-    "id",
-    "service",
-    "release",
-    "from_revision",
-    "to_revision",
-    "kind",
-    "reason",
-    "symptom",
-    "recorded_by",
-    "started_at",
-    "finished_at",
-    "expected_minutes",
-    "state",
-    "verification_run",
-    "outcome_note",
-)
-_ROLLBACK_FIELDS = (
-    "pk",
-    "service__slug",
-    "release_id",
-    "from_revision__number",
-    "to_revision__number",
-    "kind",
-    "reason",
-    "symptom",
-    "recorded_by__username",
-    "started_at",
-    "finished_at",
-    "expected_minutes",
-    "state",
-    "verification_run_id",
-    "outcome_note",
+    Column("id", "pk"),
+    Column("service", "service__slug"),
+    Column("release", "release_id"),
+    revision("from_revision", "from_revision__number"),
+    revision("to_revision", "to_revision__number"),
+    Column("kind", "kind"),
+    Column("reason", "reason"),
+    Column("symptom", "symptom"),
+    Column("recorded_by", "recorded_by__username"),
+    Column("started_at", "started_at"),
+    Column("finished_at", "finished_at"),
+    Column("expected_minutes", "expected_minutes"),
+    Column("state", "state"),
+    Column("verification_run", "verification_run_id"),
+    Column("outcome_note", "outcome_note"),
 )
 
-
-def _rollback_rows(rollbacks: QuerySet[RollbackEvent]) -> Iterator[tuple[Any, ...]]:
-    for row in rollbacks.order_by("pk").values_list(*_ROLLBACK_FIELDS).iterator(chunk_size=2000):
-        values = list(row)
-        for index in (3, 4):  # revisions read as their labels
-            values[index] = _label(values[index])
-        yield tuple(values)
-
-
+# `triggers` reads the review's id; its rows write the trigger kinds in its place.
 REVIEW_COLUMNS = (
-    "id",
-    "service",
-    "tier",
-    "state",
-    "triggers",
-    "raised_at",
-    "due_on",
-    "assignee",
-    "overdue_since",
-    "outcome",
-    "conclusion",
-    "concluded_by",
-    "concluded_at",
-    "next_due_on",
-)
-_REVIEW_FIELDS = (
-    "pk",
-    "service__slug",
-    "service__tier",
-    "state",
-    "pk",  # replaced by the trigger kinds
-    "raised_at",
-    "due_on",
-    "assignee__username",
-    "overdue_since",
-    "outcome",
-    "conclusion",
-    "concluded_by__username",
-    "concluded_at",
-    "next_due_on",
+    Column("id", "pk"),
+    Column("service", "service__slug"),
+    Column("tier", "service__tier"),
+    Column("state", "state"),
+    Column("triggers", "pk"),
+    Column("raised_at", "raised_at"),
+    Column("due_on", "due_on"),
+    Column("assignee", "assignee__username"),
+    Column("overdue_since", "overdue_since"),
+    Column("outcome", "outcome"),
+    Column("conclusion", "conclusion"),
+    Column("concluded_by", "concluded_by__username"),
+    Column("concluded_at", "concluded_at"),
+    Column("next_due_on", "next_due_on"),
 )
 
 
@@ -340,17 +272,16 @@ def _review_rows(reviews: QuerySet[Review]) -> Iterator[tuple[Any, ...]]:
         .values_list("review_id", "kind")
     ):
         kinds.setdefault(review_id, []).append(kind)
-    for row in reviews.order_by("pk").values_list(*_REVIEW_FIELDS).iterator(chunk_size=2000):
-        values = list(row)
-        values[4] = " ".join(kinds.get(values[0], []))
-        yield tuple(values)
+    columns = tuple(
+        replace(column, write=lambda pk: " ".join(kinds.get(pk, [])))
+        if column.name == "triggers"
+        else column
+        for column in REVIEW_COLUMNS
+    )
+    return rows_of(columns)(reviews)
 
 
-def _values(fields: tuple[str, ...]) -> Callable[[QuerySet], Iterator[tuple[Any, ...]]]:
-    def rows(queryset: QuerySet) -> Iterator[tuple[Any, ...]]:
-        return queryset.order_by("pk").values_list(*fields).iterator(chunk_size=2000)
-
-    return rows
+EVENTS = tuple(Column(name, name) for name in EVENT_COLUMNS)  # headers only: rows are ledger's
 
 
 def _event_rows(events: QuerySet[Event]) -> Iterator[tuple[Any, ...]]:
@@ -364,12 +295,17 @@ class RecordType:
     label: StrOrPromise  # "Sign-offs"
     singular: StrOrPromise  # "sign-off"
     queryset: Callable[[AuditFilters], QuerySet]
-    columns: tuple[str, ...]
+    spec: tuple[Column, ...]
     rows: Callable[[QuerySet], Iterator[tuple[Any, ...]]]
     # What a page of the table reads beyond the row itself, and in what order.
     page_related: tuple[str, ...] = field(default=())
     page_order: tuple[str, ...] = field(default=("-pk",))
     period_field: str = "created_at"
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The export's header."""
+        return tuple(column.name for column in self.spec)
 
     @property
     def template(self) -> str:
@@ -387,8 +323,8 @@ RECORD_TYPES: dict[str, RecordType] = {
             label=_("Releases"),
             singular=_("release"),
             queryset=_releases,
-            columns=RELEASE_COLUMNS,
-            rows=_release_rows,
+            spec=RELEASE_COLUMNS,
+            rows=rows_of(RELEASE_COLUMNS),
             page_related=("service", "from_revision", "to_revision", "filed_by"),
             page_order=("-created_at", "-id"),
         ),
@@ -397,8 +333,8 @@ RECORD_TYPES: dict[str, RecordType] = {
             label=_("Sign-offs"),
             singular=_("sign-off"),
             queryset=_signoffs,
-            columns=SIGNOFF_COLUMNS,
-            rows=_values(_SIGNOFF_FIELDS),
+            spec=SIGNOFF_COLUMNS,
+            rows=rows_of(SIGNOFF_COLUMNS),
             page_related=("release__service", "signer"),
             page_order=("-signed_at", "-id"),
             period_field="signed_at",
@@ -408,8 +344,8 @@ RECORD_TYPES: dict[str, RecordType] = {
             label=_("Waivers"),
             singular=_("waiver"),
             queryset=_waivers,
-            columns=WAIVER_COLUMNS,
-            rows=_values(_WAIVER_FIELDS),
+            spec=WAIVER_COLUMNS,
+            rows=rows_of(WAIVER_COLUMNS),
             page_related=("release__service", "granted_by", "revoked_by"),
             page_order=("-granted_at", "-id"),
             period_field="granted_at",
@@ -419,8 +355,8 @@ RECORD_TYPES: dict[str, RecordType] = {
             label=_("Rollbacks"),
             singular=_("rollback"),
             queryset=_rollbacks,
-            columns=ROLLBACK_COLUMNS,
-            rows=_rollback_rows,
+            spec=ROLLBACK_COLUMNS,
+            rows=rows_of(ROLLBACK_COLUMNS),
             page_related=("service", "release", "from_revision", "to_revision", "recorded_by"),
             page_order=("-started_at", "-id"),
             period_field="started_at",
@@ -430,7 +366,7 @@ RECORD_TYPES: dict[str, RecordType] = {
             label=_("Reviews"),
             singular=_("review"),
             queryset=_reviews,
-            columns=REVIEW_COLUMNS,
+            spec=REVIEW_COLUMNS,
             rows=_review_rows,
             page_related=("service", "assignee", "concluded_by"),
             page_order=("-raised_at", "-id"),
@@ -441,7 +377,7 @@ RECORD_TYPES: dict[str, RecordType] = {
             label=_("Events"),
             singular=_("event"),
             queryset=_events,
-            columns=EVENT_COLUMNS,
+            spec=EVENTS,
             rows=_event_rows,
             page_related=("service",),
             page_order=("-sequence",),

@@ -155,6 +155,11 @@ def test_jsonl_round_trips_the_records(auditor, october):
     releases = [json.loads(line) for line in archive.open("releases.jsonl")]
     assert releases[0]["summary"] == '=HYPERLINK("http://evil")'  # as it is, in JSON
     assert releases[0]["id"] == october.pk
+    # Revisions are written as their labels, as the pages name them.
+    assert releases[0]["to_revision"] == f"r{october.to_revision.number}"
+    assert releases[0]["rollback_target"] == (
+        f"r{october.rollback_target.number}" if october.rollback_target else None
+    )
     events = [json.loads(line) for line in archive.open("events.jsonl")]
     # Narrowed by path: the events of matching releases only.
     assert {e["subject_type"] for e in events} == {"releases.release"}
