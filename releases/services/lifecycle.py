@@ -27,8 +27,11 @@ from releases import gates as release_gates
 from releases import permissions, policy
 from releases.models import Release, StandardChangeTemplate
 from releases.schemas import validate_json_fields
+from releases.services.base import approve, lock_release, refuse_unless
 from releases.services.errors import GatesNotPassed, TransitionRefused
 from releases.services.notify import notify_on_commit
+from releases.services.rollout import begin_stages
+from releases.services.signoffs import sync_signoffs
 from releases.snapshot import FORM_FIELDS, attname, form_values
 from replay.models import SampleSet
 
@@ -36,26 +39,6 @@ from replay.models import SampleSet
 EDITABLE_FIELDS = tuple(name for name in FORM_FIELDS if name != "service")
 # A form can still change in these states; a change after submission voids sign-offs.
 EDITABLE_STATES = ("draft", "submitted", "approved")
-
-
-def lock_release(release: Release | int) -> Release:
-    """The release row, locked until commit, with what the verbs read."""
-    pk = release.pk if isinstance(release, Release) else release
-    return (
-        Release.objects.select_for_update(of=("self",))
-        .select_related("service__team", "to_revision", "from_revision", "filed_by")
-        .get(pk=pk)
-    )
-
-
-def refuse_unless(release: Release, allowed: tuple[str, ...], doing: str) -> None:
-    if release.state not in allowed:
-        words = " or ".join(Release.State(s).label.lower() for s in allowed)
-        raise TransitionRefused(
-            f"Release #{release.pk} is {release.get_state_display().lower()}; "
-            f"only a {words} release can be {doing}.",
-            state=release.state,
-        )
 
 
 def _lock_revision(revision_id: int) -> None:
@@ -220,8 +203,6 @@ def update_release(release: Release, *, actor: Actor, **changes: Any) -> bool:
         },
     )
     if not release.is_draft:
-        from releases.services.signoffs import sync_signoffs
-
         sync_signoffs(release, actor=actor)
     return True
 
@@ -277,14 +258,6 @@ def submit_release(release: Release, *, actor: Actor) -> Release:
             release, required, why=gettext_noop("It was submitted and awaits your sign-off.")
         )
     return release
-
-
-def approve(release: Release, *, actor: Actor, why: str) -> None:
-    """submitted → approved (inside a verb that holds the lock)."""
-    release.state = Release.State.APPROVED
-    release.approved_at = timezone.now()
-    release.save(update_fields=["state", "approved_at", "updated_at"])
-    append_event(actor=actor, action="release.approved", subject=release, payload={"why": why})
 
 
 @transaction.atomic
@@ -419,8 +392,6 @@ def start_rollout(
             "early_reason": early_reason.strip() if planned is not None else "",
         },
     )
-    from releases.services.rollout import begin_stages
-
     begin_stages(release, actor=actor, now=now)
     return release
 
@@ -433,11 +404,8 @@ def usable_template(key: str) -> StandardChangeTemplate | None:
 __all__ = [
     "EDITABLE_FIELDS",
     "EDITABLE_STATES",
-    "approve",
     "create_release",
     "early_start",
-    "lock_release",
-    "refuse_unless",
     "reopen_release",
     "signoffs_due_at",
     "start_rollout",

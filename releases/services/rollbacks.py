@@ -25,9 +25,9 @@ from releases import permissions, playbooks
 from releases.models import Release, RollbackEvent, Stage
 from releases.queries.plan import RollbackPlan, plan_for, plan_release
 from releases.queries.rolled_back import RolledBack
+from releases.services.base import lock_release
 from releases.services.drift import reconcile_open_changes
 from releases.services.errors import TransitionRefused
-from releases.services.lifecycle import lock_release
 from releases.services.readiness import (
     refresh_readiness_on_commit,
     verification_backend,

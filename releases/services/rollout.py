@@ -26,9 +26,9 @@ from lib.actors import Actor
 from releases import guards, permissions
 from releases.models import Observation, Release, Stage
 from releases.schemas import validate_observation
+from releases.services.base import lock_release, refuse_unless
 from releases.services.drift import reconcile_open_changes
 from releases.services.errors import TransitionRefused
-from releases.services.lifecycle import lock_release, refuse_unless
 from releases.services.readiness import refresh_readiness_on_commit
 
 # How far ahead of the ledger's clock an observation window may end (clock skew).

@@ -23,8 +23,8 @@ from lib.actors import Actor
 from releases import gates as release_gates
 from releases import permissions, policy
 from releases.models import Release, SignOff, Waiver
+from releases.services.base import approve, lock_release, refuse_unless
 from releases.services.errors import TransitionRefused
-from releases.services.lifecycle import approve, lock_release, refuse_unless
 from releases.services.notify import notify_on_commit
 
 # Sign-offs are given while the release is reviewed, and on the emergency path while
