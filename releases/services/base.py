@@ -12,6 +12,7 @@ from ledger.chain import append_event
 from lib.actors import Actor
 from releases.models import Release
 from releases.services.errors import TransitionRefused
+from releases.transitions import Action
 
 
 def lock_release(release: Release | int) -> Release:
@@ -24,14 +25,11 @@ def lock_release(release: Release | int) -> Release:
     )
 
 
-def refuse_unless(release: Release, allowed: tuple[str, ...], doing: str) -> None:
-    if release.state not in allowed:
-        words = " or ".join(Release.State(s).label.lower() for s in allowed)
-        raise TransitionRefused(
-            f"Release #{release.pk} is {release.get_state_display().lower()}; "
-            f"only a {words} release can be {doing}.",
-            state=release.state,
-        )
+def refuse_unless(release: Release, action: Action) -> None:
+    """Refuse `action` where the state machine (`releases.transitions`) does not apply it."""
+    refusal = release.refusal(action)
+    if refusal is not None:
+        raise TransitionRefused(refusal, state=release.state)
 
 
 def approve(release: Release, *, actor: Actor, why: str) -> None:

@@ -33,12 +33,11 @@ from releases.services.notify import notify_on_commit
 from releases.services.rollout import begin_stages
 from releases.services.signoffs import sync_signoffs
 from releases.snapshot import FORM_FIELDS, attname, form_values
+from releases.transitions import Action
 from replay.models import SampleSet
 
 # Fields a filer sets; the ledger sets the rest (state, times, from-revision).
 EDITABLE_FIELDS = tuple(name for name in FORM_FIELDS if name != "service")
-# A form can still change in these states; a change after submission voids sign-offs.
-EDITABLE_STATES = ("draft", "submitted", "approved")
 
 
 def _lock_revision(revision_id: int) -> None:
@@ -171,7 +170,7 @@ def update_release(release: Release, *, actor: Actor, **changes: Any) -> bool:
     _unknown_fields(changes)
     release = lock_release(release)
     permissions.ensure_can_edit(actor, release)
-    refuse_unless(release, EDITABLE_STATES, "changed")
+    refuse_unless(release, Action.EDIT)
     if not release.is_draft and "to_revision" in changes:
         target = changes["to_revision"]
         if getattr(target, "pk", target) != release.to_revision_id:
@@ -231,7 +230,7 @@ def submit_release(release: Release, *, actor: Actor) -> Release:
     """
     release = lock_release(release)
     permissions.ensure_can_edit(actor, release)
-    refuse_unless(release, ("draft",), "submitted")
+    refuse_unless(release, Action.SUBMIT)
     _lock_revision(release.to_revision_id)
     if release.rollback_target_id:
         _lock_revision(release.rollback_target_id)
@@ -265,7 +264,7 @@ def withdraw_release(release: Release, *, actor: Actor, reason: str = "") -> Rel
     """draft, submitted or approved → withdrawn (the filer's team takes it back)."""
     release = lock_release(release)
     permissions.ensure_can_edit(actor, release)
-    refuse_unless(release, ("draft", "submitted", "approved"), "withdrawn")
+    refuse_unless(release, Action.WITHDRAW)
     before = release.state
     release.state = Release.State.WITHDRAWN
     release.closed_at = timezone.now()
@@ -284,7 +283,7 @@ def reopen_release(release: Release, *, actor: Actor) -> Release:
     """A rejected or withdrawn release comes back as a new draft copy of its form."""
     release = lock_release(release)
     permissions.ensure_can_file(actor, release.service)
-    refuse_unless(release, ("rejected", "withdrawn"), "reopened")
+    refuse_unless(release, Action.REOPEN)
     attnames = [attname(name) for name in FORM_FIELDS]
     values = {attname: getattr(release, attname) for attname in attnames}
     copy = Release(
@@ -342,7 +341,7 @@ def start_rollout(
     release = lock_release(release)
     permissions.ensure_can_start_rollout(actor, release)
     emergency = release.path == Release.Path.EMERGENCY
-    refuse_unless(release, ("approved", "submitted") if emergency else ("approved",), "rolled out")
+    refuse_unless(release, Action.START_ROLLOUT)
     now = timezone.now()
     if started_at is not None:
         if not emergency:
@@ -403,7 +402,6 @@ def usable_template(key: str) -> StandardChangeTemplate | None:
 
 __all__ = [
     "EDITABLE_FIELDS",
-    "EDITABLE_STATES",
     "create_release",
     "early_start",
     "reopen_release",

@@ -26,11 +26,7 @@ from releases.models import Release, SignOff, Waiver
 from releases.services.base import approve, lock_release, refuse_unless
 from releases.services.errors import TransitionRefused
 from releases.services.notify import notify_on_commit
-
-# Sign-offs are given while the release is reviewed, and on the emergency path while
-# it already rolls out.
-SIGNABLE_STATES = ("submitted", "approved", "rolling_out")
-WAIVABLE_STATES = ("draft", "submitted", "approved", "rolling_out")
+from releases.transitions import TRANSITIONS, Action
 
 
 def _event(release: Release, *, actor: Actor, action: str, payload: dict) -> None:
@@ -120,7 +116,7 @@ def sign_off(
     release = lock_release(release)
     permissions.ensure_can_sign(actor, release, role)
     assert actor is not None  # ensure_can_sign refuses the system
-    refuse_unless(release, SIGNABLE_STATES, "signed off")
+    refuse_unless(release, Action.SIGN)
     if decision not in SignOff.Decision.values:
         raise ValidationError(
             {"decision": f"{decision!r} is not a decision; expected approve or reject."}
@@ -183,7 +179,7 @@ def sign_off(
 
 
 def _rejected(release: Release, signoff: SignOff, *, actor: Actor) -> None:
-    if release.state in ("submitted", "approved"):
+    if Release.State.REJECTED in TRANSITIONS[Action.SIGN].results(release.state, release.path):
         before = release.state
         release.state = Release.State.REJECTED
         release.closed_at = timezone.now()
@@ -231,7 +227,7 @@ def grant_waiver(
     """
     release = lock_release(release)
     permissions.ensure_can_waive(actor)
-    refuse_unless(release, WAIVABLE_STATES, "given a waiver")
+    refuse_unless(release, Action.WAIVE)
     errors = {}
     tier = release.service.tier
     applies = policy.gates_for(tier, release.change_kind)
