@@ -44,8 +44,9 @@ def sync_signoffs(
 ) -> release_gates.Assessment:
     """Void the sign-offs the release's snapshot no longer matches (inside a verb's lock).
 
-    Returns the assessment as it stands after. A closed release's sign-offs are frozen
-    (`Release.OPEN_STATES`): nothing voids them after it went out.
+    Returns the assessment as it stands after (judged again from what `assessment`
+    read: voiding changes nothing else it looks at). A closed release's sign-offs are
+    frozen (`Release.OPEN_STATES`): nothing voids them after it went out.
     """
     assessment = assessment or release_gates.assess(release)
     if release.state not in Release.OPEN_STATES:
@@ -93,7 +94,7 @@ def sync_signoffs(
         ),
         why_params={"reasons": "; ".join(s.void_reason for s in voided)},
     )
-    return release_gates.assess(release)
+    return release_gates.rejudge(assessment)
 
 
 @transaction.atomic
@@ -174,7 +175,10 @@ def sign_off(
     if decision == SignOff.Decision.REJECT:
         _rejected(release, signoff, actor=actor)
     else:
-        _maybe_approved(release, actor=actor)
+        # The gates judged once: again with this sign-off added, nothing read anew.
+        assert assessment.inputs is not None
+        signoffs = [*assessment.inputs.signoffs, signoff]
+        _maybe_approved(release, release_gates.rejudge(assessment, signoffs=signoffs), actor=actor)
     return signoff
 
 
@@ -194,8 +198,9 @@ def _rejected(release: Release, signoff: SignOff, *, actor: Actor) -> None:
     # rolling back is the rollout's own verb.
 
 
-def _maybe_approved(release: Release, *, actor: Actor) -> None:
-    assessment = release_gates.assess(release)
+def _maybe_approved(
+    release: Release, assessment: release_gates.Assessment, *, actor: Actor
+) -> None:
     if release.state == Release.State.SUBMITTED and not assessment.failing():
         approve(release, actor=actor, why="the last required sign-off was given")
     elif release.state == Release.State.ROLLING_OUT and not assessment.failing(
