@@ -23,6 +23,7 @@ sign-offs); `base.py` holds the shapes and the citing helpers.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -231,7 +232,21 @@ def _assess(inputs: Inputs) -> Assessment:
         required_roles=required,
         waivers=inputs.waivers,
         overdue=overdue,
+        inputs=inputs,
     )
+
+
+def rejudge(assessment: Assessment, *, signoffs: list[SignOff] | None = None) -> Assessment:
+    """The assessment judged again from what it read, without a query: after the verb
+    holding the release's lock changed the sign-offs (`signoffs`: the list now; else
+    the same rows, voided in place)."""
+    assert assessment.inputs is not None
+    inputs = dataclasses.replace(
+        assessment.inputs,
+        signoffs=list(assessment.inputs.signoffs if signoffs is None else signoffs),
+        evidence_used={},
+    )
+    return _assess(inputs)
 
 
 def active_waiver(waivers: list[Waiver], key: str, now: dt.datetime) -> Waiver | None:
@@ -300,4 +315,5 @@ __all__ = [
     "load_inputs",
     "load_inputs_many",
     "read_releases",
+    "rejudge",
 ]

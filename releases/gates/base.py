@@ -74,6 +74,8 @@ class Assessment:
     required_roles: tuple[str, ...]
     waivers: list[Waiver]
     overdue: bool
+    # What it was judged from: `rejudge` judges again without reading anything.
+    inputs: Inputs | None = field(default=None, repr=False, compare=False)
 
     def failing(self, *, but: frozenset[str] = frozenset()) -> list[GateResult]:
         """Gates neither passed nor waived (`but` those keys)."""

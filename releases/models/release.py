@@ -18,6 +18,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
 from lib.choices import ChoiceLabels
+from releases import transitions
 
 
 class ReleaseQuerySet(models.QuerySet):
@@ -308,3 +309,18 @@ class Release(ChoiceLabels, models.Model):
     @property
     def is_draft(self) -> bool:
         return self.state == self.State.DRAFT
+
+    def allowed(self, action: str) -> bool:
+        """Whether `action` (`transitions.Action`) applies to the release's state."""
+        return transitions.allowed(self.state, self.path, action)
+
+    def refusal(self, action: str) -> str | None:
+        """The sentence a verb refuses `action` with in this state, or None."""
+        if self.allowed(action):
+            return None
+        transition = transitions.TRANSITIONS[transitions.Action(action)]
+        words = " or ".join(self.State(s).label.lower() for s in transition.sources(self.path))
+        return (
+            f"Release #{self.pk} is {self.get_state_display().lower()}; "
+            f"only a {words} release can be {transition.doing}."
+        )

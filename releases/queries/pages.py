@@ -16,6 +16,7 @@ from django.utils import timezone
 from ledger.models import Event, Revision, Service
 from releases.gates import read_releases
 from releases.models import BlackoutWindow, Comment, Release
+from releases.transitions import Action
 
 RELEASE_SUBJECT = "releases.release"
 
@@ -80,7 +81,7 @@ def comments(release: Release) -> list[Comment]:
 
 def reopened_as(release: Release) -> list[Release]:
     """The drafts reopened from a release: only a rejected or withdrawn one has any."""
-    if release.state not in (Release.State.REJECTED, Release.State.WITHDRAWN):
+    if not release.allowed(Action.REOPEN):
         return []
     return list(Release.objects.filter(reopened_from=release).only("pk", "state").order_by("pk"))
 

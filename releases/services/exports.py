@@ -35,6 +35,8 @@ from django.core.files.storage import default_storage
 from django.db import connection, transaction
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import content_disposition_header
+from storages.backends.s3 import S3Storage
 
 from ledger.chain import append_event
 from ledger.checkpoints import take_checkpoint
@@ -374,8 +376,6 @@ class DownloadLink:
 
 
 def _is_s3(storage: Any) -> bool:
-    from storages.backends.s3 import S3Storage
-
     return isinstance(storage, S3Storage)
 
 
@@ -404,8 +404,6 @@ def download_link(export: Export, *, actor: Actor) -> DownloadLink:
     )
     storage = export.file.storage
     if _is_s3(storage):
-        from django.utils.http import content_disposition_header
-
         url = storage.url(
             export.file.name,
             expire=seconds,

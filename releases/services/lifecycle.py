@@ -27,35 +27,17 @@ from releases import gates as release_gates
 from releases import permissions, policy
 from releases.models import Release, StandardChangeTemplate
 from releases.schemas import validate_json_fields
+from releases.services.base import approve, lock_release, refuse_unless
 from releases.services.errors import GatesNotPassed, TransitionRefused
 from releases.services.notify import notify_on_commit
+from releases.services.rollout import begin_stages
+from releases.services.signoffs import sync_signoffs
 from releases.snapshot import FORM_FIELDS, attname, form_values
+from releases.transitions import Action
 from replay.models import SampleSet
 
 # Fields a filer sets; the ledger sets the rest (state, times, from-revision).
 EDITABLE_FIELDS = tuple(name for name in FORM_FIELDS if name != "service")
-# A form can still change in these states; a change after submission voids sign-offs.
-EDITABLE_STATES = ("draft", "submitted", "approved")
-
-
-def lock_release(release: Release | int) -> Release:
-    """The release row, locked until commit, with what the verbs read."""
-    pk = release.pk if isinstance(release, Release) else release
-    return (
-        Release.objects.select_for_update(of=("self",))
-        .select_related("service__team", "to_revision", "from_revision", "filed_by")
-        .get(pk=pk)
-    )
-
-
-def refuse_unless(release: Release, allowed: tuple[str, ...], doing: str) -> None:
-    if release.state not in allowed:
-        words = " or ".join(Release.State(s).label.lower() for s in allowed)
-        raise TransitionRefused(
-            f"Release #{release.pk} is {release.get_state_display().lower()}; "
-            f"only a {words} release can be {doing}.",
-            state=release.state,
-        )
 
 
 def _lock_revision(revision_id: int) -> None:
@@ -188,7 +170,7 @@ def update_release(release: Release, *, actor: Actor, **changes: Any) -> bool:
     _unknown_fields(changes)
     release = lock_release(release)
     permissions.ensure_can_edit(actor, release)
-    refuse_unless(release, EDITABLE_STATES, "changed")
+    refuse_unless(release, Action.EDIT)
     if not release.is_draft and "to_revision" in changes:
         target = changes["to_revision"]
         if getattr(target, "pk", target) != release.to_revision_id:
@@ -220,8 +202,6 @@ def update_release(release: Release, *, actor: Actor, **changes: Any) -> bool:
         },
     )
     if not release.is_draft:
-        from releases.services.signoffs import sync_signoffs
-
         sync_signoffs(release, actor=actor)
     return True
 
@@ -250,7 +230,7 @@ def submit_release(release: Release, *, actor: Actor) -> Release:
     """
     release = lock_release(release)
     permissions.ensure_can_edit(actor, release)
-    refuse_unless(release, ("draft",), "submitted")
+    refuse_unless(release, Action.SUBMIT)
     _lock_revision(release.to_revision_id)
     if release.rollback_target_id:
         _lock_revision(release.rollback_target_id)
@@ -279,20 +259,12 @@ def submit_release(release: Release, *, actor: Actor) -> Release:
     return release
 
 
-def approve(release: Release, *, actor: Actor, why: str) -> None:
-    """submitted → approved (inside a verb that holds the lock)."""
-    release.state = Release.State.APPROVED
-    release.approved_at = timezone.now()
-    release.save(update_fields=["state", "approved_at", "updated_at"])
-    append_event(actor=actor, action="release.approved", subject=release, payload={"why": why})
-
-
 @transaction.atomic
 def withdraw_release(release: Release, *, actor: Actor, reason: str = "") -> Release:
     """draft, submitted or approved → withdrawn (the filer's team takes it back)."""
     release = lock_release(release)
     permissions.ensure_can_edit(actor, release)
-    refuse_unless(release, ("draft", "submitted", "approved"), "withdrawn")
+    refuse_unless(release, Action.WITHDRAW)
     before = release.state
     release.state = Release.State.WITHDRAWN
     release.closed_at = timezone.now()
@@ -311,7 +283,7 @@ def reopen_release(release: Release, *, actor: Actor) -> Release:
     """A rejected or withdrawn release comes back as a new draft copy of its form."""
     release = lock_release(release)
     permissions.ensure_can_file(actor, release.service)
-    refuse_unless(release, ("rejected", "withdrawn"), "reopened")
+    refuse_unless(release, Action.REOPEN)
     attnames = [attname(name) for name in FORM_FIELDS]
     values = {attname: getattr(release, attname) for attname in attnames}
     copy = Release(
@@ -369,7 +341,7 @@ def start_rollout(
     release = lock_release(release)
     permissions.ensure_can_start_rollout(actor, release)
     emergency = release.path == Release.Path.EMERGENCY
-    refuse_unless(release, ("approved", "submitted") if emergency else ("approved",), "rolled out")
+    refuse_unless(release, Action.START_ROLLOUT)
     now = timezone.now()
     if started_at is not None:
         if not emergency:
@@ -419,8 +391,6 @@ def start_rollout(
             "early_reason": early_reason.strip() if planned is not None else "",
         },
     )
-    from releases.services.rollout import begin_stages
-
     begin_stages(release, actor=actor, now=now)
     return release
 
@@ -432,12 +402,8 @@ def usable_template(key: str) -> StandardChangeTemplate | None:
 
 __all__ = [
     "EDITABLE_FIELDS",
-    "EDITABLE_STATES",
-    "approve",
     "create_release",
     "early_start",
-    "lock_release",
-    "refuse_unless",
     "reopen_release",
     "signoffs_due_at",
     "start_rollout",

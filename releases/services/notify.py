@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mass_mail
+from django.db import transaction
 from django.urls import NoReverseMatch, reverse
 from django.utils import translation
 from django.utils.translation import gettext as _
@@ -109,8 +110,6 @@ def notify_on_commit(
     committed: the failure is logged, and the release page still shows who is
     awaited.
     """
-    from django.db import transaction
-
     wanted = [r for r in roles]
     if not wanted:
         return

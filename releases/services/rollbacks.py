@@ -25,15 +25,16 @@ from releases import permissions, playbooks
 from releases.models import Release, RollbackEvent, Stage
 from releases.queries.plan import RollbackPlan, plan_for, plan_release
 from releases.queries.rolled_back import RolledBack
+from releases.services.base import lock_release
 from releases.services.drift import reconcile_open_changes
 from releases.services.errors import TransitionRefused
-from releases.services.lifecycle import lock_release
 from releases.services.readiness import (
     refresh_readiness_on_commit,
     verification_backend,
     verification_set,
 )
 from releases.services.rollout import end_stage
+from releases.transitions import TRANSITIONS, Action
 from replay import services as replay_services
 from replay.models import Run
 
@@ -207,10 +208,12 @@ def record_rollback(
 
 def _close(release: Release, *, actor: Actor, rollback: RollbackEvent, now: dt.datetime) -> None:
     """Before 100 % the rollout is aborted; after, the release is rolled back."""
+    # `plan_release` gives a rolling out or a released one: the table has one end for each.
+    (after,) = TRANSITIONS[Action.ROLL_BACK].results(release.state, release.path)
     rolling_out = release.state == Release.State.ROLLING_OUT
     if rolling_out:
         end_stage(release, actor=actor, state=Stage.State.ROLLED_BACK, now=now)
-    release.state = Release.State.ABORTED if rolling_out else Release.State.ROLLED_BACK
+    release.state = after
     release.closed_at = now
     release.close_code = Release.CloseCode.ROLLED_BACK
     release.save(update_fields=["state", "closed_at", "close_code", "updated_at"])

@@ -26,10 +26,11 @@ from lib.actors import Actor
 from releases import guards, permissions
 from releases.models import Observation, Release, Stage
 from releases.schemas import validate_observation
+from releases.services.base import lock_release, refuse_unless
 from releases.services.drift import reconcile_open_changes
 from releases.services.errors import TransitionRefused
-from releases.services.lifecycle import lock_release, refuse_unless
 from releases.services.readiness import refresh_readiness_on_commit
+from releases.transitions import Action
 
 # How far ahead of the ledger's clock an observation window may end (clock skew).
 CLOCK_SKEW = dt.timedelta(minutes=5)
@@ -131,8 +132,8 @@ def active_stage(release: Release, *, lock: bool = False) -> Stage | None:
     return stages.first()
 
 
-def _current(release: Release, doing: str) -> Stage:
-    refuse_unless(release, ("rolling_out",), doing)
+def _current(release: Release, action: Action) -> Stage:
+    refuse_unless(release, action)
     stage = active_stage(release, lock=True)
     if stage is None:  # the constraint keeps one; a rollout always has one until it ends
         raise TransitionRefused(
@@ -198,7 +199,7 @@ def record_observation(
     and move the stage: breached, held for a person, or observing."""
     release = lock_release(release)
     permissions.ensure_can_post_observation(actor, release)
-    stage = _current(release, "observed")
+    stage = _current(release, Action.OBSERVE)
     if stage_number is not None and stage_number != stage.number:
         raise ValidationError(
             {
@@ -340,7 +341,7 @@ def promote_release(release: Release, *, actor: Actor, note: str = "") -> Releas
     """End the stage carrying traffic and start the next; at 100 % the release is live."""
     release = lock_release(release)
     permissions.ensure_can_promote(actor, release)
-    stage = _current(release, "promoted")
+    stage = _current(release, Action.PROMOTE)
     now = timezone.now()
     refusal = promotion_refusal(stage, release, now)
     if refusal:
@@ -356,7 +357,7 @@ def end_observation_window(release: Release, *, actor: Actor, reason: str) -> Re
     record; a failing, breached or unobserved stage is refused as a promotion is."""
     release = lock_release(release)
     permissions.ensure_can_end_observation_window(actor, release)
-    stage = _current(release, "promoted")
+    stage = _current(release, Action.PROMOTE)
     if not reason.strip():
         raise ValidationError(
             {"reason": "Say why the window ends early: it is kept with the promotion."}
@@ -394,7 +395,7 @@ def hold_release(release: Release, *, actor: Actor, reason: str) -> Stage:
     """A person holds the stage carrying traffic: it is not promoted until someone does."""
     release = lock_release(release)
     permissions.ensure_can_hold(actor, release)
-    stage = _current(release, "held")
+    stage = _current(release, Action.HOLD)
     if not reason.strip():
         raise ValidationError({"reason": "Say why the rollout holds, for whoever picks it up."})
     if stage.state == Stage.State.BREACHED:
@@ -431,7 +432,7 @@ def abort_release(release: Release, *, actor: Actor, reason: str) -> Release:
     """Stop a rollout before 100 %: the candidate's traffic goes back to the live revision."""
     release = lock_release(release)
     permissions.ensure_can_promote(actor, release)
-    refuse_unless(release, ("rolling_out",), "aborted")
+    refuse_unless(release, Action.ABORT)
     if not reason.strip():
         raise ValidationError({"reason": "Say why the rollout stops."})
     now = timezone.now()
@@ -478,7 +479,7 @@ def close_release(
     """Correct how a finished release ended, and link the incidents it caused."""
     release = lock_release(release)
     permissions.ensure_can_close(actor, release)
-    refuse_unless(release, Release.FINISHED_STATES, "closed")
+    refuse_unless(release, Action.CLOSE)
     if close_code not in Release.CloseCode.values:
         raise ValidationError(
             {

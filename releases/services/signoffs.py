@@ -23,14 +23,10 @@ from lib.actors import Actor
 from releases import gates as release_gates
 from releases import permissions, policy
 from releases.models import Release, SignOff, Waiver
+from releases.services.base import approve, lock_release, refuse_unless
 from releases.services.errors import TransitionRefused
-from releases.services.lifecycle import approve, lock_release, refuse_unless
 from releases.services.notify import notify_on_commit
-
-# Sign-offs are given while the release is reviewed, and on the emergency path while
-# it already rolls out.
-SIGNABLE_STATES = ("submitted", "approved", "rolling_out")
-WAIVABLE_STATES = ("draft", "submitted", "approved", "rolling_out")
+from releases.transitions import TRANSITIONS, Action
 
 
 def _event(release: Release, *, actor: Actor, action: str, payload: dict) -> None:
@@ -48,8 +44,9 @@ def sync_signoffs(
 ) -> release_gates.Assessment:
     """Void the sign-offs the release's snapshot no longer matches (inside a verb's lock).
 
-    Returns the assessment as it stands after. A closed release's sign-offs are frozen
-    (`Release.OPEN_STATES`): nothing voids them after it went out.
+    Returns the assessment as it stands after (judged again from what `assessment`
+    read: voiding changes nothing else it looks at). A closed release's sign-offs are
+    frozen (`Release.OPEN_STATES`): nothing voids them after it went out.
     """
     assessment = assessment or release_gates.assess(release)
     if release.state not in Release.OPEN_STATES:
@@ -97,7 +94,7 @@ def sync_signoffs(
         ),
         why_params={"reasons": "; ".join(s.void_reason for s in voided)},
     )
-    return release_gates.assess(release)
+    return release_gates.rejudge(assessment)
 
 
 @transaction.atomic
@@ -120,7 +117,7 @@ def sign_off(
     release = lock_release(release)
     permissions.ensure_can_sign(actor, release, role)
     assert actor is not None  # ensure_can_sign refuses the system
-    refuse_unless(release, SIGNABLE_STATES, "signed off")
+    refuse_unless(release, Action.SIGN)
     if decision not in SignOff.Decision.values:
         raise ValidationError(
             {"decision": f"{decision!r} is not a decision; expected approve or reject."}
@@ -178,12 +175,15 @@ def sign_off(
     if decision == SignOff.Decision.REJECT:
         _rejected(release, signoff, actor=actor)
     else:
-        _maybe_approved(release, actor=actor)
+        # The gates judged once: again with this sign-off added, nothing read anew.
+        assert assessment.inputs is not None
+        signoffs = [*assessment.inputs.signoffs, signoff]
+        _maybe_approved(release, release_gates.rejudge(assessment, signoffs=signoffs), actor=actor)
     return signoff
 
 
 def _rejected(release: Release, signoff: SignOff, *, actor: Actor) -> None:
-    if release.state in ("submitted", "approved"):
+    if Release.State.REJECTED in TRANSITIONS[Action.SIGN].results(release.state, release.path):
         before = release.state
         release.state = Release.State.REJECTED
         release.closed_at = timezone.now()
@@ -198,8 +198,9 @@ def _rejected(release: Release, signoff: SignOff, *, actor: Actor) -> None:
     # rolling back is the rollout's own verb.
 
 
-def _maybe_approved(release: Release, *, actor: Actor) -> None:
-    assessment = release_gates.assess(release)
+def _maybe_approved(
+    release: Release, assessment: release_gates.Assessment, *, actor: Actor
+) -> None:
     if release.state == Release.State.SUBMITTED and not assessment.failing():
         approve(release, actor=actor, why="the last required sign-off was given")
     elif release.state == Release.State.ROLLING_OUT and not assessment.failing(
@@ -231,7 +232,7 @@ def grant_waiver(
     """
     release = lock_release(release)
     permissions.ensure_can_waive(actor)
-    refuse_unless(release, WAIVABLE_STATES, "given a waiver")
+    refuse_unless(release, Action.WAIVE)
     errors = {}
     tier = release.service.tier
     applies = policy.gates_for(tier, release.change_kind)

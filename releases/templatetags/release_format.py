@@ -13,7 +13,7 @@ from django.utils.translation import ngettext, pgettext, pgettext_lazy
 from lib.durations import in_words, minutes_in_words
 from releases import policy
 from releases.guards import GUARD_METRICS, GuardSpec, guard_specs
-from releases.models import SignOff, Stage
+from releases.models import Release, SignOff, Stage
 from releases.playbooks import FAILURE_MODE_TITLES
 
 register = template.Library()
@@ -52,6 +52,12 @@ WORDS = {
     "abort": pgettext_lazy("action", "abort"),
     "end-window": pgettext_lazy("action", "end the window"),
 }
+
+
+@register.filter
+def allowed(release: Release, action: str) -> bool:
+    """`release|allowed:"promote"`: the state machine applies the action to its state."""
+    return release.allowed(action)
 
 
 @register.filter

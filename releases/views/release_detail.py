@@ -36,8 +36,7 @@ from releases.queries import pages as page_queries
 from releases.queries.rollout import rollout_of
 from releases.queries.waiting import signer_roles_of
 from releases.schemas import CLASSIFICATIONS, DOWNSTREAM_SYSTEMS, METRICS
-from releases.services.lifecycle import EDITABLE_STATES
-from releases.services.signoffs import SIGNABLE_STATES, WAIVABLE_STATES
+from releases.transitions import Action
 from releases.views.verification import verify_target_offered
 
 
@@ -66,7 +65,7 @@ def _diff(release: Release) -> dict[str, Any]:
 def _signable_roles(
     request: AuthenticatedHttpRequest, release: Release, assessment: release_gates.Assessment
 ) -> list[str]:
-    if release.state not in SIGNABLE_STATES:
+    if not release.allowed(Action.SIGN):
         return []
     held = signer_roles_of(request.user)
     signoffs = [state.signoff for state in assessment.signoffs]
@@ -84,7 +83,7 @@ def _waivable_gates(
     request: AuthenticatedHttpRequest, release: Release, assessment: release_gates.Assessment
 ) -> list[tuple[str, str]]:
     """The failing gates the reader may waive: their own role's (`waiver_refusal`)."""
-    if release.state not in WAIVABLE_STATES or not permissions.can_waive(request.user):
+    if not release.allowed(Action.WAIVE) or not permissions.can_waive(request.user):
         return []
     signoffs = [state.signoff for state in assessment.signoffs]
     return [
@@ -193,12 +192,12 @@ def release_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 
 def _rollout_context(request: AuthenticatedHttpRequest, release: Release) -> dict[str, Any]:
     """The rollout section: shown once a rollout can start or has."""
-    state = release.state
-    startable = state == "approved" or (state == "submitted" and release.path == "emergency")
-    if not startable and state not in (*Release.FINISHED_STATES, "rolling_out"):
+    startable = release.allowed(Action.START_ROLLOUT)
+    # Rolling out (it promotes) or finished (it closes): a rollout has started.
+    started = release.allowed(Action.PROMOTE) or release.allowed(Action.CLOSE)
+    if not startable and not started:
         return {"show_rollout": False}
     user = request.user
-    rolling = state == "rolling_out"
     rollout = rollout_of(release)
     return {
         "show_rollout": True,
@@ -207,16 +206,16 @@ def _rollout_context(request: AuthenticatedHttpRequest, release: Release) -> dic
             release.rollbacks.select_related("to_revision").order_by("-started_at", "-pk")
         ),
         "can_start": startable and permissions.can_start_rollout(user, release),
-        "can_promote": rolling and permissions.can_promote(user, release),
-        "can_abort": rolling and permissions.can_promote(user, release),
-        "can_hold": rolling and permissions.can_hold(user, release),
-        "can_observe": rollout is not None
+        "can_promote": release.allowed(Action.PROMOTE) and permissions.can_promote(user, release),
+        "can_abort": release.allowed(Action.ABORT) and permissions.can_promote(user, release),
+        "can_hold": release.allowed(Action.HOLD) and permissions.can_hold(user, release),
+        "can_observe": release.allowed(Action.OBSERVE)
+        and rollout is not None
         and rollout.observable
         and permissions.can_post_observation(user, release),
-        "can_roll_back": state in ("rolling_out", "released")
+        "can_roll_back": release.allowed(Action.ROLL_BACK)
         and permissions.can_record_rollback(user, release.service),
-        "can_close": state in Release.FINISHED_STATES
-        and permissions.can_close_release(user, release),
+        "can_close": release.allowed(Action.CLOSE) and permissions.can_close_release(user, release),
     }
 
 
@@ -250,11 +249,11 @@ def _page_context(
         ),
         "comments": page_queries.comments(release),
         "timeline": page_queries.timeline(release),
-        "can_edit": can_edit and release.state in EDITABLE_STATES,
-        "can_submit": can_edit and release.is_draft,
-        "can_withdraw": can_edit and release.state in ("draft", "submitted", "approved"),
+        "can_edit": can_edit and release.allowed(Action.EDIT),
+        "can_submit": can_edit and release.allowed(Action.SUBMIT),
+        "can_withdraw": can_edit and release.allowed(Action.WITHDRAW),
         "can_reopen": permissions.can_file_release(request.user, release.service)
-        and release.state in ("rejected", "withdrawn"),
+        and release.allowed(Action.REOPEN),
         "reopened_as": page_queries.reopened_as(release),
         "verify_target_offered": verify_target_offered(request, release, assessment),
         **_rollout_context(request, release),

@@ -29,7 +29,7 @@ from releases import permissions, services
 from releases.forms import ReleaseForm
 from releases.models import Release
 from releases.queries import pages as page_queries
-from releases.services.lifecycle import EDITABLE_STATES
+from releases.transitions import Action
 from releases.views.verification import verify_target_offered
 
 
@@ -90,7 +90,7 @@ def _context(
         "assessment": assessment,
         "suggested_risk": form.suggested_risk(),
         "blackout_warning": page_queries.blackout_warning(service, planned, str(path)),
-        "can_submit": release is not None and release.is_draft,
+        "can_submit": release is not None and release.allowed(Action.SUBMIT),
         **extra,
     }
 
@@ -131,7 +131,7 @@ def release_edit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     """Change a release's form; every save recomputes the gates (and voids sign-offs it touches)."""
     release = _release_for_edit(request, pk)
     service = release.service
-    if release.state not in EDITABLE_STATES:
+    if not release.allowed(Action.EDIT):
         messages.info(
             request,
             _("Release #%(pk)s is %(state)s: its form can no longer change.")

@@ -29,6 +29,7 @@ from releases.forms.rollout import CloseForm, EarlyStartForm, ObservationForm, R
 from releases.models import Release, Stage
 from releases.queries.rollout import rollout_of
 from releases.services.rollout import active_stage, promotion_refusal, window_ends_at
+from releases.transitions import Action
 
 # What each rollout action does, for its confirmation page; and whether it takes a reason.
 ACTIONS: dict[str, tuple[StrOrPromise, StrOrPromise, bool]] = {
@@ -103,7 +104,7 @@ def _promotion_ahead(
     """What the promote and end-window pages know before anything is pressed: the stage,
     why a promotion would be refused, and, when only its window stands in the way, when
     that ends and what may be done meanwhile."""
-    if action not in ("promote", "end-window") or release.state != Release.State.ROLLING_OUT:
+    if action not in ("promote", "end-window") or not release.allowed(Action.PROMOTE):
         return {}
     stage = active_stage(release)
     if stage is None:
