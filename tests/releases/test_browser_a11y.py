@@ -1,5 +1,6 @@
 """Keyboard and screen readers, in a real browser: axe-core finds no WCAG 2.1 A or AA
-violation on the main pages.
+violation on the main pages; every aria-describedby of the release form points at
+something rendered.
 
 axe-core is vendored for the tests only (tests/support/axe.min.js, `npm pack
 axe-core@4.14.1`, MPL-2.0, its license header kept) and injected by Playwright into a
@@ -11,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.releases.test_browser_release import log_in
 
@@ -71,3 +73,19 @@ def test_axe_finds_no_wcag_21_aa_violation_on_the_main_pages(
     found["audit page"] = _violations(page)
 
     assert {name: v for name, v in found.items() if v} == {}
+
+
+def test_every_aria_describedby_of_the_release_form_points_at_something_rendered(
+    live_server, page, world, release, owner
+):
+    log_in(page, live_server, owner)
+    page.goto(f"{live_server.url}/releases/{release.pk}/edit/")
+    references = page.evaluate(
+        """() => Array.from(document.querySelectorAll("#release-form [aria-describedby]"))
+          .flatMap((el) => el.getAttribute("aria-describedby").split(/\\s+/)
+            .map((id) => [el.name || el.id, id, document.getElementById(id) !== null]))"""
+    )
+    stage_inputs = [name for name, _, _ in references if name.startswith("stage_")]
+    assert len(stage_inputs) >= 25  # five stage rows of five
+    assert [(name, target) for name, target, exists in references if not exists] == []
+    expect(page.locator("#stage-help-traffic_pct")).to_contain_text("Share of the traffic")
