@@ -1,6 +1,7 @@
 """Keyboard and screen readers, in a real browser: axe-core finds no WCAG 2.1 A or AA
 violation on the main pages; every aria-describedby of the release form points at
-something rendered.
+something rendered; the sticky Save bar does not cover the focused field; focus has a
+ring of the app's own.
 
 axe-core is vendored for the tests only (tests/support/axe.min.js, `npm pack
 axe-core@4.14.1`, MPL-2.0, its license header kept) and injected by Playwright into a
@@ -20,6 +21,7 @@ pytestmark = pytest.mark.browser
 
 AXE = Path(__file__).resolve().parent.parent / "support" / "axe.min.js"
 WCAG_21_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+PHONE = {"width": 390, "height": 844}
 
 # A function, not an expression: an expression string would be eval'd in the page.
 RUN_AXE = """async (tags) => {
@@ -89,3 +91,60 @@ def test_every_aria_describedby_of_the_release_form_points_at_something_rendered
     assert len(stage_inputs) >= 25  # five stage rows of five
     assert [(name, target) for name, target, exists in references if not exists] == []
     expect(page.locator("#stage-help-traffic_pct")).to_contain_text("Share of the traffic")
+
+
+def test_the_save_bar_does_not_cover_the_focused_field_on_a_phone(
+    live_server, browser, world, release, owner
+):
+    context = browser.new_context(viewport=PHONE)
+    page = context.new_page()
+    log_in(page, live_server, owner)
+    page.goto(f"{live_server.url}/releases/{release.pk}/edit/")
+    field = page.get_by_label("Rollback target")
+    # The field sits at the foot of the screen, where the bar is, when Tab reaches it from
+    # the field before: the browser scrolls only what it deems out of view.
+    page.evaluate(
+        """() => {
+          const target = document.getElementById("id_rollback_target");
+          const fields = Array.from(document.querySelectorAll(
+            "#release-form input:not([type=hidden]), #release-form select, #release-form textarea"));
+          const top = target.getBoundingClientRect().top + window.scrollY;
+          window.scrollTo(0, top - window.innerHeight + target.offsetHeight + 4);
+          fields[fields.indexOf(target) - 1].focus({preventScroll: true});
+        }"""
+    )
+    bar = page.locator(".form-actions").bounding_box()
+    before = field.bounding_box()
+    assert bar is not None and before is not None
+    assert before["y"] + before["height"] > bar["y"], "the field is not under the bar to begin with"
+    page.keyboard.press("Tab")
+
+    expect(field).to_be_focused()
+    box = field.bounding_box()
+    bar = page.locator(".form-actions").bounding_box()
+    assert box is not None and bar is not None
+    assert box["y"] >= 0
+    assert box["y"] + box["height"] <= bar["y"], (box, bar)
+    context.close()
+
+
+def test_a_focused_link_has_a_ring_of_the_apps_own(live_server, page, owner):
+    page.set_content('<a href="#x" id="plain">x</a>')
+    page.keyboard.press("Tab")
+    default = page.evaluate("() => getComputedStyle(document.activeElement).outlineColor")
+    log_in(page, live_server, owner)
+    page.goto(f"{live_server.url}/services/")
+    link = page.locator("main a").first
+    link.focus()
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Tab")
+    expect(link).to_be_focused()
+
+    style = link.evaluate(
+        """(el) => { const s = getComputedStyle(el);
+          return {width: parseFloat(s.outlineWidth), style: s.outlineStyle, color: s.outlineColor}; }"""
+    )
+
+    assert style["width"] >= 3 and style["style"] == "solid", style
+    assert style["color"] != default, (style, default)
+    assert style["color"] == "rgb(10, 61, 145)"  # --focus: 9.6:1 on white
