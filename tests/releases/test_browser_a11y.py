@@ -1,7 +1,7 @@
 """Keyboard and screen readers, in a real browser: axe-core finds no WCAG 2.1 A or AA
 violation on the main pages; every aria-describedby of the release form points at
 something rendered; the sticky Save bar does not cover the focused field; focus has a
-ring of the app's own.
+ring of the app's own; a failed save moves the focus to the error summary.
 
 axe-core is vendored for the tests only (tests/support/axe.min.js, `npm pack
 axe-core@4.14.1`, MPL-2.0, its license header kept) and injected by Playwright into a
@@ -148,3 +148,21 @@ def test_a_focused_link_has_a_ring_of_the_apps_own(live_server, page, owner):
     assert style["width"] >= 3 and style["style"] == "solid", style
     assert style["color"] != default, (style, default)
     assert style["color"] == "rgb(10, 61, 145)"  # --focus: 9.6:1 on white
+
+
+@pytest.mark.parametrize("javascript", [True, False])
+def test_a_failed_save_moves_the_focus_to_the_error_summary(
+    live_server, browser, world, release, owner, javascript
+):
+    context = browser.new_context(java_script_enabled=javascript)
+    page = context.new_page()
+    log_in(page, live_server, owner)
+    page.goto(f"{live_server.url}/releases/{release.pk}/edit/")
+    page.get_by_label("Stage 1: Traffic (%)").fill("150")
+
+    page.get_by_role("button", name="Save draft").click()
+
+    summary = page.locator("#error-summary")
+    expect(summary).to_contain_text("Stage 1: Traffic (%)")
+    expect(summary).to_be_focused()
+    context.close()
