@@ -1,7 +1,8 @@
 """Keyboard and screen readers, in a real browser: axe-core finds no WCAG 2.1 A or AA
-violation on the main pages; every aria-describedby of the release form points at
-something rendered; the sticky Save bar does not cover the focused field; focus has a
-ring of the app's own; a failed save moves the focus to the error summary.
+violation on the main pages; the incident screen's 30-second refresh keeps the focus
+where it was; every aria-describedby of the release form points at something
+rendered; the sticky Save bar does not cover the focused field; a failed save moves
+the focus to the error summary; focus has a ring of the app's own.
 
 axe-core is vendored for the tests only (tests/support/axe.min.js, `npm pack
 axe-core@4.14.1`, MPL-2.0, its license header kept) and injected by Playwright into a
@@ -77,6 +78,40 @@ def test_axe_finds_no_wcag_21_aa_violation_on_the_main_pages(
     assert {name: v for name, v in found.items() if v} == {}
 
 
+def test_the_incident_refresh_keeps_the_keyboard_focus_and_the_opened_details(
+    live_server, browser, world, sre
+):
+    context = browser.new_context(viewport=PHONE)
+    page = context.new_page()
+    log_in(page, live_server, sre)
+    page.goto(f"{live_server.url}/services/kb-assistant/incident/")
+    page.locator("#readiness-reasons > summary").click()
+    button = page.get_by_role("link", name="Record rollback")
+    button.focus()
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Tab")  # reached by the keyboard, as an SRE would
+    expect(button).to_be_focused()
+    page.evaluate("() => { document.getElementById('record-rollback').dataset.before = 'swap'; }")
+
+    # The 30-second poll's own request, asked for now: wait for its swap, not 30 s.
+    swapped = page.evaluate(
+        """() => new Promise((resolve) => {
+          const region = document.getElementById("live-parts");
+          document.body.addEventListener("htmx:afterSwap", () => resolve(true), {once: true});
+          htmx.ajax("GET", region.getAttribute("hx-get"), {source: region, target: region, swap: "outerHTML"});
+        })"""
+    )
+
+    assert swapped
+    assert page.evaluate("() => document.getElementById('record-rollback').dataset.before") is None
+    expect(button).to_be_focused()
+    expect(page.locator("#readiness-reasons")).to_have_attribute("open", "")
+    page.keyboard.press("Tab")  # the next Tab goes on from the button, not from the top
+    after = page.evaluate("() => document.activeElement.closest('#rollback') !== null")
+    assert after, "the next Tab left the rollback section"
+    context.close()
+
+
 def test_every_aria_describedby_of_the_release_form_points_at_something_rendered(
     live_server, page, world, release, owner
 ):
@@ -128,6 +163,24 @@ def test_the_save_bar_does_not_cover_the_focused_field_on_a_phone(
     context.close()
 
 
+@pytest.mark.parametrize("javascript", [True, False])
+def test_a_failed_save_moves_the_focus_to_the_error_summary(
+    live_server, browser, world, release, owner, javascript
+):
+    context = browser.new_context(java_script_enabled=javascript)
+    page = context.new_page()
+    log_in(page, live_server, owner)
+    page.goto(f"{live_server.url}/releases/{release.pk}/edit/")
+    page.get_by_label("Stage 1: Traffic (%)").fill("150")
+
+    page.get_by_role("button", name="Save draft").click()
+
+    summary = page.locator("#error-summary")
+    expect(summary).to_contain_text("Stage 1: Traffic (%)")
+    expect(summary).to_be_focused()
+    context.close()
+
+
 def test_a_focused_link_has_a_ring_of_the_apps_own(live_server, page, owner):
     page.set_content('<a href="#x" id="plain">x</a>')
     page.keyboard.press("Tab")
@@ -148,21 +201,3 @@ def test_a_focused_link_has_a_ring_of_the_apps_own(live_server, page, owner):
     assert style["width"] >= 3 and style["style"] == "solid", style
     assert style["color"] != default, (style, default)
     assert style["color"] == "rgb(10, 61, 145)"  # --focus: 9.6:1 on white
-
-
-@pytest.mark.parametrize("javascript", [True, False])
-def test_a_failed_save_moves_the_focus_to_the_error_summary(
-    live_server, browser, world, release, owner, javascript
-):
-    context = browser.new_context(java_script_enabled=javascript)
-    page = context.new_page()
-    log_in(page, live_server, owner)
-    page.goto(f"{live_server.url}/releases/{release.pk}/edit/")
-    page.get_by_label("Stage 1: Traffic (%)").fill("150")
-
-    page.get_by_role("button", name="Save draft").click()
-
-    summary = page.locator("#error-summary")
-    expect(summary).to_contain_text("Stage 1: Traffic (%)")
-    expect(summary).to_be_focused()
-    context.close()
