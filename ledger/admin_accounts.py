@@ -26,7 +26,8 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from ledger import services
-from ledger.models import Team
+from ledger.models import Contact, Team
+from ledger.models.contacts import validate_phone
 from ledger.permissions import can_manage_accounts
 from ledger.roles import ROLE_DUTIES, Role, roles_of
 from lib.actors import admin_actor
@@ -43,7 +44,15 @@ def _role_choices() -> list[tuple[str, str]]:
 
 
 class AccountFieldsMixin(forms.Form):
-    """Roles and teams, on the add and the change form alike."""
+    """Phone, roles and teams, on the add and the change form alike."""
+
+    phone = forms.CharField(
+        label=_("Phone or pager"),
+        max_length=32,
+        required=False,
+        validators=[validate_phone],
+        help_text=Contact._meta.get_field("phone").help_text,
+    )
 
     roles = forms.MultipleChoiceField(
         choices=_role_choices,
@@ -92,6 +101,8 @@ class AccountChangeForm(AccountFieldsMixin, UserChangeForm):
         super().__init__(*args, **kwargs)
         if self.instance.pk:
             self.initial.setdefault("roles", [role.value for role in roles_of(self.instance)])
+            contact = Contact.objects.filter(user=self.instance).first()
+            self.initial.setdefault("phone", contact.phone if contact else "")
             self.initial.setdefault("teams", list(self.instance.teams.all()))
 
 
@@ -104,7 +115,7 @@ class AccountAdmin(UserAdmin):
     add_form = AccountCreationForm
     fieldsets = (
         (None, {"fields": ("username", "password")}),
-        ("Person", {"fields": ("first_name", "last_name", "email")}),
+        ("Person", {"fields": ("first_name", "last_name", "email", "phone")}),
         ("Roles and teams", {"fields": ("roles", "teams")}),
         ("API token", {"fields": ("api_token",)}),
         (
@@ -124,7 +135,14 @@ class AccountAdmin(UserAdmin):
             None,
             {
                 "classes": ("wide",),
-                "fields": ("username", "email", "usable_password", "password1", "password2"),
+                "fields": (
+                    "username",
+                    "email",
+                    "phone",
+                    "usable_password",
+                    "password1",
+                    "password2",
+                ),
                 "description": (
                     "Set a password, or leave password-based sign-in off and let the person "
                     "set one through 'Forgotten your password?' (the email address must be right)."
@@ -222,9 +240,10 @@ class AccountAdmin(UserAdmin):
     # -- saving through the verbs
 
     def save_related(self, request: HttpRequest, form, formsets, change: bool) -> None:
-        # roles and teams are not model fields: form.save_m2m() leaves them to the verbs.
+        # phone, roles and teams are not fields of User: form.save_m2m() leaves them to the verbs.
         super().save_related(request, form, formsets, change)
         user, actor = form.instance, admin_actor(request)
+        services.set_phone(user, form.cleaned_data.get("phone", ""), actor=actor)
         services.set_roles(user, form.cleaned_data.get("roles", []), actor=actor)
         current = set(user.teams.all())
         for team in form.cleaned_data.get("teams", []):

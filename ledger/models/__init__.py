@@ -1,3 +1,4 @@
+from ledger.models.contacts import Contact
 from ledger.models.events import Event
 from ledger.models.evidence import LoadTestReport, LoadTestRequestData, RequestLevel
 from ledger.models.preferences import UserPreference
@@ -16,6 +17,7 @@ from ledger.models.run_evidence import RunSummary
 
 __all__ = [
     "Capability",
+    "Contact",
     "Event",
     "License",
     "LicenseAcceptance",

@@ -15,6 +15,7 @@ from django.db import transaction
 from rest_framework.authtoken.models import Token
 
 from ledger.chain import append_event
+from ledger.models.contacts import Contact, validate_phone
 from ledger.permissions import ensure_can_manage_accounts
 from ledger.roles import Role
 from lib.actors import Actor
@@ -23,6 +24,7 @@ __all__ = [
     "TOKEN_PREFIX_LENGTH",
     "issue_api_token",
     "revoke_api_token",
+    "set_phone",
     "set_roles",
     "token_prefix",
 ]
@@ -63,6 +65,21 @@ def set_roles(
         payload={"added": added, "removed": removed, "roles": sorted(wanted)},
     )
     return added, removed
+
+
+def set_phone(user: User, phone: str, *, actor: Actor) -> bool:
+    """The person's phone or pager number (blank: none). Returns whether it changed.
+
+    Like the e-mail address beside it, a contact detail and not a decision: no event is
+    appended, so that the append-only chain never keeps a personal number."""
+    ensure_can_manage_accounts(actor)
+    phone = phone.strip()
+    validate_phone(phone)
+    current = Contact.objects.filter(user=user).values_list("phone", flat=True).first() or ""
+    if phone == current:
+        return False
+    Contact.objects.update_or_create(user=user, defaults={"phone": phone})
+    return True
 
 
 @transaction.atomic

@@ -373,6 +373,11 @@ class ReleaseForm(forms.Form):
                     label=_("Stage %(number)s: %(part)s") % {"number": row + 1, "part": label},
                     help_text=_STAGE_HELP[part],
                 )
+                # The table renders each column's help once, under it (stage_help), not
+                # beside each of the cells, so the cells point at that.
+                self.fields[stage_field_name(row, part)].widget.attrs["aria-describedby"] = (
+                    f"stage-help-{part}"
+                )
         given = {
             (c.get("sample_set"), c.get("sample")): c
             for c in (release.failure_classifications if release else [])
@@ -387,10 +392,7 @@ class ReleaseForm(forms.Form):
                 label=_("%(sample_set)s / %(sample)s")
                 % {"sample_set": sample_set, "sample": sample},
                 initial=entry.get("classification", ""),
-                help_text=_(
-                    "Failed on the candidate: does it block the release, is it handled "
-                    "by a degradation, or does the business owner accept the risk?"
-                ),
+                help_text=FAILURE_HELP["classification"],
             )
             self.fields[degradation_field_name(sample_set, sample)] = forms.CharField(
                 required=False,
@@ -398,10 +400,14 @@ class ReleaseForm(forms.Form):
                 label=_("%(sample_set)s / %(sample)s: which degradation")
                 % {"sample_set": sample_set, "sample": sample},
                 initial=entry.get("degradation", ""),
-                help_text=_(
-                    "If handled by degradation: which one, e.g. falls back to search results."
-                ),
+                help_text=FAILURE_HELP["degradation"],
             )
+            # As the stages: the failures table renders each column's help once, under it.
+            for field_name, part in (
+                (name, "classification"),
+                (degradation_field_name(sample_set, sample), "degradation"),
+            ):
+                self.fields[field_name].widget.attrs["aria-describedby"] = f"failure-help-{part}"
 
     @staticmethod
     def stage_rows(release: Release | None) -> int:
@@ -418,6 +424,13 @@ class ReleaseForm(forms.Form):
     def stage_headers(self) -> list[str]:
         """The gray plan's column heads: what each cell of a stage row holds."""
         return [str(label) for label in STAGE_PARTS.values()]
+
+    def failure_help(self) -> dict[str, StrOrPromise]:
+        return FAILURE_HELP
+
+    def stage_help(self) -> list[tuple[str, StrOrPromise, StrOrPromise]]:
+        """Each column's help, rendered once under the gray plan: (part, label, help)."""
+        return [(part, label, _STAGE_HELP[part]) for part, label in STAGE_PARTS.items()]
 
     def stage_table(self) -> list[list[forms.BoundField]]:
         rows = sum(1 for name in self.fields if name.endswith("_traffic_pct"))
@@ -550,6 +563,15 @@ class ReleaseForm(forms.Form):
             "planned_start": planned,
         }
 
+
+# The failures table's columns: what each asks, rendered once under the table.
+FAILURE_HELP: dict[str, StrOrPromise] = {
+    "classification": _(
+        "Failed on the candidate: does it block the release, is it handled "
+        "by a degradation, or does the business owner accept the risk?"
+    ),
+    "degradation": _("If handled by degradation: which one, e.g. falls back to search results."),
+}
 
 _STAGE_HELP = {
     "traffic_pct": _("Share of the traffic this stage sends to the candidate, above 0 up to 100."),

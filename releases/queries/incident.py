@@ -44,6 +44,7 @@ from django.utils import timezone
 
 from ledger import queries as ledger_queries
 from ledger.models import Event, Revision, Service, Team
+from ledger.models.contacts import tel_uri
 from ledger.queries.serving import LIVE_CHANGED
 from ledger.roles import Role
 from ledger.validators import parse_image
@@ -76,6 +77,11 @@ class Owner:
     name: str
     username: str
     email: str
+    phone: str = ""
+
+    @property
+    def tel(self) -> str:
+        return tel_uri(self.phone) if self.phone else ""
 
 
 @dataclass(frozen=True)
@@ -246,13 +252,14 @@ def _owners(service: Service) -> list[Owner]:
             "user__first_name",
             "user__last_name",
             "user__email",
+            "user__contact__phone",  # a left join in the same query: no query per person
         )
         .order_by("user__username", "group__name")
     )
     owners: list[Owner] = []
     outside: dict[str, list[Owner]] = {}
-    for role, in_team, username, first, last, email in rows:
-        owner = Owner(role, f"{first} {last}".strip() or username, username, email)
+    for role, in_team, username, first, last, email, phone in rows:
+        owner = Owner(role, f"{first} {last}".strip() or username, username, email, phone or "")
         if in_team:
             owners.append(owner)
         else:

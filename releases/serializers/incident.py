@@ -174,6 +174,7 @@ class OwnerSerializer(serializers.Serializer):
     name = serializers.CharField()
     username = serializers.CharField()
     email = serializers.CharField(allow_blank=True)
+    phone = serializers.CharField(allow_blank=True, help_text="Phone or pager; blank when none.")
 
 
 class IncidentSerializer(serializers.Serializer):

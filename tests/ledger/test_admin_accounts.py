@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.authtoken.models import Token
 
-from ledger.models import Event
+from ledger.models import Contact, Event
 from ledger.roles import Role, roles_of
 from tests.factories import UserFactory
 from tests.ledger.factories import TeamFactory
@@ -88,6 +88,46 @@ def test_changing_roles_records_what_was_added_and_removed(client, admin_user, o
         ["auditor"],
         ["model_owner"],
     )
+
+
+def _change(client, person, **fields):
+    return client.post(
+        f"{USERS}{person.pk}/change/",
+        {
+            "username": person.username,
+            "email": person.email,
+            "roles": [Role.MODEL_OWNER],
+            "is_active": "on",
+            "date_joined_0": "2026-01-01",
+            "date_joined_1": "00:00:00",
+            **fields,
+        },
+    )
+
+
+def test_an_administrator_gives_a_person_a_phone_or_pager_number(client, admin_user, owner, team):
+    client.force_login(admin_user)
+    page = client.get(f"{USERS}{owner.pk}/change/").content.decode()
+    assert 'name="phone"' in page and "Phone or pager" in page
+
+    response = _change(client, owner, phone=" +86 138-0000 0000 ", teams=[team.pk])
+
+    assert response.status_code == 302, response.content.decode()[:3000]
+    assert Contact.objects.get(user=owner).phone == "+86 138-0000 0000"
+    page = client.get(f"{USERS}{owner.pk}/change/").content.decode()
+    assert 'value="+86 138-0000 0000"' in page
+    # A contact detail like the e-mail, not a decision: the append-only chain keeps no number.
+    assert not Event.objects.filter(payload__icontains="138").exists()
+
+
+def test_a_phone_that_is_not_a_number_is_refused_naming_the_field(client, admin_user, owner, team):
+    client.force_login(admin_user)
+
+    response = _change(client, owner, phone="call Olivia", teams=[team.pk])
+
+    assert response.status_code == 200
+    assert "Phone or pager: “call Olivia” is not a number" in response.content.decode()
+    assert not Contact.objects.filter(user=owner).exists()
 
 
 def test_leaving_a_team_is_refused_with_the_reason(client, admin_user, owner, team):

@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 from rest_framework.authtoken.models import Token
 
 from ledger import services as ledger_services
+from ledger.models import Contact
 from releases.models import RollbackEvent, UnauthorizedChange
 from releases.playbooks import DEFAULT_PLAYBOOKS
 from releases.queries.incident import RollbackInProgress, incident, incident_service
@@ -89,6 +90,16 @@ def test_changes_of_the_last_72_hours_and_owners_with_how_to_reach_them(client, 
     owners = _section(body, "owners-heading")
     assert "mailto:owner@example.com" in owners
     assert "Platform SRE" in owners  # the SRE outside the team is on call for the role
+
+
+def test_an_owners_phone_is_a_number_to_tap_on_the_screen_and_in_the_api(client, sre, kb, owner):
+    Contact.objects.create(user=owner, phone="+86 (10) 8888-1234")
+    owners = _section(_page(client, sre).content.decode(), "owners-heading")
+    assert '<a class="tel" href="tel:+861088881234">+86 (10) 8888-1234</a>' in owners
+    assert "mailto:owner@example.com" in owners  # and the e-mail still
+    body = client.get("/api/services/kb-assistant/incident/").json()
+    mine = next(o for o in body["owners"] if o["username"] == owner.username)
+    assert mine["phone"] == "+86 (10) 8888-1234"
 
 
 def test_the_changes_say_what_changed_with_revisions_by_their_labels(client, sre, kb):
@@ -195,6 +206,7 @@ def test_the_api_answers_everything_on_the_screen(client, sre, kb):
         "name": kb.team.members.first().get_full_name() or kb.team.members.first().username,
         "username": kb.team.members.first().username,
         "email": "owner@example.com",
+        "phone": "",
     } in body["owners"]
 
 
@@ -213,7 +225,9 @@ def test_the_screen_and_the_api_ask_a_bounded_number_of_queries(
     target = kb.revisions.get(number=1)
     backend = BackendFactory(revision=kb.live_revision)
     for n in range(3):
-        team.members.add(UserFactory(username=f"member-{n}", roles=["model_owner"]))
+        member = UserFactory(username=f"member-{n}", roles=["model_owner"])
+        Contact.objects.create(user=member, phone=f"+86 138 0000 000{n}")  # joined, not asked
+        team.members.add(member)
         ledger_services.update_service(kb, actor=None, name=f"Knowledge base {n}")
         Probe.objects.create(
             backend=backend,
