@@ -36,20 +36,7 @@ class BackendForm(InlineValidationMixin, forms.ModelForm):
 
     class Meta:
         model = Backend
-        fields = [
-            "name",
-            "revision",
-            "base_url",
-            "model_name",
-            "engine",
-            "credential_env",
-            "concurrency_limit",
-            "connect_timeout_s",
-            "first_token_timeout_s",
-            "idle_timeout_s",
-            "total_timeout_s",
-            "enabled",
-        ]
+        fields = list(Backend.STATED_FIELDS)
         field_classes = {"revision": RevisionChoiceField}
         labels = {
             "name": gettext_lazy("Name"),

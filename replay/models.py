@@ -49,6 +49,23 @@ class Backend(ChoiceLabels, models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    # What a person states about a backend: the form, the API, the verbs and the
+    # declarative file read this list.
+    STATED_FIELDS = (
+        "name",
+        "revision",
+        "base_url",
+        "model_name",
+        "engine",
+        "credential_env",
+        "concurrency_limit",
+        "connect_timeout_s",
+        "first_token_timeout_s",
+        "idle_timeout_s",
+        "total_timeout_s",
+        "enabled",
+    )
+
     class Meta:
         ordering = ["name"]
         constraints = [

@@ -183,12 +183,7 @@ TOP = Section(
 )
 
 # Service SLO keys in the document -> model fields.
-SLO_FIELDS = {
-    "ttft_p95_ms": "slo_ttft_p95_ms",
-    "ttft_p99_ms": "slo_ttft_p99_ms",
-    "tpot_ms": "slo_tpot_ms",
-    "error_rate_pct": "slo_error_rate_pct",
-}
+SLO_FIELDS = {name.removeprefix("slo_"): name for name in Service.SLO_FIELDS}
 CAPABILITY_KINDS = _choices(Capability.Kind)
 
 

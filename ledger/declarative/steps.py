@@ -24,7 +24,7 @@ from ledger.declarative.export import (
 )
 from ledger.declarative.run import Change, Failed, Run, Skip, diff, same, show
 from ledger.declarative.schema import SLO_FIELDS, Entry, parse_asset_ref
-from ledger.models import ModelAsset, Revision
+from ledger.models import ModelAsset, Revision, Runtime, Service
 
 _RETIRED = ModelAsset.Lifecycle.RETIRED
 RETIREMENT_KEYS = ("lifecycle", "retired_on", "deprecated_on")
@@ -55,27 +55,10 @@ ASSET_KEYS = [
 ]
 
 
-RUNTIME_KEYS = [
-    "team",
-    "engine",
-    "engine_version",
-    "image",
-    "launch_parameters",
-    "gpu_model",
-    "gpu_count",
-    "gpu_memory_gb",
-]
-
-
+RUNTIME_KEYS = [name for name in Runtime.STATED_FIELDS if name != "name"]
+# A file states a service's SLOs apart, under `slos` (schema.SLO_FIELDS).
 SERVICE_KEYS = [
-    "name",
-    "description",
-    "team",
-    "tier",
-    "exposure",
-    "task_types",
-    "tenants",
-    "review_cadence_days",
+    name for name in Service.STATED_FIELDS if name != "slug" and name not in Service.SLO_FIELDS
 ]
 
 

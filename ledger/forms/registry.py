@@ -51,21 +51,7 @@ class ServiceForm(InlineValidationMixin, forms.ModelForm):
 
     class Meta:
         model = Service
-        fields = [
-            "slug",
-            "name",
-            "description",
-            "team",
-            "tier",
-            "exposure",
-            "task_types",
-            "tenants",
-            "slo_ttft_p95_ms",
-            "slo_ttft_p99_ms",
-            "slo_tpot_ms",
-            "slo_error_rate_pct",
-            "review_cadence_days",
-        ]
+        fields = list(Service.STATED_FIELDS)
         labels = {
             "slug": _("Slug"),
             "name": _("Name"),
@@ -243,17 +229,7 @@ class RuntimeForm(InlineValidationMixin, forms.ModelForm):
 
     class Meta:
         model = Runtime
-        fields = [
-            "name",
-            "team",
-            "engine",
-            "engine_version",
-            "image",
-            "launch_parameters",
-            "gpu_model",
-            "gpu_count",
-            "gpu_memory_gb",
-        ]
+        fields = list(Runtime.STATED_FIELDS)
         labels = {
             "name": _("Name"),
             "team": _("Team"),

@@ -102,6 +102,25 @@ class Service(ChoiceLabels, models.Model):
 
     objects = ServiceQuerySet.as_manager()
 
+    # What a person states about a service, in the order forms and files show it: the
+    # form, the API, the declarative file and the export all read this list.
+    STATED_FIELDS = (
+        "slug",
+        "name",
+        "description",
+        "team",
+        "tier",
+        "exposure",
+        "task_types",
+        "tenants",
+        "slo_ttft_p95_ms",
+        "slo_ttft_p99_ms",
+        "slo_tpot_ms",
+        "slo_error_rate_pct",
+        "review_cadence_days",
+    )
+    SLO_FIELDS = ("slo_ttft_p95_ms", "slo_ttft_p99_ms", "slo_tpot_ms", "slo_error_rate_pct")
+
     class Meta:
         ordering = ["slug"]
         permissions = [
@@ -361,6 +380,19 @@ class Runtime(ChoiceLabels, models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    # What a person states about a runtime, in the order forms and files show it.
+    STATED_FIELDS = (
+        "name",
+        "team",
+        "engine",
+        "engine_version",
+        "image",
+        "launch_parameters",
+        "gpu_model",
+        "gpu_count",
+        "gpu_memory_gb",
+    )
 
     class Meta:
         ordering = ["name"]

@@ -146,19 +146,7 @@ class ServiceSerializer(NamedChoicesMixin, serializers.ModelSerializer):
     class Meta:
         model = Service
         fields = [
-            "slug",
-            "name",
-            "description",
-            "team",
-            "tier",
-            "exposure",
-            "task_types",
-            "tenants",
-            "slo_ttft_p95_ms",
-            "slo_ttft_p99_ms",
-            "slo_tpot_ms",
-            "slo_error_rate_pct",
-            "review_cadence_days",
+            *Service.STATED_FIELDS,
             "live_revision",
             "created_at",
             "updated_at",
@@ -299,16 +287,8 @@ class RuntimeSerializer(NamedChoicesMixin, serializers.ModelSerializer):
     class Meta:
         model = Runtime
         fields = [
-            "name",
-            "team",
-            "engine",
-            "engine_version",
-            "image",
+            *Runtime.STATED_FIELDS,
             "image_digest",
-            "launch_parameters",
-            "gpu_model",
-            "gpu_count",
-            "gpu_memory_gb",
             "warnings",
             "created_at",
             "updated_at",

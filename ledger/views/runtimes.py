@@ -29,18 +29,6 @@ from lib.actors import AuthenticatedHttpRequest
 from lib.http import post_only
 from lib.pages import apply_errors, changed_values, paginate, render_field, render_form, render_list
 
-RUNTIME_FIELDS = [
-    "name",
-    "team",
-    "engine",
-    "engine_version",
-    "image",
-    "launch_parameters",
-    "gpu_model",
-    "gpu_count",
-    "gpu_memory_gb",
-]
-
 
 @require_GET
 @login_required
@@ -95,7 +83,7 @@ def _prefill(name: str | None) -> dict:
     source = Runtime.objects.filter(name=name).first() if name else None
     if source is None:
         return {}
-    initial = {field: getattr(source, field) for field in RUNTIME_FIELDS if field != "name"}
+    initial = {field: getattr(source, field) for field in Runtime.STATED_FIELDS if field != "name"}
     initial["team"] = source.team_id
     return initial
 

@@ -55,20 +55,9 @@ class BackendSerializer(serializers.ModelSerializer):
     class Meta:
         model = Backend
         fields = [
-            "name",
-            "revision",
+            *Backend.STATED_FIELDS,
             "revision_label",
             "service",
-            "base_url",
-            "model_name",
-            "engine",
-            "credential_env",
-            "concurrency_limit",
-            "connect_timeout_s",
-            "first_token_timeout_s",
-            "idle_timeout_s",
-            "total_timeout_s",
-            "enabled",
             "created_at",
             "updated_at",
         ]

@@ -28,20 +28,7 @@ from replay.models import Backend
 from replay.permissions import ensure_can_manage_backend
 
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
-FIELDS = (
-    "name",
-    "revision",
-    "base_url",
-    "model_name",
-    "engine",
-    "credential_env",
-    "concurrency_limit",
-    "connect_timeout_s",
-    "first_token_timeout_s",
-    "idle_timeout_s",
-    "total_timeout_s",
-    "enabled",
-)
+FIELDS = Backend.STATED_FIELDS
 # Names people reach for when they mean to paste a key: refused with advice.
 _SECRET_FIELDS = ("credential", "api_key", "key", "token", "password", "secret")
 
