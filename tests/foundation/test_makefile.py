@@ -70,3 +70,49 @@ def test_after_make_run_make_test_still_installs_the_test_extras(tmp_path):
     assert installs(planned("run", venv)) == []
     (install,) = installs(planned("test", venv))
     assert install.endswith(' -e ".[test]"')
+
+
+def _runtime_imports() -> set[str]:
+    """Top-level modules the app's code imports when it runs (not under TYPE_CHECKING)."""
+    import ast
+
+    names: set[str] = set()
+    for folder in ("config", "ledger", "lib", "releases", "replay"):
+        for path in (ROOT / folder).rglob("*.py"):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            skipped = {
+                id(node)
+                for block in ast.walk(tree)
+                if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+                for node in ast.walk(block)
+            }
+            for node in ast.walk(tree):
+                if id(node) in skipped:
+                    continue
+                if isinstance(node, ast.Import):
+                    names.update(alias.name.split(".")[0] for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names.add(node.module.split(".")[0])
+    return names
+
+
+def test_nothing_the_app_imports_at_run_time_comes_only_with_the_test_extras():
+    """`make run` installs no test extras: django-stubs-ext, imported by views, forms
+    and template tags, was one of them, and the run-only install failed on it."""
+    import tomllib
+    from importlib.metadata import packages_distributions
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    base = {Requirement(r).name.lower() for r in project["dependencies"]}
+    test_only = {
+        Requirement(r).name.lower() for r in project["optional-dependencies"]["test"]
+    } - base
+    provided = packages_distributions()
+    needs_test_extras = {
+        module: dists
+        for module in _runtime_imports()
+        if (dists := {d.lower() for d in provided.get(module, [])}) and dists <= test_only
+    }
+    assert needs_test_extras == {}
