@@ -4,19 +4,32 @@
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+PIP_INSTALL := $(PY) -m pip install --quiet --disable-pip-version-check -c requirements.lock
+# Two stamps: what running needs (`make run`), and that plus the test, lint and
+# translation tools (everything else). The second covers the first.
+STAMP_RUN := $(VENV)/.installed-run
+STAMP_TEST := $(VENV)/.installed-test
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_WORKERS ?= 2
 
-.PHONY: run test install services chromium lint format bench clean plotly-css messages
+.PHONY: run test install install-run services chromium lint format bench clean plotly-css messages
 
-install: $(STAMP)
+# Everything: the app, and the tools of the tests, lint and the translation catalog.
+install: $(STAMP_TEST)
 
-$(STAMP): pyproject.toml requirements.lock
+# Only what running the app needs: `make run` starts without the test extras.
+install-run: $(STAMP_RUN)
+
+$(STAMP_RUN): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -c requirements.lock -e ".[test]"
-	touch $(STAMP)
+	$(PIP_INSTALL) -e .
+	touch $(STAMP_RUN)
+
+$(STAMP_TEST): pyproject.toml requirements.lock
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP_INSTALL) -e ".[test]"
+	touch $(STAMP_RUN) $(STAMP_TEST)
 
 # plotly.js's run-time CSS as a static file under the id it checks (the pages'
 # Content-Security-Policy refuses the <style> elements it would inject). The pages
@@ -33,7 +46,7 @@ messages: install
 	$(PY) scripts/translations.py
 
 # The embedded default: SQLite, a filesystem broker, a local media folder.
-run: install
+run: install-run
 	DEBUG=$${DEBUG:-true} LOG_FORMAT=$${LOG_FORMAT:-console} HOST=$(HOST) PORT=$(PORT) PY=$(PY) scripts/run-embedded.sh
 
 services:

@@ -93,6 +93,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "lib.errors.UnstorableRequestMiddleware",
     "lib.errors.MethodNotAllowedPageMiddleware",
+    "lib.errors.NotFoundPageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "lib.errors.ApiErrorsMiddleware",

@@ -15,7 +15,8 @@ Three pieces make errors JSON, because an error can surface in three places:
   where Django would show its technical page.
 - `bad_request`, `permission_denied`, `page_not_found`, `server_error`
   (config/urls.py handler400/403/404/500): what is raised in middleware or by
-  the URL resolver, before any view.
+  the URL resolver, before any view. Django uses them only without DEBUG;
+  `NotFoundPageMiddleware` gives `make run` (DEBUG) the same 404 page.
 
 Elsewhere the same handlers render 400/403/404/500.html in the site's layout,
 saying why and offering a way back; `MethodNotAllowedPageMiddleware` does the same
@@ -29,6 +30,7 @@ import logging
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.core.exceptions import SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -189,6 +191,33 @@ class MethodNotAllowedPageMiddleware:
         page = method_not_allowed(request, allowed)
         page._has_been_logged = True  # type: ignore[attr-defined]  # Django logged the bare one
         return page
+
+
+class NotFoundPageMiddleware:
+    """The project's 404 page under DEBUG too (`make run`), where Django would show its
+    technical page listing every URL pattern: for an address no pattern matches (the
+    resolver's 404 reaches here as a response, no view having matched) and for an
+    Http404 a view raised. Without DEBUG, Django already renders handler404."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            settings.DEBUG
+            and response.status_code == 404
+            and getattr(request, "resolver_match", None) is None
+        ):
+            page = page_not_found(request, Resolver404())
+            page._has_been_logged = True  # type: ignore[attr-defined]  # Django logged its own
+            return page
+        return response
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if settings.DEBUG and isinstance(exception, Http404):
+            return page_not_found(request, exception)
+        return None
 
 
 def back_url(request: HttpRequest) -> str | None:

@@ -10,13 +10,13 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, cast
 
 from django.conf import settings
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import JSONObject
 from django.utils import timezone
 
 from ledger.models import Revision, Service
 from lib.querysets import built_once
-from replay.models import Backend, Probe, Run, Sample
+from replay.models import Backend, Probe, Run, Sample, SampleSet
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -43,6 +43,27 @@ class DriftFlag(TypedDict):
     probe: int
     probed_at: dt.datetime
     drift: list[dict[str, Any]]
+
+
+class SampleSetChoice(TypedDict):
+    name: str
+    version: int
+    replayed_here: bool
+
+
+def sample_set_choices(service: Service) -> list[SampleSetChoice]:
+    """Every sample set by name with its latest version, those already replayed against
+    a revision of `service` first: what the release form offers to pick (one query)."""
+    replayed = Run.objects.filter(sample_set__name=OuterRef("name"), revision__service=service)
+    rows = (
+        SampleSet.objects.values("name")
+        .annotate(version=Max("version"), replayed_here=Exists(replayed))
+        .order_by("-replayed_here", "name")
+    )
+    return [
+        SampleSetChoice(name=r["name"], version=r["version"], replayed_here=r["replayed_here"])
+        for r in rows
+    ]
 
 
 def latest_verdict(sample_set_name: str, revision: Revision) -> Run | None:

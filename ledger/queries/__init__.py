@@ -63,6 +63,7 @@ from ledger.queries.goodput import (
 )
 from ledger.queries.registry import (
     FingerprintCheck,
+    capabilities_left_behind,
     capabilities_of,
     fingerprint_check,
     fingerprint_twins,
@@ -150,6 +151,7 @@ __all__ = [
     "accepted_asset_ids",
     "attach_goodputs",
     "breaking_changes",
+    "capabilities_left_behind",
     "capabilities_of",
     "capacity_from_levels",
     "current_reports",

@@ -92,6 +92,20 @@ def capabilities_of(revision: Revision) -> list[CapabilityForPage]:
     return capabilities
 
 
+def capabilities_left_behind(revision: Revision) -> list[str]:
+    """The kinds its source revision declares that a copy does not (see
+    `services.new_revision_from`): empty for a revision made from nothing."""
+    if revision.based_on_id is None:
+        return []
+    copied = Capability.objects.filter(revision=revision).values("kind")
+    return list(
+        Capability.objects.filter(revision_id=revision.based_on_id)
+        .exclude(kind__in=copied)
+        .order_by("kind")
+        .values_list("kind", flat=True)
+    )
+
+
 class FingerprintCheck(NamedTuple):
     components: FingerprintComponents
     # The stored fingerprint no longer matches its components: the verbs keep it

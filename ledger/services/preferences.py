@@ -11,7 +11,6 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from ledger.models import UserPreference
-from ledger.queries.preferences import preference_of
 from lib import i18n
 
 
@@ -21,20 +20,21 @@ def save_preference(request: HttpRequest, preference: UserPreference) -> None:
 
 
 def switch_language(request: HttpRequest, response: HttpResponse, language: str) -> None:
-    """The top bar's switcher: remembered for the browser (a cookie), and as the
-    user's preference when someone is logged in."""
+    """The top bar's switcher: this browser's language (a cookie), and this session's,
+    so that it outranks the account's preference until the next login. The account's
+    stored preference changes only on the Preferences page (`save_preference`)."""
     response.set_cookie(
         settings.LANGUAGE_COOKIE_NAME,
         language,
         max_age=settings.LANGUAGE_COOKIE_AGE,
+        path=settings.LANGUAGE_COOKIE_PATH,
+        domain=settings.LANGUAGE_COOKIE_DOMAIN,
         samesite="Lax",
         secure=settings.SESSION_COOKIE_SECURE,
     )
-    user = getattr(request, "user", None)
-    if user is not None and user.is_authenticated:
-        preference = preference_of(user)
-        preference.language = language
-        save_preference(request, preference)
+    session = getattr(request, "session", None)
+    if session is not None and session.get(i18n.SESSION_LANGUAGE):
+        session[i18n.SESSION_LANGUAGE] = language
 
 
 def load_into_session(sender: Any, request: HttpRequest, user: Any, **kwargs: Any) -> None:

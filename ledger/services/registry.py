@@ -631,8 +631,13 @@ def create_revision(
     )
 
 
+@transaction.atomic
 def new_revision_from(revision: Revision, *, actor: Actor, **overrides: Any) -> Revision:
-    """'New revision from this one': the same parts, with the given ones replaced."""
+    """'New revision from this one': the same parts, with the given ones replaced, and
+    the same capabilities, declared again (a verification holds for the revision it
+    checked, not for its copy). A capability the new parts no longer allow (a context
+    length above a lowered context limit) is left behind; `queries.capabilities_left_behind`
+    names it."""
     fields: dict[str, Any] = {
         "model_asset": revision.model_asset,
         "runtime": revision.runtime,
@@ -641,7 +646,21 @@ def new_revision_from(revision: Revision, *, actor: Actor, **overrides: Any) -> 
         "notes": revision.notes,
     }
     fields.update(overrides)
-    return create_revision(revision.service, actor=actor, based_on=revision, **fields)
+    successor = create_revision(revision.service, actor=actor, based_on=revision, **fields)
+    for capability in Capability.objects.filter(revision=revision).order_by("kind"):
+        try:
+            validate_capability_value(
+                capability.kind, capability.value, context_limit=successor.context_limit
+            )
+        except ValidationError:
+            continue
+        _create(
+            Capability(revision=successor, kind=capability.kind, value=capability.value),
+            actor=actor,
+            action="capability.declared",
+            extra={"copied_from": revision.label},
+        )
+    return successor
 
 
 @transaction.atomic

@@ -148,8 +148,12 @@ def revision_create(request: AuthenticatedHttpRequest, slug: str) -> HttpRespons
     )
     if request.method == "POST" and form.is_valid():
         fields = dict(form.cleaned_data)
+        source = fields.pop("based_on", None)
         try:
-            revision = services.create_revision(service, actor=request.user, **fields)
+            if source is not None:
+                revision = services.new_revision_from(source, actor=request.user, **fields)
+            else:
+                revision = services.create_revision(service, actor=request.user, **fields)
         except ValidationError as error:
             apply_errors(form, error)
         else:
@@ -158,6 +162,16 @@ def revision_create(request: AuthenticatedHttpRequest, slug: str) -> HttpRespons
                 _("Created %(service)s %(revision)s.")
                 % {"service": service.slug, "revision": revision.label},
             )
+            left_behind = queries.capabilities_left_behind(revision)
+            if left_behind:
+                messages.warning(
+                    request,
+                    _(
+                        "Not copied from %(source)s, as they do not fit this revision: "
+                        "%(kinds)s. Declare them again if they hold."
+                    )
+                    % {"source": source.label, "kinds": ", ".join(left_behind)},
+                )
             return redirect("ledger:revision_detail", slug=slug, number=revision.number)
     based_on = form["based_on"].value()
     return render_form(

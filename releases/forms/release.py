@@ -30,6 +30,7 @@ from releases.schemas import (
     GUARDS,
     METRICS,
 )
+from replay.queries import sample_set_choices
 
 # Rows of the gray plan shown at once: enough for a five-stage plan without JavaScript.
 GRAY_ROWS = 5
@@ -87,6 +88,17 @@ SECTIONS: list[tuple[str, StrOrPromise, tuple[str, ...]]] = [
         ("path", "standard_template", "emergency_reason", "planned_start"),
     ),
 ]
+
+
+class SampleSetsField(forms.MultipleChoiceField):
+    """Names of replay sample sets, picked from those that exist. A name the list does
+    not hold (an API client's, one posted by hand) is left to the verb, which refuses it
+    beside this field as it refuses it from the API: "No sample set named x."."""
+
+    widget = forms.CheckboxSelectMultiple
+
+    def valid_value(self, value: str) -> bool:
+        return True
 
 
 def classification_field_name(sample_set: str, sample: str) -> str:
@@ -194,12 +206,12 @@ class ReleaseForm(forms.Form):
         label=_("Downstream systems touched"),
         help_text=_("The systems that read this service's output or depend on its behaviour."),
     )
-    required_sample_sets = CommaListField(
+    required_sample_sets = SampleSetsField(
+        required=False,
         label=_("Replay sample sets required"),
-        max_length=2000,
         help_text=_(
-            "Names of the replay sample sets that must pass on the candidate, "
-            "separated by commas, e.g. kb-golden, json-contracts."
+            "The replay sample sets that must pass on the candidate, each with its latest "
+            "version; those already replayed on this service come first."
         ),
     )
     metrics_declared = forms.MultipleChoiceField(
@@ -267,6 +279,7 @@ class ReleaseForm(forms.Form):
     rollback_verification_set = forms.CharField(
         required=False,
         max_length=100,
+        widget=forms.TextInput(attrs={"list": "sample-set-names", "autocomplete": "off"}),
         label=_("Verification sample set"),
         help_text=_("The replay sample set that verifies the rollback target serves as expected."),
     )
@@ -356,6 +369,25 @@ class ReleaseForm(forms.Form):
         assert isinstance(rollback, forms.ModelChoiceField)
         to_revision.queryset = candidates
         rollback.queryset = revisions.order_by("-number")
+        self.sample_set_choices = sample_set_choices(service)
+        picker = self.fields["required_sample_sets"]
+        assert isinstance(picker, SampleSetsField)
+        picker.choices = [
+            (
+                choice["name"],
+                (
+                    _("%(name)s (v%(version)s), replayed on this service")
+                    if choice["replayed_here"]
+                    else _("%(name)s (v%(version)s)")
+                )
+                % {"name": choice["name"], "version": choice["version"]},
+            )
+            for choice in self.sample_set_choices
+        ]
+        if not self.sample_set_choices:
+            picker.help_text = _(
+                "No replay sample set exists yet: import one under Replay, then pick it here."
+            )
         template = self.fields["standard_template"]
         assert isinstance(template, forms.ModelChoiceField)
         template.queryset = StandardChangeTemplate.objects.usable().filter(tier=service.tier)

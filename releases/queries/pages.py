@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from ledger.models import Event, Revision, Service
 from releases.gates import read_releases
-from releases.models import BlackoutWindow, Comment, Release
+from releases.models import BlackoutWindow, Comment, Release, Waiver
 from releases.transitions import Action
 
 RELEASE_SUBJECT = "releases.release"
@@ -84,6 +84,17 @@ def reopened_as(release: Release) -> list[Release]:
     if not release.allowed(Action.REOPEN):
         return []
     return list(Release.objects.filter(reopened_from=release).only("pk", "state").order_by("pk"))
+
+
+def waivers_lapsing_on_reopen(release: Release, *, now: dt.datetime | None = None) -> list[Waiver]:
+    """The waivers standing on a release that reopening it leaves behind: a waiver is
+    granted for one release, and the new draft starts with none."""
+    now = now or timezone.now()
+    return list(
+        Waiver.objects.filter(release=release, revoked_at__isnull=True, expires_at__gt=now)
+        .select_related("granted_by")
+        .order_by("gate", "granted_at")
+    )
 
 
 def blackout_warning(service: Service, moment: dt.datetime | None, path: str) -> str | None:

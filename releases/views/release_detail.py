@@ -400,6 +400,8 @@ def release_transition(request: AuthenticatedHttpRequest, pk: int, action: str) 
     if request.method == "GET":
         if action == "submit":
             context["failing"] = release_gates.assess(release).failing(but=frozenset({"signoffs"}))
+        elif action == "reopen":
+            context["lapsing_waivers"] = page_queries.waivers_lapsing_on_reopen(release)
         return render(request, "releases/release_confirm.html", context)
     try:
         if action == "submit":

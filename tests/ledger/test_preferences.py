@@ -87,7 +87,7 @@ def test_the_language_follows_the_browser_then_the_users_preference(client, audi
     assert '<html lang="en">' in page
 
 
-def test_the_switcher_sets_the_cookie_and_the_users_preference(client, auditor):
+def test_the_switcher_sets_the_cookie_and_leaves_the_users_preference(client, auditor):
     client.force_login(auditor)
 
     response = client.post("/preferences/language", {"language": "zh-hans", "next": "/events/"})
@@ -95,8 +95,21 @@ def test_the_switcher_sets_the_cookie_and_the_users_preference(client, auditor):
     assert response.status_code == 302
     assert response["Location"] == "/events/"
     assert response.cookies["django_language"].value == "zh-hans"
-    assert UserPreference.objects.get(user=auditor).language == "zh-hans"
+    assert not UserPreference.objects.filter(user=auditor).exists()
     assert '<html lang="zh-hans">' in client.get("/events/").content.decode()
+
+
+def test_the_switcher_outranks_a_stored_preference_in_this_session_only(client, auditor):
+    UserPreference.objects.create(user=auditor, language="en")
+    _login(client, auditor)
+
+    client.post("/preferences/language", {"language": "zh-hans", "next": "/"})
+
+    assert '<html lang="zh-hans">' in client.get("/events/").content.decode()
+    assert UserPreference.objects.get(user=auditor).language == "en"
+    client.post("/accounts/logout/")
+    _login(client, auditor)
+    assert '<html lang="en">' in client.get("/events/").content.decode()
 
 
 @pytest.mark.parametrize(

@@ -130,6 +130,56 @@ def test_a_lookup_s_model_message_is_not_shown(client, auditor):
     assert "There is nothing at <code>/services/no-such-service/</code>." in page
 
 
+@pytest.mark.parametrize(
+    ("path", "says"),
+    [
+        ("/no-such-page/", "There is nothing at <code>/no-such-page/</code>."),
+        (
+            "/services/no-such-service/",
+            "There is nothing at <code>/services/no-such-service/</code>.",
+        ),
+        ("/replay/sample-sets/no-such-set/", "No sample set is named no-such-set."),
+    ],
+)
+def test_with_debug_on_an_unknown_address_is_still_the_projects_not_found_page(
+    client, auditor, settings, path, says
+):
+    """`make run` runs with DEBUG: Django's technical 404 would list every URL pattern."""
+    settings.DEBUG = True
+    client.force_login(auditor)
+
+    response = client.get(path)
+
+    page = response.content.decode()
+    assert response.status_code == 404
+    assert in_layout(page)
+    assert "<h1>Not found</h1>" in page
+    assert says in page
+    assert "URLconf" not in page
+    assert "tried these URL patterns" not in page
+    assert "DEBUG = True" not in page
+
+
+def test_with_debug_on_a_missing_trailing_slash_still_redirects(client, auditor, settings):
+    settings.DEBUG = True
+    client.force_login(auditor)
+
+    response = client.get("/services")
+
+    assert response.status_code == 301
+    assert response["Location"] == "/services/"
+
+
+def test_with_debug_on_an_unknown_api_address_answers_json(client, auditor, settings):
+    settings.DEBUG = True
+    client.force_login(auditor)
+
+    response = client.get("/api/no-such-endpoint/")
+
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Not found."}
+
+
 def test_opening_an_action_s_address_says_what_it_does_and_where_its_button_is(client, owner, team):
     make_backend(team, "kb-live")
     client.force_login(owner)

@@ -58,7 +58,9 @@ def test_the_switcher_turns_the_pages_into_chinese_and_remembers_it(live_server,
 
     expect(page.locator("html")).to_have_attribute("lang", "zh-hans")
     assert_reads_chinese(page, slugs=(owner.username, owner.get_full_name()))
-    assert UserPreference.objects.get(user=owner).language == "zh-hans"
+    # The browser remembers it (a cookie); the account's preference is left as it was.
+    assert {c["name"]: c["value"] for c in page.context.cookies()}["django_language"] == "zh-hans"
+    assert not UserPreference.objects.filter(user=owner).exists()
 
     page.goto(f"{live_server.url}/services/{world.service.slug}/")
     assert_reads_chinese(page, slugs=(world.service.slug, world.service.name, team.name))

@@ -83,7 +83,7 @@ def test_owner_files_watches_a_gate_turn_green_submits_and_each_role_signs(
     page.get_by_label("Summary").fill("Move kb-assistant to the new fine-tune")
     page.get_by_label("Tenants").fill("support")
     page.get_by_label("Agent runtime").check()
-    page.get_by_label("Replay sample sets required").fill(world.sample_set.name)
+    page.get_by_label(f"{world.sample_set.name} (v1), replayed on this service").check()
     for metric in METRICS:
         page.get_by_label(metric, exact=True).check()
     for row, (traffic, minutes) in enumerate([("5", "60"), ("25", "120"), ("100", "60")]):

@@ -415,6 +415,43 @@ def test_the_api_refuses_others_the_list_too(client, owner, october):
     assert client.get("/api/exports/").status_code == 403
 
 
+def test_the_command_says_when_a_period_holds_no_record(october, tmp_path):
+    """The README's example once named a period the demo had no records in, and the
+    command wrote six files of headers without a word (issue 27 item 8g)."""
+    from django.core.management import call_command
+
+    empty, full = io.StringIO(), io.StringIO()
+    call_command(
+        "export_audit",
+        since="2025-01-01",
+        until="2025-02-01",
+        format="csv",
+        output=str(tmp_path / "empty"),
+        stdout=empty,
+    )
+    call_command(
+        "export_audit",
+        since="2026-10-01",
+        until="2026-11-01",
+        format="csv",
+        output=str(tmp_path / "full"),
+        stdout=full,
+    )
+    call_command(
+        "export_audit",
+        since="2025-01-01",
+        until="2025-02-01",
+        format="bundle",
+        output=str(tmp_path / "empty.zip"),
+        stdout=empty,
+    )
+
+    assert empty.getvalue().count("0 records in this period") == 2
+    assert "signoffs.csv: 0 records written" in empty.getvalue()
+    assert "0 records in this period" not in full.getvalue()
+    assert "signoffs.csv: 4 records written" in full.getvalue()
+
+
 def test_the_command_writes_a_file_per_record_type_and_bundles_them(october, tmp_path):
     from django.core.management import call_command
 

@@ -37,6 +37,10 @@ def _moment(name: str, text: str) -> dt.datetime:
     return value
 
 
+def _records(count: int) -> str:
+    return f"{count} record" if count == 1 else f"{count} records"
+
+
 class Command(BaseCommand):
     help = "Export the records of a period as CSV, JSON Lines or a signed evidence bundle."
 
@@ -66,6 +70,16 @@ class Command(BaseCommand):
         output = Path(options["output"])
         service = options["service"]
         filters = AuditFilters(since=since, until=until, service=service or "")
+        counts = {key: record.queryset(filters).count() for key, record in RECORD_TYPES.items()}
+        if not any(counts.values()):
+            # Said before the files: an empty export is most often a mistyped period.
+            scope = f" of service {service}" if service else ""
+            self.stdout.write(
+                self.style.WARNING(
+                    f"0 records in this period{scope} ({since.isoformat()} to "
+                    f"{until.isoformat()}): the files hold headers only."
+                )
+            )
         if options["format"] == "bundle":
             if output.is_dir():
                 raise CommandError(f"--output {output} is a directory; a bundle is one .zip file")
@@ -81,7 +95,8 @@ class Command(BaseCommand):
             partial.replace(output)  # nothing half written under the real name
             self.stdout.write(
                 self.style.SUCCESS(
-                    f"{output}: {len(manifest['files'])} files, chain head "
+                    f"{output}: {_records(sum(counts.values()))} in "
+                    f"{len(manifest['files'])} files, chain head "
                     f"#{manifest['chain_head']['sequence']}"
                 )
             )
@@ -94,4 +109,6 @@ class Command(BaseCommand):
                 for chunk in record_chunks(record, filters, options["format"]):
                     out.write(chunk)
             partial.replace(target)  # nothing half written under the real name
-            self.stdout.write(self.style.SUCCESS(f"{target}: written"))
+            self.stdout.write(
+                self.style.SUCCESS(f"{target}: {_records(counts[record.key])} written")
+            )
