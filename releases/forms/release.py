@@ -10,7 +10,6 @@ which validate the whole (`releases.schemas`) and refuse naming the field.
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 from django import forms
@@ -22,6 +21,12 @@ from django_stubs_ext import StrOrPromise
 from ledger.models import Revision, Service
 from lib.forms import CommaListField, LinesField, shown_choices
 from releases import policy
+from releases.forms.release_fields import (
+    FIELD_SPECS,
+    LOGGING_PARTS,
+    SECTIONS,
+    saved,
+)
 from releases.models import Release, StandardChangeTemplate
 from releases.schemas import (
     CLASSIFICATIONS,
@@ -30,6 +35,7 @@ from releases.schemas import (
     GUARDS,
     METRICS,
 )
+from releases.snapshot import attname
 from replay.queries import sample_set_choices
 
 # Rows of the gray plan shown at once: enough for a five-stage plan without JavaScript.
@@ -45,49 +51,6 @@ STAGE_PARTS: dict[str, StrOrPromise] = {
     "observation_minutes": _("Observe (min)"),
     **{key: _GUARD_LABELS.get(key, label) for key, label in GUARDS.items()},
 }
-
-# Which form fields belong to which section of the page, in order.
-SECTIONS: list[tuple[str, StrOrPromise, tuple[str, ...]]] = [
-    (
-        "what",
-        _("What changes"),
-        ("to_revision", "change_kind", "risk", "risk_override_reason", "summary"),
-    ),
-    ("impact", _("Impact"), ("impact_tenants", "impact_task_types", "impact_downstream")),
-    (
-        "evidence",
-        _("Evidence"),
-        (
-            "required_sample_sets",
-            "metrics_declared",
-            "known_limitations",
-            "compatible_request_formats",
-        ),
-    ),
-    (
-        "rollback",
-        _("Rollback plan"),
-        (
-            "rollback_target",
-            "rollback_kind",
-            "rollback_triggers",
-            "rollback_expected_minutes",
-            "rollback_impact_scope",
-            "rollback_verification_set",
-        ),
-    ),
-    ("decommission", _("Decommission moves"), ("decommission_moves",)),
-    (
-        "logging",
-        _("Logging policy"),
-        ("logging_debug", "logging_audit", "logging_retention_days"),
-    ),
-    (
-        "path",
-        _("Path and calendar"),
-        ("path", "standard_template", "emergency_reason", "planned_start"),
-    ),
-]
 
 
 class SampleSetsField(forms.MultipleChoiceField):
@@ -558,41 +521,20 @@ class ReleaseForm(forms.Form):
             if which:
                 entry["degradation"] = which
             classifications.append(entry)
-        logging: dict[str, Any] = {}
-        if data.get("logging_debug"):
-            logging["debug_logs"] = data["logging_debug"]
-        if data.get("logging_audit"):
-            logging["audit_logs"] = data["logging_audit"]
-        if data.get("logging_retention_days") is not None:
-            logging["sensitive_retention_days"] = data["logging_retention_days"]
-        planned: dt.datetime | None = data.get("planned_start")
+        logging = {
+            key: data[name]
+            for name, key in LOGGING_PARTS.items()
+            # A retention of 0 days is an answer; an empty choice is not.
+            if data.get(name) not in (None, "")
+        }
+        fields = {
+            spec.name: saved(spec, data.get(spec.name)) for spec in FIELD_SPECS if spec.stored
+        }
         return {
-            "to_revision": data["to_revision"],
-            "change_kind": data["change_kind"],
-            "risk": data.get("risk") or "",
-            "risk_override_reason": data.get("risk_override_reason") or "",
-            "summary": data["summary"],
-            "impact_tenants": data.get("impact_tenants") or [],
-            "impact_task_types": data.get("impact_task_types") or [],
-            "impact_downstream": list(data.get("impact_downstream") or []),
-            "required_sample_sets": data.get("required_sample_sets") or [],
-            "metrics_declared": list(data.get("metrics_declared") or []),
-            "known_limitations": data.get("known_limitations") or "",
-            "compatible_request_formats": data.get("compatible_request_formats") or "",
+            **fields,
             "failure_classifications": classifications,
             "gray_stages": data.get("gray_stages") or [],
-            "rollback_target": data.get("rollback_target"),
-            "rollback_kind": data.get("rollback_kind") or "",
-            "rollback_triggers": data.get("rollback_triggers") or [],
-            "rollback_expected_minutes": data.get("rollback_expected_minutes"),
-            "rollback_impact_scope": data.get("rollback_impact_scope") or "",
-            "rollback_verification_set": data.get("rollback_verification_set") or "",
-            "decommission_moves": data.get("decommission_moves") or [],
             "logging_policy": logging,
-            "path": data["path"],
-            "standard_template": data.get("standard_template"),
-            "emergency_reason": data.get("emergency_reason") or "",
-            "planned_start": planned,
         }
 
 
@@ -625,37 +567,12 @@ def initial_from(release: Release) -> dict[str, Any]:
     """The form's values from a saved release."""
     logging = release.logging_policy if isinstance(release.logging_policy, dict) else {}
     initial: dict[str, Any] = {
-        "to_revision": release.to_revision_id,
-        "change_kind": release.change_kind,
-        "risk": release.risk,
-        "risk_override_reason": release.risk_override_reason,
-        "summary": release.summary,
-        "impact_tenants": release.impact_tenants,
-        "impact_task_types": release.impact_task_types,
-        "impact_downstream": release.impact_downstream,
-        "required_sample_sets": release.required_sample_sets,
-        "metrics_declared": release.metrics_declared,
-        "known_limitations": release.known_limitations,
-        "compatible_request_formats": release.compatible_request_formats,
-        "rollback_target": release.rollback_target_id,
-        "rollback_kind": release.rollback_kind,
-        "rollback_triggers": release.rollback_triggers,
-        "rollback_expected_minutes": release.rollback_expected_minutes,
-        "rollback_impact_scope": release.rollback_impact_scope,
-        "rollback_verification_set": release.rollback_verification_set,
-        "decommission_moves": release.decommission_moves,
-        "logging_debug": logging.get("debug_logs", ""),
-        "logging_audit": logging.get("audit_logs", ""),
-        "logging_retention_days": logging.get("sensitive_retention_days"),
-        "path": release.path,
-        "standard_template": release.standard_template_id,
-        "emergency_reason": release.emergency_reason,
-        "planned_start": (
-            timezone.localtime(release.planned_start).replace(tzinfo=None)
-            if release.planned_start
-            else None
-        ),
+        spec.name: getattr(release, attname(spec.name)) for spec in FIELD_SPECS if spec.stored
     }
+    for name, key in LOGGING_PARTS.items():
+        initial[name] = logging.get(key, None if name == "logging_retention_days" else "")
+    if release.planned_start:
+        initial["planned_start"] = timezone.localtime(release.planned_start).replace(tzinfo=None)
     for row, stage in enumerate(
         release.gray_stages if isinstance(release.gray_stages, list) else []
     ):

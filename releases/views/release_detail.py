@@ -30,7 +30,8 @@ from lib.pages import apply_errors
 from releases import gates as release_gates
 from releases import permissions, policy, services
 from releases.forms import CommentForm, SignOffForm, WaiverForm
-from releases.forms.release import SECTIONS, STAGE_PARTS
+from releases.forms.release import STAGE_PARTS
+from releases.forms.release_fields import FIELD_SPECS, LOGGING_PARTS, SECTIONS
 from releases.models import Release, SignOff
 from releases.queries import pages as page_queries
 from releases.queries.rollout import rollout_of
@@ -105,41 +106,14 @@ def _waiver_form(release: Release, *args: Any, gates: list[tuple[str, str]]) -> 
     )
 
 
-def _read_only_form(release: Release) -> list[tuple[str, StrOrPromise, list[tuple[str, Any]]]]:
+def _read_only_form(
+    release: Release,
+) -> list[tuple[str, StrOrPromise, list[tuple[StrOrPromise, Any]]]]:
     """The form's sections as (label, value) rows for the page."""
-    labels = {
-        "to_revision": _("To revision"),
-        "change_kind": _("Change kind"),
-        "risk": _("Risk"),
-        "risk_override_reason": _("Risk override reason"),
-        "summary": _("Summary"),
-        "impact_tenants": _("Impact tenants"),
-        "impact_task_types": _("Impact task types"),
-        "impact_downstream": _("Impact downstream"),
-        "required_sample_sets": _("Required sample sets"),
-        "metrics_declared": _("Metrics declared"),
-        "known_limitations": _("Known limitations"),
-        "compatible_request_formats": _("Compatible request formats"),
-        "rollback_target": _("Rollback target"),
-        "rollback_kind": _("Rollback kind"),
-        "rollback_triggers": _("Rollback triggers"),
-        "rollback_expected_minutes": _("Rollback expected minutes"),
-        "rollback_impact_scope": _("Rollback impact scope"),
-        "rollback_verification_set": _("Rollback verification set"),
-        "decommission_moves": _("Decommission moves"),
-        "logging_debug": _("Debug logs"),
-        "logging_audit": _("Audit logs"),
-        "logging_retention_days": _("Sensitive content kept (days)"),
-        "path": _("Path"),
-        "standard_template": _("Standard template"),
-        "emergency_reason": _("Emergency reason"),
-        "planned_start": _("Planned start"),
-    }
+    labels = {spec.name: spec.shown_as for spec in FIELD_SPECS}
     logging = release.logging_policy if isinstance(release.logging_policy, dict) else {}
     values: dict[str, Any] = {
-        "logging_debug": logging.get("debug_logs"),
-        "logging_audit": logging.get("audit_logs"),
-        "logging_retention_days": logging.get("sensitive_retention_days"),
+        **{name: logging.get(key) for name, key in LOGGING_PARTS.items()},
         "impact_downstream": [_(DOWNSTREAM_SYSTEMS.get(v, v)) for v in release.impact_downstream],
         "metrics_declared": [_(METRICS.get(v, v)) for v in release.metrics_declared],
         "rollback_target": (
@@ -170,7 +144,7 @@ def _read_only_form(release: Release) -> list[tuple[str, StrOrPromise, list[tupl
             continue
         rows = []
         for name in names:
-            label = labels.get(name) or name.replace("_", " ").capitalize()
+            label = labels[name]
             value = values[name] if name in values else getattr(release, name)
             if isinstance(value, list):
                 value = ", ".join(str(item) for item in value) or None
