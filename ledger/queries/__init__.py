@@ -2,7 +2,8 @@
 
 Split by feature; import from this package (`from ledger import queries`).
 Release gates read `current_reports`, `evidence_status`, `mismatched_reports`,
-`slo_matrix` and `license_findings`; the release page and the rollback target check read
+`slo_matrix`, `SLO_CHECKS` (how evidence attains an SLO, shared with the matrix) and
+`license_findings`; the release page and the rollback target check read
 `revision_diff`; pages read the rest.
 """
 
@@ -93,6 +94,7 @@ from ledger.queries.serving import (
     share_history,
     shares_at,
 )
+from ledger.queries.slo_attainment import SLO_CHECKS, SloCheck, attained
 from ledger.queries.slo_matrix import (
     MATRIX_COLUMNS,
     Attainment,
@@ -120,6 +122,7 @@ __all__ = [
     "GOODPUT_TARGET",
     "LICENSE_PROBLEM_CODES",
     "MATRIX_COLUMNS",
+    "SLO_CHECKS",
     "TREND_DAYS",
     "Attainment",
     "Capacity",
@@ -142,6 +145,7 @@ __all__ = [
     "RevisionReports",
     "ServingInterval",
     "ServingShare",
+    "SloCheck",
     "SloMatrix",
     "StatusWord",
     "Trend",
@@ -149,6 +153,7 @@ __all__ = [
     "TrendPoint",
     "accepted_asset_ids",
     "attach_goodputs",
+    "attained",
     "breaking_changes",
     "capabilities_of",
     "capacity_from_levels",
