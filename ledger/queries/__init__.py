@@ -2,7 +2,8 @@
 
 Split by feature; import from this package (`from ledger import queries`).
 Release gates read `current_reports`, `evidence_status`, `mismatched_reports`,
-`slo_matrix` and `license_findings`; the release page and the rollback target check read
+`slo_matrix`, `SLO_CHECKS` (how evidence attains an SLO, shared with the matrix) and
+`license_findings`; the release page and the rollback target check read
 `revision_diff`; pages read the rest.
 """
 
@@ -94,6 +95,7 @@ from ledger.queries.serving import (
     share_history,
     shares_at,
 )
+from ledger.queries.slo_attainment import SLO_CHECKS, SloCheck, attained
 from ledger.queries.slo_matrix import (
     MATRIX_COLUMNS,
     Attainment,
@@ -121,6 +123,7 @@ __all__ = [
     "GOODPUT_TARGET",
     "LICENSE_PROBLEM_CODES",
     "MATRIX_COLUMNS",
+    "SLO_CHECKS",
     "TREND_DAYS",
     "Attainment",
     "Capacity",
@@ -143,6 +146,7 @@ __all__ = [
     "RevisionReports",
     "ServingInterval",
     "ServingShare",
+    "SloCheck",
     "SloMatrix",
     "StatusWord",
     "Trend",
@@ -150,6 +154,7 @@ __all__ = [
     "TrendPoint",
     "accepted_asset_ids",
     "attach_goodputs",
+    "attained",
     "breaking_changes",
     "capabilities_left_behind",
     "capabilities_of",

@@ -19,6 +19,7 @@ from ledger.queries.goodput import (
     report_goodput,
     service_slo,
 )
+from ledger.queries.slo_attainment import SLO_CHECKS, attained
 from ledger.queries.staleness import EvidenceStatus, evidence_status
 
 Attainment = Literal["met", "breached", "no SLO", "no evidence", "stale", "mismatched"]
@@ -181,11 +182,10 @@ def _cells(
     report: LoadTestReport, status: EvidenceStatus, slo: Slo, good: GoodputResult
 ) -> list[MatrixCell]:
     has_latency_slo = slo["ttft_p95_ms"] is not None or slo["tpot_ms"] is not None
-    values = {
-        "ttft_p95": (report.ttft_p95_ms, slo["ttft_p95_ms"], ""),
-        "ttft_p99": (report.ttft_p99_ms, slo["ttft_p99_ms"], ""),
-        "tpot_p95": (report.tpot_p95_ms, slo["tpot_ms"], ""),
-        "error_rate": (pct(report.error_rate), slo["error_rate_pct"], ""),
+    values: dict[str, tuple[float | None, float | None, str]] = {
+        check.key: (check.measured(report), check.target(slo), "") for check in SLO_CHECKS
+    }
+    values |= {
         "goodput": (
             pct(good.value),
             GOODPUT_TARGET * 100 if has_latency_slo else None,
@@ -204,10 +204,8 @@ def _cells(
         elif value is None:
             word = "no evidence"
             note = note or "not in the report"
-        elif column["bound"] == "max":
-            word = "met" if value <= bound else "breached"
         else:
-            word = "met" if value >= bound else "breached"
+            word = "met" if attained(column["bound"], value, bound) else "breached"
         cells.append(_cell(column, value, bound, word, note))
     return cells
 

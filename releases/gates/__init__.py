@@ -43,6 +43,7 @@ from releases.gates.base import (
     SignOffState,
     Status,
     WaiverRef,
+    waiver_refusal,
 )
 from releases.gates.plan import blackout_at, emergency_overdue
 from releases.gates.product import failed_samples
@@ -316,4 +317,5 @@ __all__ = [
     "load_inputs_many",
     "read_releases",
     "rejudge",
+    "waiver_refusal",
 ]

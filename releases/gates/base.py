@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
 from django.urls import reverse
+from django.utils.translation import gettext as _
 
 from ledger.models import LoadTestReport, Revision
 from releases.models import BlackoutWindow, Release, SignOff, Waiver
@@ -94,6 +95,22 @@ class SignOffState:
 
 
 Verdict = tuple[Status, str, list[EvidenceRef]]
+
+
+def waiver_refusal(gate: GateResult) -> str | None:
+    """Why `gate`, as judged now, takes no waiver, or None when it may be waived: a waiver
+    is for a gate that does not pass, one at a time. The waiver verb and the release page
+    both ask it (who may waive it: `permissions.waiver_refusal`)."""
+    if gate["status"] == "pass":
+        return _("The “%(gate)s” gate passes: a waiver is for a gate that does not pass.") % {
+            "gate": _(gate["title"])
+        }
+    if gate["status"] == "waived" and gate["waiver"] is not None:
+        return (
+            f"The {gate['key']} gate is already waived until "
+            f"{gate['waiver']['expires_at']:%Y-%m-%d %H:%M %Z}; revoke that waiver first."
+        )
+    return None
 
 
 def cite(kind: str, id_: int | str | None, label: str, url: str = "") -> EvidenceRef:

@@ -92,15 +92,6 @@ def image_pinned(inputs: Inputs) -> Verdict:
     )
 
 
-_SLO_CHECKS = (
-    # (label, report column, service SLO field, scale of the column to the SLO's unit, unit)
-    ("p95 TTFT", "ttft_p95_ms", "slo_ttft_p95_ms", 1.0, "ms"),
-    ("p99 TTFT", "ttft_p99_ms", "slo_ttft_p99_ms", 1.0, "ms"),
-    ("p95 TPOT", "tpot_p95_ms", "slo_tpot_ms", 1.0, "ms"),
-    ("error rate", "error_rate", "slo_error_rate_pct", 100.0, "%"),
-)
-
-
 def load_evidence(inputs: Inputs) -> Verdict:
     release = inputs.release
     service = release.service
@@ -113,7 +104,8 @@ def load_evidence(inputs: Inputs) -> Verdict:
         if status.status == "stale":
             stale_reason[report.workload] = (report, status.reason)
     required = policy.REQUIRED_WORKLOADS[inputs.tier]
-    slos = [c for c in _SLO_CHECKS if getattr(service, c[2]) is not None]
+    # Which SLOs, read from which column and compared which way: the SLO matrix's table.
+    slos = [c for c in ledger_queries.SLO_CHECKS if c.target_of(service) is not None]
     problems: list[str] = []
     refs: list[EvidenceRef] = []
     if required and not slos:
@@ -130,15 +122,18 @@ def load_evidence(inputs: Inputs) -> Verdict:
             continue
         report = found
         refs.append(report_ref(report))
-        for label, column, slo_field, scale, unit in slos:
-            value = getattr(report, column)
-            bound = float(getattr(service, slo_field))
+        for check in slos:
+            value = check.measured(report)
+            bound = check.target_of(service)
+            assert bound is not None
             if value is None:
-                problems.append(f"{label} under {workload} not measured — report #{report.pk}")
-            elif value * scale > bound:
                 problems.append(
-                    f"{label} {value * scale:.4g} {unit} under {workload} exceeds the service "
-                    f"SLO of {bound:g} {unit} — report #{report.pk}"
+                    f"{check.label} under {workload} not measured — report #{report.pk}"
+                )
+            elif not check.attained(value, bound):
+                problems.append(
+                    f"{check.label} {value:.4g} {check.unit} under {workload} exceeds the "
+                    f"service SLO of {bound:g} {check.unit} — report #{report.pk}"
                 )
     if problems:
         return "fail", "; ".join(problems) + ".", refs

@@ -5,13 +5,14 @@ changed lately, and who to call.
 
 The queries: the service with its live revision, runbook, task types, open unauthorized
 changes, rollback in progress and which release's plan is in force (1); that release
-with its rollout stage, and its target's parts when the target is not the live
-revision (1, when there is one); the serving history (1, and 1 more for the revision
+with its target's parts when the target is not the live revision (1, when there is
+one), and its stages and their observations while it rolls out (2, as the release
+page reads them: `releases.queries.rollout.rollout_of`); the serving history (1, and 1 more for the revision
 that served before when no release's plan is in force); the revisions rolled back off
 the service (1, and the serving history again, 2, only when they include the plan's
 target); health (3); the target's evidence, diff and last verification (3), and what
 verifying it now would use (1); the changes of the window (1); the people (1).
-Thirteen at most, on PostgreSQL and SQLite alike; the page adds one for the labels of
+Thirteen at most (fifteen while a rollout runs), on PostgreSQL and SQLite alike; the page adds one for the labels of
 revisions its changes name that none of these read.
 
 Most of a request's time went to Django building and compiling SQL, not to
@@ -52,7 +53,7 @@ from lib.aggregates import ListAgg, split
 from lib.querysets import built_once
 from releases import playbooks
 from releases.event_actions import SERVING_ACTIONS
-from releases.models import Release, RollbackEvent, Stage, UnauthorizedChange
+from releases.models import Release, RollbackEvent, UnauthorizedChange
 from releases.playbooks import Degradation, Playbook
 from releases.queries.plan import (
     RollbackPlan,
@@ -63,6 +64,7 @@ from releases.queries.plan import (
 )
 from releases.queries.readiness import HISTORY_READ, Readiness
 from releases.queries.rolled_back import rolled_back_revisions
+from releases.queries.rollout import rollout_of
 from replay import queries as replay_queries
 
 CHANGES_WINDOW = dt.timedelta(hours=72)
@@ -86,7 +88,9 @@ class Owner:
 
 @dataclass(frozen=True)
 class RolloutState:
-    """The rollout in flight, as the incident screen needs it (no observations)."""
+    """The rollout in flight, as the incident screen needs it: read from the release
+    page's `releases.queries.rollout.Rollout`, so both say the same stage carries
+    traffic."""
 
     release_id: int
     to_revision_label: str
@@ -95,14 +99,8 @@ class RolloutState:
     traffic_pct: float
     stage_state: str
     why: str
-
-    @property
-    def breached(self) -> bool:
-        return self.stage_state == Stage.State.BREACHED
-
-    @property
-    def held(self) -> bool:
-        return self.stage_state == Stage.State.HELD
+    breached: bool
+    held: bool
 
 
 @dataclass(frozen=True)
@@ -283,15 +281,18 @@ def _rollout(plan: RollbackPlan) -> RolloutState | None:
     release = plan.release
     if release is None or not plan.in_flight:
         return None
-    stage = getattr(release, "active_stage", None) or {}
+    rollout = rollout_of(release)
+    stage = rollout.current.stage if rollout is not None and rollout.current else None
     return RolloutState(
         release_id=release.pk,
         to_revision_label=release.to_revision.label,
-        stage_number=stage.get("number"),
+        stage_number=stage.number if stage else None,
         stages=len([s for s in release.gray_stages if isinstance(s, dict)]) or 1,
-        traffic_pct=float(stage.get("traffic") or 0),
-        stage_state=stage.get("state") or "",
-        why=stage.get("why") or "",
+        traffic_pct=rollout.traffic_pct if rollout is not None else 0.0,
+        stage_state=stage.state if stage else "",
+        why=stage.state_reason if stage else "",
+        breached=rollout is not None and rollout.breached,
+        held=rollout is not None and rollout.held,
     )
 
 
@@ -309,25 +310,19 @@ def _plan_with_stage(service: Service) -> RollbackPlan:
         target_path = ""  # no target, or the live revision: nothing to join
     else:
         target_path = "rollback_target" if named["rollback_target"] else "from_revision"
-    release = _releases_with_stage(target_path).filter(pk=named["id"]).first()
+    release = _releases_with_target(target_path).filter(pk=named["id"]).first()
     if release is None:
         return RollbackPlan(release=None, target=None)
     return plan_of(release, target=live if on_live else None)
 
 
 @built_once
-def _releases_with_stage(target_path: str) -> QuerySet[Release]:
-    """The plan's release with its to-revision, its target at `target_path` with the
-    target's asset and runtime (none for ""), and the stage carrying traffic as
-    `active_stage`, `{"number", "traffic", "state", "why"}`: one subquery returning
-    a JSON object, not one per value (Django compiles a subquery in a millisecond,
-    on every request)."""
+def _releases_with_target(target_path: str) -> QuerySet[Release]:
+    """The plan's release with its to-revision and its target at `target_path` with the
+    target's asset and runtime (none for ""). Its rollout, while one runs, is read as the
+    release page reads it (`rollout_of`)."""
     parts = (f"{target_path}__model_asset", f"{target_path}__runtime") if target_path else ()
-    active = Stage.objects.filter(release=OuterRef("pk"), state__in=Stage.ACTIVE_STATES)
-    stage = JSONObject(number="number", traffic="traffic_pct", state="state", why="state_reason")
-    return Release.objects.select_related("to_revision", *parts).annotate(
-        active_stage=Subquery(active.values(row=stage)[:1])
-    )
+    return Release.objects.select_related("to_revision", *parts)
 
 
 def incident(service: Service, *, symptom: str = "", now: dt.datetime | None = None) -> Incident:

@@ -1,6 +1,10 @@
 """How a rollout stands: its stages with their observations and verdicts, whether a
 guard is breached, the earliest time it can reach 100 %, and how long a rollback would
-take. Two queries for one release (stages, observations); one for many services."""
+take. Two queries for one release (stages, observations); one for many services.
+
+The release page, the promote pages, the incident screen and both serializers read a
+rollout from here: which stage carries traffic (`carrying_traffic`, `CARRYING_TRAFFIC`)
+and when its observation window ends (`window_end`) are decided only here."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from django.db.models import Q
 from django.utils import timezone
 
 from releases import guards
@@ -16,6 +21,15 @@ from releases.models import Observation, Release, Stage
 
 # Observations listed per stage on a page (the newest); all are counted and judged.
 OBSERVATIONS_LISTED = 10
+
+# The stage carrying traffic, as a filter of stages: the one observing, held or breached
+# (a constraint keeps at most one per release).
+CARRYING_TRAFFIC = Q(state__in=Stage.ACTIVE_STATES)
+
+
+def carrying_traffic(stages: Iterable[Stage]) -> Stage | None:
+    """The stage carrying traffic among a release's stages, or None."""
+    return next((s for s in stages if s.state in Stage.ACTIVE_STATES), None)
 
 
 @dataclass(frozen=True)
@@ -61,7 +75,8 @@ class Rollout:
         return float(self.current.stage.traffic_pct) if self.current else 0.0
 
 
-def _window_end(stage: Stage) -> dt.datetime | None:
+def window_end(stage: Stage) -> dt.datetime | None:
+    """When a stage's observation window ends; None before it starts."""
     if stage.started_at is None:
         return None
     return stage.started_at + dt.timedelta(minutes=stage.observation_minutes)
@@ -70,10 +85,10 @@ def _window_end(stage: Stage) -> dt.datetime | None:
 def earliest_full(stages: list[Stage], now: dt.datetime) -> dt.datetime | None:
     """When the candidate can carry all traffic at the soonest: the current stage's
     window closes, then each later stage below 100 % observes its whole window."""
-    current = next((s for s in stages if s.state in Stage.ACTIVE_STATES), None)
+    current = carrying_traffic(stages)
     if current is None:
         return None
-    moment = max(now, _window_end(current) or now)
+    moment = max(now, window_end(current) or now)
     for stage in stages:
         if stage.number > current.number and not stage.is_full:
             moment += dt.timedelta(minutes=stage.observation_minutes)
@@ -96,7 +111,7 @@ def _view(stage: Stage, observations: list[Observation]) -> StageView:
         counts=dict(counts),
         verdict=verdict,
         why=stage.state_reason if stage.held_by_id else why,
-        window_ends_at=_window_end(stage),
+        window_ends_at=window_end(stage),
     )
 
 
@@ -115,11 +130,12 @@ def rollout_of(release: Release, *, now: dt.datetime | None = None) -> Rollout |
     ):
         by_stage[observation.stage_id].append(observation)
     views = [_view(stage, by_stage[stage.pk]) for stage in stages]
+    carrying = carrying_traffic(stages)
     now = now or timezone.now()
     return Rollout(
         release=release,
         stages=views,
-        current=next((v for v in views if v.stage.state in Stage.ACTIVE_STATES), None),
+        current=next((v for v in views if v.stage is carrying), None),
         earliest_full_at=earliest_full(stages, now),
         rollback_minutes=release.rollback_expected_minutes,
         guard_labels={key: metric.label for key, metric in guards.GUARD_METRICS.items()},
@@ -130,7 +146,7 @@ def in_flight(service_ids: Iterable[int]) -> dict[int, Stage]:
     """The stage carrying traffic for each service with a rollout in flight (one query):
     its release and the service on it, for lists that flag breached and held rollouts."""
     stages = Stage.objects.filter(
-        state__in=Stage.ACTIVE_STATES,
+        CARRYING_TRAFFIC,
         release__state=Release.State.ROLLING_OUT,
         release__service_id__in=list(service_ids),
     ).select_related("release__service", "release__to_revision")

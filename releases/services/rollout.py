@@ -25,6 +25,7 @@ from ledger.chain import append_event
 from lib.actors import Actor
 from releases import guards, permissions
 from releases.models import Observation, Release, Stage
+from releases.queries.rollout import CARRYING_TRAFFIC, window_end
 from releases.schemas import validate_observation
 from releases.services.base import lock_release, refuse_unless
 from releases.services.drift import reconcile_open_changes
@@ -126,7 +127,7 @@ def _release_fully(release: Release, *, actor: Actor, now: dt.datetime) -> None:
 
 
 def active_stage(release: Release, *, lock: bool = False) -> Stage | None:
-    stages = Stage.objects.filter(release=release, state__in=Stage.ACTIVE_STATES)
+    stages = Stage.objects.filter(CARRYING_TRAFFIC, release=release)
     if lock:
         stages = stages.select_for_update()
     return stages.first()
@@ -273,12 +274,6 @@ def _move_stage(stage: Stage, *, actor: Actor) -> None:
         )
 
 
-def window_ends_at(stage: Stage) -> dt.datetime:
-    """When a started stage's observation window ends."""
-    assert stage.started_at is not None
-    return stage.started_at + dt.timedelta(minutes=stage.observation_minutes)
-
-
 def promotion_refusal(
     stage: Stage, release: Release, now: dt.datetime, *, window: bool = True
 ) -> str | None:
@@ -298,7 +293,8 @@ def promotion_refusal(
             f"Stage {stage.number} has guards but no observation yet: post one, or hold the "
             "stage and promote it once you have looked."
         )
-    until = window_ends_at(stage)
+    until = window_end(stage)
+    assert until is not None  # a stage carrying traffic has started
     if window and now < until and release.path != Release.Path.EMERGENCY:
         return (
             f"The observation window of stage {stage.number} ends at "
@@ -366,7 +362,8 @@ def end_observation_window(release: Release, *, actor: Actor, reason: str) -> Re
     refusal = promotion_refusal(stage, release, now, window=False)
     if refusal:
         raise TransitionRefused(refusal, state=release.state)
-    until = window_ends_at(stage)
+    until = window_end(stage)
+    assert until is not None  # a stage carrying traffic has started
     if now >= until:
         raise TransitionRefused(
             f"The observation window of stage {stage.number} ended at "

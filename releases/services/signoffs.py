@@ -245,6 +245,11 @@ def grant_waiver(
     else:
         # Who may, before what they wrote: the gate's owner, not its signer.
         permissions.ensure_can_waive_gate(actor, release, gate)
+        judged = release_gates.assess(release).gate(gate)
+        refusal = release_gates.waiver_refusal(judged) if judged is not None else None
+        # A gate waived already is refused below, as a conflict naming its waiver.
+        if refusal is not None and judged is not None and judged["status"] != "waived":
+            errors["gate"] = refusal
     if not (reason or "").strip():
         errors["reason"] = "A waiver needs a reason."
     now = timezone.now()

@@ -83,14 +83,15 @@ def _signable_roles(
 def _waivable_gates(
     request: AuthenticatedHttpRequest, release: Release, assessment: release_gates.Assessment
 ) -> list[tuple[str, str]]:
-    """The failing gates the reader may waive: their own role's (`waiver_refusal`)."""
+    """The gates the reader may waive: not passing (`gates.waiver_refusal`), and their own
+    role's (`permissions.waiver_refusal`)."""
     if not release.allowed(Action.WAIVE) or not permissions.can_waive(request.user):
         return []
     signoffs = [state.signoff for state in assessment.signoffs]
     return [
         (gate["key"], gate["title"])
         for gate in assessment.gates
-        if gate["status"] in ("fail", "pending")
+        if release_gates.waiver_refusal(gate) is None
         and permissions.can_waive_gate(request.user, release, gate["key"], signoffs=signoffs)
     ]
 

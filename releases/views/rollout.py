@@ -27,8 +27,8 @@ from lib.pages import apply_errors, wants_fragment
 from releases import permissions, services
 from releases.forms.rollout import CloseForm, EarlyStartForm, ObservationForm, ReasonForm
 from releases.models import Release, Stage
-from releases.queries.rollout import rollout_of
-from releases.services.rollout import active_stage, promotion_refusal, window_ends_at
+from releases.queries.rollout import rollout_of, window_end
+from releases.services.rollout import active_stage, promotion_refusal
 from releases.transitions import Action
 
 # What each rollout action does, for its confirmation page; and whether it takes a reason.
@@ -122,7 +122,7 @@ def _promotion_ahead(
         "stage": stage,
         "refusal_ahead": ahead,
         "window_only": window_only,
-        "window_ends_at": window_ends_at(stage),
+        "window_ends_at": window_end(stage),
         "may_hold": permissions.can_hold(request.user, release)
         and stage.state == Stage.State.OBSERVING,
         "may_end_window": window_only

@@ -10,6 +10,7 @@ nothing is written either way.
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -213,3 +214,76 @@ def test_every_rule_both_allows_and_refuses_someone(world):
     for name, rule in RULES.items():
         verdicts = {rule.allows(world.people[who], world) for who in PEOPLE}
         assert verdicts == {True, False}, name
+
+
+# The `can_…` rules this matrix does not ask, each with why: no page and API pair that
+# answers 403 for it without writing, or a pair that needs what this world has not (a
+# release in another state, a gate that fails), pinned where named.
+NO_PAGE_API_PAIR: dict[str, str] = {
+    "ledger.permissions.can_set_live": "asked only by the verb (ledger.services.registry)",
+    "ledger.permissions.can_record_run_summary": "an API for the gateway only; no page",
+    "ledger.permissions.can_manage_accounts": "the admin's account pages; no API",
+    "ledger.permissions.can_manage_teams": "asked only by the team verbs; no page or API",
+    "releases.permissions.can_view_release": "a read rule of pages; not an action",
+    "releases.permissions.can_file_some_release": "asked only by create_release",
+    "releases.permissions.can_sign": (
+        "per role and state; page and verb walked in tests/releases/test_transitions.py, "
+        "the bulk list in tests/releases/test_waiting_matrix.py"
+    ),
+    "releases.permissions.can_waive": "the permission part of can_waive_gate",
+    "releases.permissions.can_waive_gate": (
+        "per gate and state; page, verb and API in tests/releases/test_waivers.py"
+    ),
+    "releases.permissions.can_verify_rollback_target": (
+        "page and API both queue a verification on POST (nothing to GET, a permitted "
+        "request writes); tests/releases/test_verify_now.py"
+    ),
+    "releases.permissions.can_post_observation": (
+        "needs a rollout in flight; state by page and verb in test_transitions.py"
+    ),
+    "releases.permissions.can_start_rollout": (
+        "needs an approved release; state by page and verb in test_transitions.py"
+    ),
+    "releases.permissions.can_close_release": (
+        "needs a finished release; state by page and verb in test_transitions.py"
+    ),
+    "releases.permissions.can_edit_playbooks": "a page only (the runbook); no API",
+    "releases.permissions.can_reconcile": "pages only (service, rollback); no API",
+    "releases.permissions.can_comment": (
+        "a form on the release page every reader opens; no page answers 403 for it"
+    ),
+    "releases.permissions.can_manage_calendar": "asked only by the calendar verbs",
+    "releases.permissions.can_manage_reviews": "pages only (service, reviews); no API",
+    "releases.permissions.can_complete_review_action": "a page only (the review); no API",
+}
+
+
+def _asked_by_the_matrix() -> set[str]:
+    """`module.can_x` named by some rule's `allows` (the names its code loads)."""
+    aliases = {
+        "ledger_rules": ledger_rules,
+        "replay_rules": replay_rules,
+        "release_rules": release_rules,
+    }
+    asked = set()
+    for rule in RULES.values():
+        names = rule.allows.__code__.co_names
+        for alias, module in aliases.items():
+            if alias in names:
+                asked |= {f"{module.__name__}.{n}" for n in names if n.startswith("can_")}
+    return asked
+
+
+def test_every_can_rule_is_in_the_matrix_or_says_why_not():
+    rules = {
+        f"{module.__name__}.{name}"
+        for module in (ledger_rules, replay_rules, release_rules)
+        for name, function in inspect.getmembers(module, inspect.isfunction)
+        if name.startswith("can_") and function.__module__ == module.__name__
+    }
+    asked = _asked_by_the_matrix()
+    assert rules - asked - NO_PAGE_API_PAIR.keys() == set()
+    # Neither list names what is not a rule, nor a rule twice.
+    assert asked <= rules
+    assert NO_PAGE_API_PAIR.keys() <= rules
+    assert asked & NO_PAGE_API_PAIR.keys() == set()

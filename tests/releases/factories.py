@@ -41,6 +41,9 @@ ALL_METRICS = [
     "kv_cache_usage",
     "error_rate",
 ]
+# Every metric but the error rate: a production release's metrics_coverage gate fails, so
+# it takes a waiver (a waiver is for a gate that does not pass).
+UNDECLARED = ALL_METRICS[:-1]
 LOGGING = {"debug_logs": "off", "audit_logs": "on", "sensitive_retention_days": 30}
 
 

@@ -16,7 +16,7 @@ from ledger.models import Event
 from releases import services
 from releases.models import SignOff, Waiver
 from releases.records import RECORD_TYPES, AuditFilters
-from tests.releases.factories import build_world, file_release
+from tests.releases.factories import UNDECLARED, build_world, file_release
 
 pytestmark = pytest.mark.django_db
 
@@ -38,7 +38,7 @@ def record(team, owner, signers, other_sre):
     upgrade filed in November."""
     with time_machine.travel(OCT + dt.timedelta(days=3), tick=False):
         kb = build_world(team)
-        approved = file_release(kb, owner)
+        approved = file_release(kb, owner, metrics_declared=UNDECLARED)
         services.grant_waiver(
             approved,
             actor=other_sre,

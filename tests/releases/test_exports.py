@@ -32,7 +32,7 @@ from releases import services
 from releases.models import Export
 from releases.records import AuditFilters
 from releases.services import exports
-from tests.releases.factories import build_world, file_release
+from tests.releases.factories import UNDECLARED, build_world, file_release
 
 pytestmark = pytest.mark.django_db
 
@@ -47,7 +47,9 @@ def october(team, owner, signers, other_sre):
     in October, a formula in its summary; a draft of another service in November."""
     with time_machine.travel(OCT + dt.timedelta(days=3), tick=False):
         world = build_world(team)
-        release = file_release(world, owner, summary='=HYPERLINK("http://evil")')
+        release = file_release(
+            world, owner, summary='=HYPERLINK("http://evil")', metrics_declared=UNDECLARED
+        )
         services.grant_waiver(
             release,
             actor=other_sre,

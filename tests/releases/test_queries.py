@@ -6,7 +6,7 @@ import pytest
 
 from releases import services
 from releases.queries import waiting as queries
-from tests.releases.factories import file_release
+from tests.releases.factories import UNDECLARED, file_release
 
 pytestmark = pytest.mark.django_db
 
@@ -79,10 +79,13 @@ def test_waiting_for_follows_the_one_row_rule_over_people_and_releases(
     team.members.add(people["root_inside"])
     soon = timezone.now() + dt.timedelta(days=3)
     plain = file_release(world, owner)
-    waived = file_release(world, owner)
-    services.grant_waiver(waived, actor=security, gate="license", reason="x", expires_at=soon)
+    # Two failing gates, waived: a security one by security, a platform one by root.
+    waived = file_release(world, owner, logging_policy={}, metrics_declared=UNDECLARED)
     services.grant_waiver(
-        waived, actor=people["root_inside"], gate="replay", reason="x", expires_at=soon
+        waived, actor=security, gate="logging_policy", reason="x", expires_at=soon
+    )
+    services.grant_waiver(
+        waived, actor=people["root_inside"], gate="metrics_coverage", reason="x", expires_at=soon
     )
     signed = file_release(world, owner)
     releases = [plain, waived, signed]

@@ -14,11 +14,12 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.urls import reverse
 from django.utils import timezone
 
+from ledger import services as ledger_services
 from ledger.models import Event
 from releases import permissions, policy, services
 from releases.models import SignOff, Waiver
 from tests.factories import UserFactory
-from tests.releases.factories import build_world, file_release
+from tests.releases.factories import build_world, file_release, replay_run
 from tests.releases.test_api import client_for
 
 pytestmark = pytest.mark.django_db
@@ -29,6 +30,14 @@ SOON = dt.timedelta(days=3)
 def _waive(release, actor, gate, *, after=SOON, reason="re-measured on Monday"):
     return services.grant_waiver(
         release, actor=actor, gate=gate, reason=reason, expires_at=timezone.now() + after
+    )
+
+
+def _unlicensed(world) -> None:
+    """The candidate's license is not approved: the license gate fails, and a waiver is
+    for a gate that does not pass."""
+    ledger_services.set_license_approval(
+        world.candidate.model_asset, actor=None, approval="rejected", comment="terms not read"
     )
 
 
@@ -70,6 +79,8 @@ def test_a_waiver_cannot_last_until_9999(world, release, sre):
 def test_the_bound_is_the_tiers_from_settings_up_to_the_minute(team, owner, sre, settings):
     internal = build_world(team, tier="internal", slug="sql-agent")
     release = file_release(internal, owner)
+    for measured in internal.reports.values():
+        measured.delete()
     now = timezone.now()
     with time_machine.travel(now, tick=False):
         with pytest.raises(ValidationError, match="an internal service may last at most 30 days"):
@@ -178,8 +189,44 @@ def test_the_issues_gates_go_to_the_roles_it_names():
     assert owners["failures_classified"] == "business_owner"
 
 
+def test_a_passing_gate_is_neither_offered_nor_waived(client, world, release, security):
+    """One rule for the page and the verb (`gates.waiver_refusal`): a waiver is for a gate
+    that does not pass; the verb names the gate by its title, the API answers 400."""
+    client.force_login(security)
+    page = client.get(reverse("releases:release_detail", args=[release.pk]))
+    assert page.context["waiver_form"] is None
+    with pytest.raises(ValidationError) as caught:
+        _waive(release, security, "license")
+    assert caught.value.message_dict == {
+        "gate": [
+            "The “License approved for the service's exposure” gate passes: a waiver is for "
+            "a gate that does not pass."
+        ]
+    }
+    answer = client_for(security).post(
+        f"/api/releases/{release.pk}/waivers/",
+        {
+            "gate": "license",
+            "reason": "ahead of time",
+            "expires_at": (timezone.now() + SOON).isoformat(),
+        },
+        format="json",
+    )
+    assert answer.status_code == 400
+    assert answer.json()["gate"] == [
+        "The “License approved for the service's exposure” gate passes: a waiver is for "
+        "a gate that does not pass."
+    ]
+    assert not Waiver.objects.exists()
+    _unlicensed(world)
+    offered = client.get(reverse("releases:release_detail", args=[release.pk]))
+    assert dict(offered.context["waiver_form"].fields["gate"].choices).keys() == {"license"}
+    assert _waive(release, security, "license").gate == "license"
+
+
 def test_the_platform_sre_cannot_waive_the_license_gate(world, release, sre, security):
     """The attack: platform sets the license gate aside, then signs platform."""
+    _unlicensed(world)
     events = Event.objects.count()
     with pytest.raises(PermissionDenied) as caught:
         _waive(release, sre, "license")
@@ -193,6 +240,12 @@ def test_the_platform_sre_cannot_waive_the_license_gate(world, release, sre, sec
 
 
 def test_only_the_business_owner_waives_task_fitness(world, release, sre, business):
+    replay_run(
+        world.sample_set,
+        world.candidate_backend,
+        baseline=world.live_run,
+        below_budget=["refund-policy"],
+    )
     with pytest.raises(PermissionDenied, match="Only business owner may waive"):
         _waive(release, sre, "failures_classified")
     assert _waive(release, business, "failures_classified").granted_by == business
@@ -201,6 +254,7 @@ def test_only_the_business_owner_waives_task_fitness(world, release, sre, busine
 def test_who_waived_a_gate_cannot_sign_the_role_that_owns_it(
     world, release, owner, security, security_two, sre
 ):
+    _unlicensed(world)
     _waive(release, security, "license")
     services.submit_release(release, actor=owner)
     events = Event.objects.count()
@@ -234,8 +288,12 @@ def test_who_signed_a_role_cannot_then_waive_its_gates(world, release, owner, sr
 def test_a_revoked_waiver_no_longer_stands_between_its_granter_and_the_role(
     world, release, owner, security
 ):
+    _unlicensed(world)
     waiver = _waive(release, security, "license")
     services.revoke_waiver(waiver, actor=security, why="the license was approved after all")
+    ledger_services.set_license_approval(
+        world.candidate.model_asset, actor=None, approval="approved"
+    )
     services.submit_release(release, actor=owner)
     services.sign_off(release, actor=security, role="security_compliance", decision="approve")
     assert SignOff.objects.get().signer == security
@@ -243,6 +301,7 @@ def test_a_revoked_waiver_no_longer_stands_between_its_granter_and_the_role(
 
 def test_a_superuser_who_waived_a_gate_does_not_sign_its_role(world, release, owner, team):
     root = UserFactory(username="root-user", is_superuser=True)
+    _unlicensed(world)
     _waive(release, root, "license")
     services.submit_release(release, actor=owner)
     with pytest.raises(PermissionDenied, match="You waived the license gate"):
@@ -325,8 +384,9 @@ def test_the_page_offers_each_waiver_only_to_its_owner_and_refuses_the_rest(
 
 
 def test_the_page_offers_no_signoff_of_the_role_whose_gate_you_waived(
-    client, owner, release, security
+    client, owner, world, release, security
 ):
+    _unlicensed(world)
     _waive(release, security, "license")
     services.submit_release(release, actor=owner)
     client.force_login(security)
