@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 from releases import services
 from releases.models import Release, Waiver
 from tests.factories import PASSWORD
+from tests.releases.factories import UNDECLARED, file_release
 
 pytestmark = pytest.mark.browser
 
@@ -24,17 +25,21 @@ def log_in(page, live_server, user):
     expect(page.get_by_role("heading", level=1)).to_contain_text("Welcome")
 
 
-def test_the_reopen_confirmation_lists_the_waivers_that_lapse(
-    live_server, page, owner, sre, release
-):
+def test_the_reopen_confirmation_lists_the_waivers_that_lapse(live_server, page, owner, sre, world):
+    # Metrics left undeclared: the metrics_coverage gate fails, so it takes a waiver.
+    release = file_release(world, owner, metrics_declared=UNDECLARED)
     until = timezone.now() + dt.timedelta(days=2)
-    services.grant_waiver(
-        release, actor=sre, gate="load_evidence", reason="re-measured on Monday", expires_at=until
-    )
     revoked = services.grant_waiver(
-        release, actor=sre, gate="replay", reason="flaky set", expires_at=until
+        release, actor=sre, gate="metrics_coverage", reason="flaky exporter", expires_at=until
     )
-    services.revoke_waiver(revoked, actor=sre, why="the set is fixed")
+    services.revoke_waiver(revoked, actor=sre, why="the exporter is fixed")
+    services.grant_waiver(
+        release,
+        actor=sre,
+        gate="metrics_coverage",
+        reason="re-measured on Monday",
+        expires_at=until,
+    )
     services.withdraw_release(release, actor=owner, reason="wrong candidate")
 
     log_in(page, live_server, owner)
@@ -45,10 +50,10 @@ def test_the_reopen_confirmation_lists_the_waivers_that_lapse(
     expect(panel.get_by_role("heading")).to_have_text("Waivers do not carry over")
     expect(panel.get_by_role("listitem")).to_have_count(1)
     expect(panel.get_by_role("listitem")).to_contain_text(
-        "Load-test evidence current and within the SLOs by sam until"
+        f"Metrics coverage declared by {sre.username} until"
     )
     expect(panel).to_contain_text("re-measured on Monday")
-    expect(panel).not_to_contain_text("Replay passed without regression")
+    expect(panel).not_to_contain_text("flaky exporter")
 
     page.get_by_role("button", name="Reopen as a new draft").click()
 
