@@ -213,6 +213,7 @@ SIGNOFF_COLUMNS = (
     "signed_at",
     "voided_at",
     "void_reason",
+    "as_administrator",
 )
 _SIGNOFF_FIELDS = (
     "pk",
@@ -226,6 +227,7 @@ _SIGNOFF_FIELDS = (
     "signed_at",
     "voided_at",
     "void_reason",
+    "as_administrator",
 )
 
 WAIVER_COLUMNS = (
