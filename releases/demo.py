@@ -11,8 +11,10 @@ backends' address; where replay may not reach that address (outside
 development) a waiver stands in, saying so. The demo's waivers are granted by
 `admin`, who holds every role: whoever waives a gate does not sign the role that
 owns it, and `sre`, `security` and `business` sign. They last as long as the
-service's tier allows (`WAIVER_MAX_DAYS_<TIER>`). `admin` signs for the model
-team as a member of each demo team (an administrator outside a team does not).
+service's tier allows (`WAIVER_MAX_DAYS_<TIER>`). The model team signs through
+`owner2`, a second model owner of each demo team beside the filer `owner`. (`admin`
+is in the teams too, but an administrator without the model owner role signs as
+an administrator, which separation of duties does not count as the role's.)
 
 Idempotent: when the demo services already have releases, nothing is added.
 """
@@ -69,7 +71,7 @@ def _stages(ttft: int) -> list[dict[str, Any]]:
 
 def _people() -> dict[str, Any]:
     return get_user_model().objects.in_bulk(
-        ["owner", "sre", "security", "business", "admin"], field_name="username"
+        ["owner", "owner2", "sre", "security", "business", "admin"], field_name="username"
     )
 
 
@@ -248,11 +250,11 @@ def seed_releases() -> int:
     if len(services_by_slug) != len(DEMO_SERVICES):
         return 0
     people = _people()
-    owner, sre, security, admin = (
+    owner, owner2, sre, security = (
         people["owner"],
+        people["owner2"],
         people["sre"],
         people["security"],
-        people["admin"],
     )
     made = 0
 
@@ -282,7 +284,7 @@ def seed_releases() -> int:
         metrics=METRICS_ALL,
     )
     services.sign_off(
-        waiting, actor=admin, role="model_team", decision="approve", comment="Replay is clean."
+        waiting, actor=owner2, role="model_team", decision="approve", comment="Replay is clean."
     )
     made += 1
 
@@ -306,7 +308,7 @@ def seed_releases() -> int:
         ttft=2000,
         metrics=["ttft", "tpot", "error_rate"],
     )
-    services.sign_off(approved, actor=admin, role="model_team", decision="approve")
+    services.sign_off(approved, actor=owner2, role="model_team", decision="approve")
     services.sign_off(
         approved, actor=sre, role="platform", decision="approve", comment="Rollback path checked."
     )
@@ -324,7 +326,7 @@ def seed_releases() -> int:
         ttft=1200,
         metrics=METRICS_ALL,
     )
-    services.sign_off(rejected, actor=admin, role="model_team", decision="approve")
+    services.sign_off(rejected, actor=owner2, role="model_team", decision="approve")
     services.sign_off(
         rejected,
         actor=security,
@@ -345,7 +347,7 @@ def seed_releases() -> int:
         logging_policy={**LOGGING, "sensitive_retention_days": 90},
         summary="Emergency: INT4 AWQ on the one healthy H100 while the other is replaced.",
     )
-    _submit_or_waive(emergency, owner, admin)
+    _submit_or_waive(emergency, owner, people["admin"])
     services.start_rollout(
         emergency, actor=owner, started_at=timezone.now() - dt.timedelta(hours=30)
     )

@@ -68,7 +68,7 @@ def _observe(release: Release, candidate: dict[str, Any], baseline: dict[str, An
 def _sign_all(release: Release, people: dict[str, Any]) -> None:
     release.refresh_from_db()
     signers = {
-        "model_team": people["admin"],
+        "model_team": people["owner2"],
         "platform": people["sre"],
         "security_compliance": people["security"],
         "business_owner": people["business"],

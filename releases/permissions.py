@@ -78,6 +78,15 @@ def holds_signer_role(user: Requester, release: Release, role: str) -> bool:
     return True
 
 
+def signs_as_administrator(user: Requester, role: str) -> bool:
+    """Whether `user` may sign `role` only by being a superuser: they do not hold the
+    ledger role it needs (SIGNER_ROLES). Such a sign-off is shown as an administrator's,
+    and separation of duties does not count it as the role's approval."""
+    if not _signed_in(user) or not user.is_superuser:
+        return False
+    return not has_role(user, Role(policy.SIGNER_ROLES[role]))
+
+
 def _own_waivers(user: User, release: Release, waivers: Sequence[Waiver] | None) -> list[Waiver]:
     """The waivers `user` granted on `release` that stand (not revoked; expired or not).
 

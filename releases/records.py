@@ -212,6 +212,7 @@ SIGNOFF_COLUMNS = (
     Column("signed_at", "signed_at"),
     Column("voided_at", "voided_at"),
     Column("void_reason", "void_reason"),
+    Column("as_administrator", "as_administrator"),
 )
 
 WAIVER_COLUMNS = (

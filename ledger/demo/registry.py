@@ -76,22 +76,27 @@ def demo_document() -> dict[str, Any]:
     return {
         "version": 1,
         "teams": [
-            # admin (a superuser) is in the model teams to sign for them beside the filer,
-            # owner: an administrator outside a team does not sign for it.
-            {"slug": "data-agents", "name": "Data agents", "members": ["owner", "admin"]},
+            # owner2, a second model owner, signs for the model teams what owner files;
+            # admin (a superuser) is in them too: an administrator outside a team does not
+            # sign for it, and one inside signs as an administrator, not as a model owner.
+            {"slug": "data-agents", "name": "Data agents", "members": ["owner", "owner2", "admin"]},
             {
                 "slug": "developer-productivity",
                 "name": "Developer productivity",
-                "members": ["owner", "admin"],
+                "members": ["owner", "owner2", "admin"],
             },
             {"slug": "inference-platform", "name": "Inference platform", "members": ["sre"]},
             {
                 "slug": "knowledge-platform",
                 "name": "Knowledge platform",
-                "members": ["owner", "admin"],
+                "members": ["owner", "owner2", "admin"],
             },
-            {"slug": "localization", "name": "Localization", "members": ["owner", "admin"]},
-            {"slug": "support-ai", "name": "Support AI", "members": ["owner", "admin"]},
+            {
+                "slug": "localization",
+                "name": "Localization",
+                "members": ["owner", "owner2", "admin"],
+            },
+            {"slug": "support-ai", "name": "Support AI", "members": ["owner", "owner2", "admin"]},
         ],
         "licenses": [
             {

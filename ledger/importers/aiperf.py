@@ -11,7 +11,9 @@
 
 AIPerf's `inter_token_latency` is (e2e - TTFT) / (output tokens - 1), which is
 our TPOT; its `inter_chunk_latency` (the gaps between streamed chunks) is our
-ITL. The records file has no load settings (concurrency, rate) and no version.
+ITL. The records file has no load settings (concurrency, rate) and no version,
+and names no model unless its records carry the request body (`payload`, as
+AIPerf's raw export writes it): without one its evidence is unverified.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import orjson
 from . import metric_json, metric_table
 from .fields import Node, check_latency, describe
 from .report import Conditions, Level, ParsedReport
+from .request_models import RequestModels
 from .source import Probe, Source, loads
 from .stats import RequestColumns
 
@@ -189,6 +192,7 @@ def _parse_records(probe: Probe) -> ParsedReport:
     itl_extend = columns.itl.extend
     first_start, last_end = math.inf, -math.inf
     warmup = 0
+    models = RequestModels()
     for number, line in source.lines():
         if not line.strip():
             continue
@@ -203,6 +207,7 @@ def _parse_records(probe: Probe) -> ParsedReport:
         metadata = record.get("metadata")
         if type(metadata) is not dict:
             raise _missing(source, number, "metadata", "an object")
+        models.add(record.get("payload"))
         if metadata.get("benchmark_phase") == "warmup":
             warmup += 1
             continue
@@ -236,8 +241,9 @@ def _parse_records(probe: Probe) -> ParsedReport:
     if last_end > first_start:
         cond.duration_s = (last_end - first_start) / 1e9
     warnings = [f"warm-up records left out: {warmup}"] if warmup else []
+    warnings.extend(models.warnings())
     level = columns.level("profiling", cond)
-    return _report(probe, "records-jsonl", level, warnings=warnings)
+    return _report(probe, "records-jsonl", level, meta=models.meta(), warnings=warnings)
 
 
 def _missing(source: Source, number: int, path: str, what: str) -> Exception:

@@ -16,6 +16,7 @@
   tokens come from a `usage` frame when the server sent one, else they are the
   number of content frames (GenAI-Perf uses the tokenizer; most servers send
   one token per frame). A request without any content frame counts as failed.
+  The model is the one the request bodies (`request_inputs.payload`) name.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import orjson
 from . import metric_json, metric_table
 from .fields import Node, describe
 from .report import Conditions, Level, ParsedReport
+from .request_models import RequestModels
 from .source import Probe
 from .stats import RequestColumns, level_name
 
@@ -142,8 +144,9 @@ def _parse_perf_analyzer(probe: Probe) -> ParsedReport:
     root = Node(probe.doc, probe.source)
     levels = []
     counted_frames = False
+    models = RequestModels()
     for experiment in root.items("experiments"):
-        level, frames = _experiment(experiment)
+        level, frames = _experiment(experiment, models)
         levels.append(level)
         counted_frames = counted_frames or frames
     if not levels:
@@ -153,7 +156,8 @@ def _parse_perf_analyzer(probe: Probe) -> ParsedReport:
         warnings.append(
             "output tokens counted as streamed content chunks: the file has text, not token counts"
         )
-    meta: dict[str, str | int | float | bool | None] = {}
+    warnings.extend(models.warnings())
+    meta: dict[str, str | int | float | bool | None] = models.meta()
     for key in ("service_kind", "endpoint"):
         if isinstance(root.raw(key), str):
             meta[key] = root.raw(key)
@@ -170,7 +174,7 @@ def _parse_perf_analyzer(probe: Probe) -> ParsedReport:
     )
 
 
-def _experiment(experiment: Node) -> tuple[Level, bool]:
+def _experiment(experiment: Node, models: RequestModels) -> tuple[Level, bool]:
     settings = experiment.obj("experiment", required=False)
     cond = Conditions()
     if settings is not None:
@@ -182,6 +186,9 @@ def _experiment(experiment: Node) -> tuple[Level, bool]:
     columns = RequestColumns(to_ms=1e-6)
     counted_frames = False
     for request in experiment.items("requests"):
+        inputs = request.raw("request_inputs")
+        if isinstance(inputs, dict):
+            models.add(inputs.get("payload"))
         frames = _request(request, columns)
         counted_frames = counted_frames or frames
     if not len(columns):

@@ -17,6 +17,7 @@ line, keys as below). Percentiles are computed by the ledger from the rows.
 | `start_s`       | no                  | when the request was sent, in seconds on any clock      |
 | `concurrency`   | no                  | the load level the row belongs to: concurrent requests  |
 | `request_rate`  | no                  | the load level as a rate in requests/s; `inf` unlimited |
+| `model`         | no                  | the model the request asked for, as in its body         |
 
 Rules:
 
@@ -40,6 +41,9 @@ Rules:
   levels (a sweep in one file), in the order they first appear.
 - In JSON Lines a missing key is the same as `null`, and `request_rate` may be
   the string `"inf"`.
+- `model` is compared with the revision the file is attached to (another
+  model is refused); a file that names no model is attached as *unverified*,
+  which production release gates do not count.
 
 Example (CSV):
 
@@ -58,6 +62,7 @@ import orjson
 
 from .fields import describe
 from .report import Conditions, Level, ParsedReport
+from .request_models import RequestModels
 from .source import Probe, Source, loads
 from .stats import RequestColumns, level_name
 
@@ -103,6 +108,8 @@ def parse(probe: Probe, variant: str) -> ParsedReport:
         variant=variant,
         source="computed",
         levels=levels,
+        meta=collector.models.meta(),
+        warnings=collector.models.warnings(),
     )
 
 
@@ -113,6 +120,7 @@ class _Collector:
         self.source = source
         self.csv_style = csv_style
         self.by_level: dict[tuple[float | None, float | None], RequestColumns] = {}
+        self.models = RequestModels()
 
     def error(self, line: int, key: str, message: str) -> Exception:
         where = f"line {line}, column {key}" if self.csv_style else f"line {line}: {key}"
@@ -185,6 +193,7 @@ def _read_csv(source: Source, collector: _Collector) -> None:
     index = {name: i for i, name in reversed(list(enumerate(header)))}
     positions = [(name, index.get(name)) for name in FIELDS]
     error_at = index.get("error")
+    model_at = index.get("model")
     width = len(header)
     for cells in reader:
         line = reader.line_num
@@ -195,6 +204,8 @@ def _read_csv(source: Source, collector: _Collector) -> None:
                 f"line {line}", f"expected {width} cells as in the header, found {len(cells)}"
             )
         failed = error_at is not None and cells[error_at].strip().lower() not in _CSV_OK
+        if model_at is not None:
+            collector.models.add_name(cells[model_at])
         values: list[float | None] = []
         for name, at in positions:
             text = cells[at].strip() if at is not None else ""
@@ -222,6 +233,7 @@ def _read_jsonl(source: Source, collector: _Collector) -> None:
             row = loads(raw, source, line=line)  # NaN/Infinity, or a precise error
         if type(row) is not dict:
             raise source.error(f"line {line}", f"expected a JSON object, found {describe(row)}")
+        collector.models.add_name(row.get("model"))
         error = row.get("error")
         failed = not (error is None or error is False or error == 0 or error == "")
         values: list[float | None] = []

@@ -9,7 +9,8 @@
   `end_time`, `error`, and `info.response_metrics.output_token_times` (one
   time per streamed token). TTFT is the first token time minus the start, e2e
   the end minus the start, ITL the gaps between token times; percentiles are
-  computed from them.
+  computed from them. Each request's body (`request`, the JSON sent) names
+  the model.
 
 inference-perf's `time_per_output_token` is measured to the last token, ours
 (for the per-request file) to the end of the request, so the two differ a
@@ -23,6 +24,7 @@ import math
 
 from .fields import Node, check_latency, describe
 from .report import Conditions, LatencyStats, Level, ParsedReport, Throughput, TokenStats
+from .request_models import RequestModels
 from .source import Probe
 from .stats import RequestColumns, level_name
 
@@ -54,7 +56,8 @@ def detect(probe: Probe) -> str | None:
 
 def parse(probe: Probe, variant: str) -> ParsedReport:
     root = Node(probe.doc, probe.source)
-    level = _per_request(root) if variant == "per-request-json" else _summary(root)
+    models = RequestModels()
+    level = _per_request(root, models) if variant == "per-request-json" else _summary(root)
     return ParsedReport(
         filename=probe.source.filename,
         tool="inference-perf",
@@ -62,6 +65,8 @@ def parse(probe: Probe, variant: str) -> ParsedReport:
         variant=variant,
         source=level.source,
         levels=[level],
+        meta=models.meta(),
+        warnings=models.warnings(),
     )
 
 
@@ -115,9 +120,10 @@ def _tokens(stats: Node | None) -> TokenStats:
     return TokenStats(mean=stats.num("mean"), p50=stats.num("median"), p90=stats.num("p90"))
 
 
-def _per_request(root: Node) -> Level:
+def _per_request(root: Node, models: RequestModels) -> Level:
     columns = RequestColumns(to_ms=1000.0)
     for record in _records(root):
+        models.add(record.raw("request"))
         start = record.num("start_time", required=True)
         end = record.num("end_time", required=True)
         assert start is not None and end is not None

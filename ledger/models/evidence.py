@@ -106,6 +106,13 @@ class LoadTestReport(ChoiceLabels, models.Model):
             'attached anyway: {"fields", "reason", "differences"} (queries.Mismatch).'
         ),
     )
+    model_verified = models.BooleanField(
+        default=True,
+        help_text=_(
+            "False when the file names no model, so the import could not check it against "
+            "the revision: the report is unverified and production gates do not count it."
+        ),
+    )
     # The first load level, as columns (see LoadTestReport.headline_level).
     level_count = models.PositiveSmallIntegerField(default=1)
     requests = models.PositiveIntegerField(null=True, blank=True)

@@ -85,7 +85,7 @@ def revision_reports(revision: Revision, *, now: dt.datetime | None = None) -> R
         report.error_rate_pct = pct(report.error_rate)
     attach_goodputs(reports, revision.service)
 
-    newest = newest_by_workload(r for r in reports if r.status.status == "current")
+    newest = newest_by_workload(r for r in reports if r.status.counts)
     points = []
     if newest:
         results = dict(
@@ -99,8 +99,8 @@ def revision_reports(revision: Revision, *, now: dt.datetime | None = None) -> R
     return {
         "reports": reports,
         "latency_points": points,
-        # Stale and mismatched reports alike are left out of the chart.
-        "stale_count": sum(1 for r in reports if r.status.status != "current"),
+        # Stale, mismatched and (in production) unverified reports are left out of the chart.
+        "stale_count": sum(1 for r in reports if not r.status.counts),
     }
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, cast
 
 from django.db.models import Q, Subquery
 from django.utils import timezone
@@ -159,7 +159,7 @@ def _choose_reports(
         key = (report.revision_id, report.workload)
         status = evidence_status(report, now=now)
         held = chosen.get(key)
-        if held is None or (held[1].status != "current" and status.status == "current"):
+        if held is None or (not held[1].counts and status.counts):
             chosen[key] = (report, status)
     return chosen
 
@@ -195,9 +195,10 @@ def _cells(
     cells = []
     for column in MATRIX_COLUMNS:
         value, bound, note = values[column["key"]]
-        if status.status != "current":
-            # "stale" or "mismatched": the numbers are shown, but they do not count.
-            word: Attainment = status.status
+        if status.status in ("stale", "mismatched"):
+            # The numbers are shown, but they do not count. (An unverified report's
+            # numbers are judged: its row says it is unverified.)
+            word: Attainment = cast("Attainment", status.status)
             note = status.reason
         elif bound is None:
             word = "no SLO"

@@ -2,7 +2,8 @@
 and measured on what the revision serves.
 
 Release gates call `current_reports(revision)` (stale and mismatched evidence is
-not accepted), `evidence_status(report)` and `mismatched_reports(revision)`.
+not accepted, nor unverified evidence of a production service),
+`evidence_status(report)` and `mismatched_reports(revision)`.
 """
 
 from __future__ import annotations
@@ -19,13 +20,17 @@ from ledger.queries.evidence_match import describe, normalise_gpu
 
 # mismatched: attached with a recorded reason although the file measured another
 # model, engine or GPU (evidence_match); it never counts as current.
-StatusWord = Literal["current", "stale", "mismatched"]
+# unverified: the file names no model (LoadTestReport.model_verified), so nothing
+# checked that it measured the revision; it counts below production only.
+StatusWord = Literal["current", "stale", "mismatched", "unverified"]
 _Report = TypeVar("_Report", bound=LoadTestReport)
 
 
 class EvidenceStatus(NamedTuple):
     status: StatusWord
     reason: str
+    # Whether release gates and readiness accept the report as current evidence.
+    counts: bool = False
 
 
 def max_age_days(tier: str) -> int:
@@ -35,7 +40,8 @@ def max_age_days(tier: str) -> int:
 
 
 def evidence_status(report: LoadTestReport, *, now: dt.datetime | None = None) -> EvidenceStatus:
-    """("current", ""), or ("stale" | "mismatched", why), the reasons joined with "; ".
+    """("current", ""), or ("stale" | "mismatched" | "unverified", why), the reasons
+    joined with "; "; `counts` says whether it is accepted as current evidence.
 
     A report is bound to what it measured: the revision's fingerprint, the
     hardware (GPU model and count) and its age. Reads report.revision, its
@@ -75,9 +81,22 @@ def evidence_status(report: LoadTestReport, *, now: dt.datetime | None = None) -
         )
     if mismatch:
         return EvidenceStatus("mismatched", "; ".join(reasons))
-    if reasons:
+    stale = bool(reasons)
+    production = revision.service.tier == Service.Tier.PRODUCTION
+    if not report.model_verified:
+        reasons.append(_unverified_reason(revision.label, revision.service.tier, production))
+    if stale:
         return EvidenceStatus("stale", "; ".join(reasons))
-    return EvidenceStatus("current", "")
+    if not report.model_verified:
+        return EvidenceStatus("unverified", "; ".join(reasons), counts=not production)
+    return EvidenceStatus("current", "", counts=True)
+
+
+def _unverified_reason(label: str, tier: str, production: bool) -> str:
+    said = f"the file names no model, so nothing checked that it measured {label}"
+    if production:
+        return f"{said}; production services count only evidence that names its model"
+    return f"{said}; {tier} services count it all the same"
 
 
 def _mismatch_words(fields: list[str]) -> list[str]:
@@ -101,7 +120,7 @@ def current_reports(
     if workload is not None:
         reports = reports.filter(workload=workload)
     now = now or timezone.now()
-    return [r for r in reports if evidence_status(r, now=now).status == "current"]
+    return [r for r in reports if evidence_status(r, now=now).counts]
 
 
 def has_current_report(revision: Revision, *, now: dt.datetime | None = None) -> bool:
@@ -109,12 +128,12 @@ def has_current_report(revision: Revision, *, now: dt.datetime | None = None) ->
     `evidence_status` reads, the revision given rather than joined (its service and
     runtime are read from it, once, if it was fetched without them)."""
     reports = LoadTestReport.objects.filter(revision=revision).only(
-        "id", "revision_id", "measured_at", "fingerprint", "hardware", "mismatch"
+        "id", "revision_id", "measured_at", "fingerprint", "hardware", "mismatch", "model_verified"
     )
     now = now or timezone.now()
     for report in reports:
         report.revision = revision
-        if evidence_status(report, now=now).status == "current":
+        if evidence_status(report, now=now).counts:
             return True
     return False
 
@@ -139,6 +158,6 @@ def live_evidence_counts(*, now: dt.datetime | None = None) -> dict[str, int]:
     )
     current: set[int] = set()
     for report in LoadTestReport.objects.with_context().filter(revision_id__in=live):
-        if evidence_status(report, now=now).status == "current":
+        if evidence_status(report, now=now).counts:
             current.add(report.revision_id)
     return {"breached": len(set(live) - current)}

@@ -99,9 +99,14 @@ class LoadTestReportSerializer(serializers.ModelSerializer):
     status = serializers.SerializerMethodField(
         help_text="current; stale: older than the tier allows, or measured another "
         "fingerprint or hardware; mismatched: the file measured another model, engine or "
-        "GPU and was attached with a recorded reason. Release gates accept only current evidence."
+        "GPU and was attached with a recorded reason; unverified: the file names no model, so "
+        "nothing checked that it measured the revision. Release gates accept current evidence, "
+        "and unverified evidence below production (see counts_as_current)."
     )
     status_reason = serializers.SerializerMethodField()
+    counts_as_current = serializers.SerializerMethodField(
+        help_text="Whether release gates and readiness accept it as current evidence."
+    )
     mismatch = serializers.SerializerMethodField(
         help_text="null, or what the file measured that differs from the revision and the "
         "recorded reason it was attached anyway."
@@ -117,6 +122,8 @@ class LoadTestReportSerializer(serializers.ModelSerializer):
             "workload",
             "status",
             "status_reason",
+            "counts_as_current",
+            "model_verified",
             "mismatch",
             "tool",
             "tool_version",
@@ -151,6 +158,9 @@ class LoadTestReportSerializer(serializers.ModelSerializer):
 
     def get_status_reason(self, report: LoadTestReport) -> str:
         return _status(report, self.context).reason
+
+    def get_counts_as_current(self, report: LoadTestReport) -> bool:
+        return _status(report, self.context).counts
 
     @extend_schema_field(MismatchSerializer)
     def get_mismatch(self, report: LoadTestReport) -> dict[str, Any] | None:

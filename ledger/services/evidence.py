@@ -280,6 +280,8 @@ def _build_report(
         results=results,
         warnings=[*parsed.warnings, *hardware_warnings],
         mismatch=mismatch or {},
+        # A file that names no model could not be checked against the revision.
+        model_verified=file_identity(parsed.meta).model is not None,
         level_count=len(parsed.levels),
         requests=first.conditions.requests,
         errored=first.conditions.errored,
@@ -416,4 +418,5 @@ def _event_payload(report: LoadTestReport) -> dict[str, Any]:
         "goodput_slo": report.goodput_slo,
         # The recorded override: what differed and the reason it was attached anyway.
         "mismatch": report.mismatch or None,
+        "model_verified": report.model_verified,
     }

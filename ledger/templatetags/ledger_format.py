@@ -27,6 +27,7 @@ WORD_CLASSES = {
     "breached": "bad",
     "stale": "warn",
     "mismatched": "bad",
+    "unverified": "warn",
     "no SLO": "none",
     "no evidence": "none",
 }
@@ -56,6 +57,7 @@ WORDS = {
     "current": pgettext_lazy("state word", "current"),
     "stale": pgettext_lazy("state word", "stale"),
     "mismatched": pgettext_lazy("state word", "mismatched"),
+    "unverified": pgettext_lazy("state word", "unverified"),
     "met": pgettext_lazy("state word", "met"),
     "breached": pgettext_lazy("state word", "breached"),
     "no SLO": pgettext_lazy("state word", "no SLO"),

@@ -96,13 +96,14 @@ def load_evidence(inputs: Inputs) -> Verdict:
     release = inputs.release
     service = release.service
     statuses = [(r, ledger_queries.evidence_status(r, now=inputs.now)) for r in inputs.reports]
-    current = [r for r, s in statuses if s.status == "current"]
+    current = [r for r, s in statuses if s.counts]
     newest = ledger_queries.newest_by_workload(current)
     inputs.evidence_used = newest
-    stale_reason = {}
+    # Why the newest report of a workload class that does not count is refused.
+    refused = {}
     for report, status in sorted(statuses, key=lambda p: (p[0].measured_at, p[0].pk)):
-        if status.status == "stale":
-            stale_reason[report.workload] = (report, status.reason)
+        if status.status in ("stale", "unverified") and not status.counts:
+            refused[report.workload] = (report, status)
     required = policy.REQUIRED_WORKLOADS[inputs.tier]
     # Which SLOs, read from which column and compared which way: the SLO matrix's table.
     slos = [c for c in ledger_queries.SLO_CHECKS if c.target_of(service) is not None]
@@ -113,10 +114,13 @@ def load_evidence(inputs: Inputs) -> Verdict:
     for workload in required:
         found = newest.get(workload)
         if found is None:
-            stale = stale_reason.get(workload)
-            if stale:
-                problems.append(f"the only {workload} report (#{stale[0].pk}) is stale: {stale[1]}")
-                refs.append(report_ref(stale[0]))
+            held = refused.get(workload)
+            if held:
+                report, status = held
+                problems.append(
+                    f"the only {workload} report (#{report.pk}) is {status.status}: {status.reason}"
+                )
+                refs.append(report_ref(report))
             else:
                 problems.append(f"no current load-test report for {workload}")
             continue

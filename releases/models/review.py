@@ -43,6 +43,13 @@ class SignOff(ChoiceLabels, models.Model):
     signed_at = models.DateTimeField()
     voided_at = models.DateTimeField(null=True, blank=True)
     void_reason = models.TextField(blank=True)
+    as_administrator = models.BooleanField(
+        default=False,
+        help_text=_(
+            "Signed by a superuser who does not hold the ledger role the sign-off needs: "
+            "the authority came from being an administrator, not from the role."
+        ),
+    )
 
     class Meta:
         ordering = ["release", "role", "-signed_at"]

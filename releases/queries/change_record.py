@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import Group
+from django.utils.translation import gettext as _
 
 from ledger import queries as ledger_queries
 from ledger.models import Event, LoadTestReport, Revision
+from ledger.roles import Role
 from releases import gates as release_gates
 from releases import policy
 from releases.models import Release, RollbackEvent, SignOff, Waiver
@@ -116,15 +118,36 @@ def _duties(
             ),
         )
     )
-    approved_roles = {s.role for s in standing if s.decision == SignOff.Decision.APPROVE}
+    approvals = [s for s in standing if s.decision == SignOff.Decision.APPROVE]
+    approved_roles = {s.role for s in approvals}
     missing = [labels[r].lower() for r in required if r not in approved_roles]
+    # A superuser who does not hold the role signed it: an administrator's approval, not
+    # the role's (SignOff.as_administrator).
+    by_administrator = [s for s in approvals if s.as_administrator and s.role in required]
     if not required:
         detail = "The tier and path need no sign-off."
     elif missing:
         detail = f"Not approved yet for {', '.join(missing)}."
+    elif by_administrator:
+        detail = _("Not by the roles themselves: %(who)s.") % {
+            "who": "; ".join(
+                _(
+                    "%(user)s signed for %(role)s as an administrator, without holding the "
+                    "%(needed)s role"
+                )
+                % {
+                    "user": names[s.signer_id],
+                    "role": labels[s.role].lower(),
+                    "needed": Role(policy.SIGNER_ROLES[s.role]).label.lower(),
+                }
+                for s in by_administrator
+            )
+        }
     else:
         detail = f"Every required role approved: {', '.join(labels[r].lower() for r in required)}."
-    checks.append(DutyCheck("Every required role approved", not missing, detail))
+    checks.append(
+        DutyCheck("Every required role approved", not missing and not by_administrator, detail)
+    )
     # Refused since issue 26; a record made before says so.
     own = [
         f"{names[s.signer_id]} waived {w.gate} and signed for {labels[s.role].lower()}"

@@ -115,6 +115,7 @@ class SignOffSerializer(serializers.ModelSerializer):
             "standing",
             "voided_at",
             "void_reason",
+            "as_administrator",
         ]
 
     def _state(self, signoff: SignOff):

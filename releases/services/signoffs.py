@@ -154,6 +154,7 @@ def sign_off(
                 snapshot_hash=assessment.snapshot_hash,
                 snapshot=assessment.snapshot,
                 signed_at=now,
+                as_administrator=permissions.signs_as_administrator(actor, role),
             )
     except IntegrityError as exc:  # the one-role-per-signer rule, raced
         raise TransitionRefused(
@@ -170,6 +171,7 @@ def sign_off(
             "decision": decision,
             "comment": comment,
             "snapshot_hash": assessment.snapshot_hash,
+            "as_administrator": signoff.as_administrator,
         },
     )
     if decision == SignOff.Decision.REJECT:

@@ -12,9 +12,10 @@ def test_seed_demo_creates_one_login_per_role_and_is_idempotent(db, capsys):
     first_count = get_user_model().objects.count()
     call_command("seed_demo")
 
-    assert get_user_model().objects.count() == first_count == 6
+    assert get_user_model().objects.count() == first_count == 7
     for username, role in [
         ("owner", Role.MODEL_OWNER),
+        ("owner2", Role.MODEL_OWNER),
         ("sre", Role.PLATFORM_SRE),
         ("security", Role.SECURITY_COMPLIANCE),
         ("business", Role.BUSINESS_OWNER),

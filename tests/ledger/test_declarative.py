@@ -415,6 +415,7 @@ def export() -> str:
 def test_export_then_apply_on_an_empty_database_then_export_is_byte_identical(db, tmp_path):
     # The people the demo teams name exist in both databases; everything else does not.
     UserFactory(username="owner")
+    UserFactory(username="owner2")
     UserFactory(username="sre")
     UserFactory(username="admin")
     first = tmp_path / "first.yaml"

@@ -35,6 +35,8 @@ DEMO_PASSWORD = "demo"  # noqa: S105 - printed on purpose: demo logins for a loc
 # username, full name, role (None: superuser)
 DEMO_PEOPLE: list[tuple[str, str, Role | None]] = [
     ("owner", "Olivia Owner", Role.MODEL_OWNER),
+    # A second model owner of every model team: signs for the model team what owner files.
+    ("owner2", "Omar Owner", Role.MODEL_OWNER),
     ("sre", "Sam Oncall", Role.PLATFORM_SRE),
     ("security", "Sofia Compliance", Role.SECURITY_COMPLIANCE),
     ("business", "Ben Business", Role.BUSINESS_OWNER),
