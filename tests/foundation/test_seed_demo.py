@@ -26,3 +26,5 @@ def test_seed_demo_creates_one_login_per_role_and_is_idempotent(db, capsys):
         assert roles_of(user) == [role]
     assert authenticate(request, username="admin", password="demo").is_superuser
     assert "password for each: demo" in capsys.readouterr().out
+    # Who to call on the incident screen has a number to tap for the on-call SRE.
+    assert get_user_model().objects.get(username="sre").contact.phone == "+1 202 555 0142"

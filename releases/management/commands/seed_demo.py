@@ -25,6 +25,7 @@ from ledger.demo.evidence import seed_evidence
 from ledger.demo.run_evidence import seed_fleet_run_evidence, seed_run_evidence
 from ledger.models import Event, Service
 from ledger.roles import Role
+from ledger.services import accounts
 from releases.demo import seed_releases
 from releases.demo_reviews import seed_reviews
 from releases.demo_rollouts import seed_rollouts
@@ -43,6 +44,9 @@ DEMO_PEOPLE: list[tuple[str, str, Role | None]] = [
     ("auditor", "Ada Auditor", Role.AUDITOR),
     ("admin", "Alex Admin", None),
 ]
+# Who to call on the incident screen: the on-call SRE and the filer have a number to tap
+# (fictional: the 555-01xx block is reserved for examples).
+DEMO_PHONES = {"sre": "+1 202 555 0142", "owner": "+1 202 555 0117"}
 
 
 class Command(BaseCommand):
@@ -99,6 +103,8 @@ class Command(BaseCommand):
             user.save()
             if role is not None:
                 user.groups.add(Group.objects.get(name=role.value))
+            if created and username in DEMO_PHONES:
+                accounts.set_phone(user, DEMO_PHONES[username], actor=None)
             verb = "created" if created else "kept"
             self.stdout.write(f"{verb} user {username}")
 
