@@ -7,6 +7,7 @@ real install takes minutes and is what CI's `make test` does anyway.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -20,12 +21,16 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU 
 
 def planned(target: str, venv: Path) -> list[str]:
     """The commands `make <target>` would run, with the virtualenv at `venv`."""
+    # Run under `make test`, make passes its own flags down (MAKEFLAGS, MAKELEVEL) and a
+    # sub-make then prints "Entering/Leaving directory": plan as a make of its own.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
     result = subprocess.run(
-        ["make", "-n", target, f"VENV={venv}"],
+        ["make", "--no-print-directory", "-n", target, f"VENV={venv}"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,
+        env=env,
     )
     return result.stdout.splitlines()
 
