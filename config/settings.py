@@ -16,7 +16,8 @@ from celery.schedules import crontab
 from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import (
+from lib.allowlist import parse_entries
+from lib.env import (
     READ_NAMES,
     env_bool,
     env_int,
@@ -26,7 +27,6 @@ from config.env import (
     env_str,
     load_local_env,
 )
-from lib.allowlist import parse_entries
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Development only: the file `make run` writes (empty LEDGER_LOCAL_ENV: read none).

@@ -18,10 +18,10 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from config.env import env_str
 from ledger.chain import append_event
 from ledger.services import snapshot
 from lib.actors import Actor
+from lib.env import env_str
 from replay import outbound
 from replay.client import BackendConfig, Timeouts
 from replay.models import Backend

@@ -4,7 +4,7 @@ import subprocess
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_list, env_rate, env_str
+from lib.env import env_bool, env_int, env_list, env_rate, env_str
 from tests.support.processes import ROOT, child_env, run_manage
 
 

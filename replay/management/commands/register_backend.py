@@ -17,10 +17,10 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from config.env import env_str
 from ledger.engines import Engine
 from ledger.models import Revision, Service
 from lib.actors import Actor
+from lib.env import env_str
 from replay import services
 from replay.management.commands._common import messages
 from replay.models import Backend
