@@ -19,7 +19,7 @@ DEMO_SERVICES = {
     "support-summarizer": ("internal", "internal"),
     "code-review-bot": ("experimental", "internal"),
     "doc-translate": ("internal", "external"),
-    # Added by the releases demo, released through the ledger (releases/demo_rollouts.py).
+    # Added by the releases demo, released through the ledger (releases/demo/rollouts.py).
     "support-faq": ("internal", "internal"),
 }
 

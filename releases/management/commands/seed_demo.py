@@ -4,7 +4,7 @@ Demo users of each role (password "demo"), then the demo registry of
 `ledger.demo` applied through `apply_document` — so through the domain verbs,
 with every event in the chain, then demo evidence, replay sets and releases in
 every state (`releases.demo`), rollouts, rollbacks and reviews in every state
-(`releases.demo_rollouts`, `releases.demo_reviews`). `--scale N` adds N fleet
+(`releases.demo.rollouts`, `releases.demo.reviews`). `--scale N` adds N fleet
 services with two dozen revisions each, for benchmarks.
 
 Idempotent: running it again changes nothing and appends no event.
@@ -26,9 +26,7 @@ from ledger.demo.run_evidence import seed_fleet_run_evidence, seed_run_evidence
 from ledger.models import Event, Service
 from ledger.roles import Role
 from ledger.services import accounts
-from releases.demo import seed_releases
-from releases.demo_reviews import seed_reviews
-from releases.demo_rollouts import seed_rollouts
+from releases.demo import seed_releases, seed_reviews, seed_rollouts
 from replay.demo import seed_replay, unmonitor_demo_backends
 
 DEMO_PASSWORD = "demo"  # noqa: S105 - printed on purpose: demo logins for a local run

@@ -29,7 +29,7 @@ from ledger import services as ledger_services
 from ledger.demo.run_evidence import seed_run_evidence
 from ledger.models import Revision, Service, TaskType
 from releases import services
-from releases.demo import (
+from releases.demo.releases import (
     METRICS_ALL,
     VERIFICATION_SET,
     _backend,
