@@ -1,10 +1,15 @@
 from releases.models.calendar import BlackoutWindow, StandardChangeTemplate
 from releases.models.exports import Export
-from releases.models.periodic_review import Review, ReviewAction, ReviewChecklistItem, ReviewTrigger
+from releases.models.periodic_reviews import (
+    Review,
+    ReviewAction,
+    ReviewChecklistItem,
+    ReviewTrigger,
+)
 from releases.models.release import Release
-from releases.models.review import Comment, SignOff, Waiver
 from releases.models.rollback import ReadinessRecord, RollbackEvent, Runbook, UnauthorizedChange
 from releases.models.rollout import Observation, Stage
+from releases.models.signoffs import Comment, SignOff, Waiver
 from releases.models.webhooks import Delivery, WebhookSubscription
 
 __all__ = [

@@ -30,7 +30,7 @@ from django.utils.translation import gettext as _
 from ledger.models import Event, Service
 from lib.actors import Requester
 from releases.models import Review, ReviewAction, ReviewTrigger
-from releases.models.periodic_review import ReviewQuerySet
+from releases.models.periodic_reviews import ReviewQuerySet
 
 MAX_ATTENTION_REVIEWS = 10
 Urgency = Literal["act", "look"]

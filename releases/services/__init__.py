@@ -6,6 +6,12 @@ Refusals: ValidationError (bad input, 400), PermissionDenied (403),
 TransitionRefused (the state does not allow it, 409), GatesNotPassed (422).
 """
 
+from releases.services.calendar import (
+    create_blackout_window,
+    create_standard_template,
+    retire_standard_template,
+)
+from releases.services.comments import add_comment
 from releases.services.drift import reconcile_change, record_unauthorized_changes
 from releases.services.errors import GatesNotPassed, TransitionRefused
 from releases.services.lifecycle import (
@@ -25,12 +31,6 @@ from releases.services.playbooks import (
     set_playbook,
 )
 from releases.services.readiness import verify_release_rollback_target, verify_rollback_target
-from releases.services.reviews import (
-    add_comment,
-    create_blackout_window,
-    create_standard_template,
-    retire_standard_template,
-)
 from releases.services.rollbacks import confirm_rollback, record_rollback, reverify_rollback
 from releases.services.rollout import (
     abort_release,

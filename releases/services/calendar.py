@@ -1,4 +1,4 @@
-"""Comments on a release, and the calendar: standard change templates and blackout windows."""
+"""The calendar: standard change templates and blackout windows."""
 
 from __future__ import annotations
 
@@ -13,36 +13,8 @@ from ledger.chain import append_event
 from ledger.models import Service
 from lib.actors import Actor
 from releases import permissions
-from releases.models import BlackoutWindow, Comment, Release, StandardChangeTemplate
+from releases.models import BlackoutWindow, Release, StandardChangeTemplate
 from releases.services.errors import TransitionRefused
-
-COMMENT_MAX_CHARS = 10_000
-
-
-@transaction.atomic
-def add_comment(release: Release, *, actor: Actor, body: str) -> Comment:
-    permissions.ensure_can_comment(actor, release)
-    if actor is None:
-        raise ValidationError({"author": "A comment needs a person."})
-    text = (body or "").strip()
-    if not text:
-        raise ValidationError({"body": "Write something: an empty comment says nothing."})
-    if len(text) > COMMENT_MAX_CHARS:
-        raise ValidationError(
-            {
-                "body": f"A comment holds at most {COMMENT_MAX_CHARS} characters; this has {len(text)}."
-            }
-        )
-    comment = Comment.objects.create(
-        release=release, author=actor, body=text, created_at=timezone.now()
-    )
-    append_event(
-        actor=actor,
-        action="release.commented",
-        subject=release,
-        payload={"comment": comment.pk, "body": text},
-    )
-    return comment
 
 
 @transaction.atomic
