@@ -625,3 +625,16 @@ def test_a_released_or_withdrawn_form_no_longer_opens_for_editing(client, owner,
     assert f"Release #{release.pk} is withdrawn: its form can no longer change." in (
         response.content.decode()
     )
+
+
+def test_the_form_says_an_edit_voids_sign_offs_only_once_the_release_left_draft(
+    client, owner, release
+):
+    client.force_login(owner)
+    notice = "a change now voids the sign-offs it touches"
+    draft = client.get(f"/releases/{release.pk}/edit/")
+    assert draft.status_code == 200 and notice not in draft.content.decode()
+
+    services.submit_release(release, actor=owner)
+    submitted = client.get(f"/releases/{release.pk}/edit/")
+    assert notice in submitted.content.decode()
