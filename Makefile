@@ -13,7 +13,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_WORKERS ?= 2
 
-.PHONY: run test install install-run services chromium lint format bench clean plotly-css messages
+.PHONY: run test install install-run services chromium lint format bench coverage clean plotly-css messages
 
 # Everything: the app, and the tools of the tests, lint and the translation catalog.
 install: $(STAMP_TEST)
@@ -60,6 +60,16 @@ test: install services chromium
 	$(VENV)/bin/ruff check .
 	DEBUG=true $(VENV)/bin/mypy
 	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+
+# Line coverage of each app over the whole suite (not part of make test: it is slower).
+coverage: install services chromium
+	rm -f .coverage .coverage.*
+	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --cov --cov-report= $(PYTEST_ARGS)
+	$(VENV)/bin/coverage combine --quiet || true
+	@for app in lib ledger replay releases; do \
+		printf '%-9s %s%%\n' $$app "$$($(VENV)/bin/coverage report --include="$$app/*" --format=total)"; \
+	done
+	$(VENV)/bin/coverage report --include='releases/*' | tail -n 40
 
 lint: install
 	$(VENV)/bin/ruff check .
