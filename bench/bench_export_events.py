@@ -130,8 +130,8 @@ def _copy_seconds(until: dt.datetime) -> float:
 def _export_seconds(until: dt.datetime) -> tuple[float, int]:
     """The events' CSV as an export writes it (`record_chunks`), read to the end: the
     seconds and the bytes."""
-    from releases.records import RECORD_TYPES, AuditFilters
-    from releases.services.exports import record_chunks
+    from releases.audit.records import RECORD_TYPES, AuditFilters
+    from releases.audit.services.exports import record_chunks
 
     filters = AuditFilters(since=SINCE, until=until)
     size = 0

@@ -1,7 +1,7 @@
 """Benchmark: computing every admission gate of one release, and the release API's answer.
 
 At `seed_demo --scale 2000` plus 10,000 releases: the median time of
-`releases.gates.assess(release)` (every gate, the snapshot and its hash, where
+`releases.governance.gates.assess(release)` (every gate, the snapshot and its hash, where
 each sign-off stands) and the number of SQL queries it makes, for the demo's
 production release awaiting sign-offs (reports, replay runs, a waiver and a
 sign-off to read) and for a fleet draft. Then the server time and queries of
@@ -41,7 +41,7 @@ def _releases_wanted(count: int) -> int:
     from django.contrib.auth import get_user_model
 
     from ledger.models import Revision, Service
-    from releases import services
+    from releases.governance import services
     from releases.models import Release
 
     have = Release.objects.count()
@@ -124,7 +124,7 @@ def main() -> int:
     from django.test.utils import setup_test_environment
 
     from ledger.models import Event, Revision, Service
-    from releases import gates
+    from releases.governance import gates
     from releases.models import Release, SignOff
 
     setup_test_environment()

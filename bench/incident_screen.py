@@ -57,9 +57,9 @@ def _busy_service():
 
     from ledger import services as ledger_services
     from ledger.models import Service
-    from releases import services
+    from releases.governance import services
+    from releases.governance.services.rollout import begin_stages
     from releases.models import Release, Stage
-    from releases.services.rollout import begin_stages
     from replay.models import Backend, Probe
 
     existing = Stage.objects.filter(

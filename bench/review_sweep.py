@@ -3,7 +3,7 @@ evidence per service.
 
 Measures, on the database DATABASE_URL names:
 
-1. the batch reads (`releases.queries.review_facts.gather`) batch by batch, at two batch
+1. the batch reads (`releases.reviews.queries.review_facts.gather`) batch by batch, at two batch
    sizes: the queries of each batch, which must not grow with the services in it;
 2. the whole sweep judging every service and writing nothing (`--dry-run`'s path);
 3. the sweep as the beat task runs it (raising what it finds), then once more (nothing
@@ -43,7 +43,7 @@ def _batch_queries(ids: list[int], size: int) -> list[tuple[int, int, float]]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from releases.queries import review_facts
+    from releases.reviews.queries import review_facts
 
     context = review_facts.sweep_context()
     found = []
@@ -61,7 +61,7 @@ def _sweep(**kwargs) -> tuple[float, float, int, object]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from releases.services.periodic_reviews import sweep_reviews
+    from releases.reviews.services.periodic_reviews import sweep_reviews
 
     with CaptureQueriesContext(connection) as captured:
         started, started_cpu = time.perf_counter(), time.process_time()
@@ -95,7 +95,7 @@ def main() -> int:
 
     from ledger.models import Event, RunSummary, Service
     from releases.models import Review
-    from releases.queries import review_facts
+    from releases.reviews.queries import review_facts
 
     print(f"database: {connection.vendor} {connection.settings_dict['NAME']}")
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())

@@ -8,11 +8,11 @@ from ledger.api import evidence as ledger_evidence
 from ledger.api import registry as ledger_registry
 from ledger.api import run_evidence as ledger_run_evidence
 from ledger.api import signing as ledger_signing
-from releases.api import exports as releases_exports
-from releases.api import incident as releases_incident
-from releases.api import releases as releases_api
-from releases.api import reviews as releases_reviews
-from releases.api import rollbacks as releases_rollbacks
+from releases.audit.api import exports as releases_exports
+from releases.governance.api import incident as releases_incident
+from releases.governance.api import releases as releases_api
+from releases.governance.api import rollbacks as releases_rollbacks
+from releases.reviews.api import reviews as releases_reviews
 from replay.api import backends as replay_backends
 from replay.api import runs as replay_runs
 from replay.api import sample_sets as replay_sample_sets

@@ -361,7 +361,7 @@ SPECTACULAR_SETTINGS = {
     # The runtime's and the backend's "engine" are one enum: one name for it.
     "ENUM_NAME_OVERRIDES": {
         "RuntimeEngineEnum": "ledger.engines.Engine",
-        "ReadinessVerdictEnum": "releases.queries.readiness.VERDICTS",
+        "ReadinessVerdictEnum": "releases.governance.queries.readiness.VERDICTS",
         "RunVerdictEnum": "replay.models.Run.Verdict",
         "LoadTestSourceEnum": "ledger.models.evidence.LoadTestReport.Source",
         "RunSummarySourceEnum": "ledger.models.run_evidence.RunSummary.Source",
@@ -684,7 +684,7 @@ CELERY_BEAT_SCHEDULE["record-unauthorized-changes"] = {
     "schedule": float(RELEASES_DRIFT_EVERY_MINUTES * 60),
 }
 
-# Periodic reviews (releases/services/periodic_reviews.py, docs/reviews.md): the daily
+# Periodic reviews (releases/reviews/services/periodic_reviews.py, docs/reviews.md): the daily
 # sweep at REVIEWS_SWEEP_HOUR:30 (CELERY_TIMEZONE; after the metrics scrape at 00:05)
 # raises a review of each service whose cadence is due or whose behaviour drifted. A
 # review is due REVIEW_DUE_DAYS_<TIER> days after it is raised. Latency drifts when the
@@ -723,10 +723,10 @@ CELERY_BEAT_SCHEDULE["raise-reviews"] = {
     "schedule": crontab(minute=30, hour=REVIEWS_SWEEP_HOUR),
 }
 
-# Auditor exports (releases/services/exports.py): a download link, presigned on S3 or
+# Auditor exports (releases/audit/services/exports.py): a download link, presigned on S3 or
 # signed by this site on the local folder, expires after EXPORT_LINK_EXPIRY_SECONDS.
 EXPORT_LINK_EXPIRY_SECONDS = env_int("EXPORT_LINK_EXPIRY_SECONDS", 300)
-# Outbound webhooks (releases/services/webhooks.py), posted only to hosts in
+# Outbound webhooks (releases/audit/services/webhooks.py), posted only to hosts in
 # WEBHOOK_ALLOWED_HOSTS (above, beside replay's; replay/outbound.py). The dispatcher
 # reads new events every WEBHOOK_DISPATCH_EVERY_SECONDS; a failed delivery is retried
 # after WEBHOOK_RETRY_BASE_SECONDS, doubling up to WEBHOOK_RETRY_MAX_SECONDS, at most

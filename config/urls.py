@@ -5,7 +5,7 @@ from django.utils.translation import gettext_lazy
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from config import health, metrics
-from releases.views import home
+from releases.overview.views import home
 
 urlpatterns = [
     path("", home.home, name="home"),

@@ -31,14 +31,14 @@ class ReleasesConfig(AppConfig):
         from ledger import event_actions, locks, queries
         from releases import checks  # noqa: F401 - registers the deployment checks
         from releases.event_actions import ACTION_LABELS
+        from releases.governance.queries.rollout_shares import rollout_shares
         from releases.locks import referenced_by_release_past_draft
-        from releases.queries.rollout_shares import rollout_shares
 
         locks.register(referenced_by_release_past_draft)
         event_actions.register(ACTION_LABELS)
         queries.register_share_reader(rollout_shares)
         from lib import metrics
-        from releases.queries.reviews import review_work_counts
+        from releases.reviews.queries.reviews import review_work_counts
 
         metrics.register_gauges("review", review_work_counts)
         post_migrate.connect(grant_default_permissions, sender=self)

@@ -1,7 +1,7 @@
 """The admission policy: which gates apply to a release, and their thresholds, per tier.
 
 This is the one place to read (and change) what a release must show before it
-may be submitted. `releases/gates/` computes each gate; it reads every number
+may be submitted. `releases/governance/gates/` computes each gate; it reads every number
 and list from here. A tier maps to the gates that apply to it; the change kind
 can take some away (a decommission measures nothing new) and add its own.
 

@@ -2,10 +2,10 @@
 and the states it can leave the release in.
 
 draft → submitted → approved → rolling_out → released, or rejected, withdrawn,
-aborted, rolled_back. The verbs (`releases.services`) refuse an action whose state it
+aborted, rolled_back. The verbs (`releases.governance.services`) refuse an action whose state it
 does not apply to with `Release.refusal(action)` (the API's 409); the pages offer it
 only where `Release.allowed(action)` holds. Who may act, and whether the gates pass,
-are asked separately (`releases.permissions`, `releases.gates`).
+are asked separately (`releases.permissions`, `releases.governance.gates`).
 """
 
 from __future__ import annotations

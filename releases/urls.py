@@ -3,20 +3,18 @@ the root as `home` in config/urls.py). URL names equal the view functions."""
 
 from django.urls import path
 
-from releases.views import (
-    audit,
-    catalog,
+from releases.audit.views import audit, webhooks
+from releases.governance.views import (
     incident,
     release_detail,
     release_form,
     release_list,
-    reviews,
     rollback,
     rollout,
-    service,
     verification,
-    webhooks,
 )
+from releases.overview.views import catalog, service
+from releases.reviews.views import reviews
 
 app_name = "releases"
 

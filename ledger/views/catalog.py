@@ -1,4 +1,4 @@
-"""The service forms (the catalog and the service page are `releases.views`: they show
+"""The service forms (the catalog and the service page are `releases.overview.views`: they show
 what replay and the releases know of each service too)."""
 
 from __future__ import annotations

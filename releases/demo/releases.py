@@ -32,7 +32,8 @@ from ledger import services as ledger_services
 from ledger.demo.evidence import LOADTEST_DIR
 from ledger.engines import Engine
 from ledger.models import LoadTestReport, Revision, Service
-from releases import policy, services
+from releases import policy
+from releases.governance import services
 from releases.models import Release
 from replay import outbound
 from replay import services as replay_services

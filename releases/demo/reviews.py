@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from ledger.models import Service
 from releases.models import Review
-from releases.services import periodic_reviews as verbs
+from releases.reviews.services import periodic_reviews as verbs
 
 DEMO_SERVICES = (
     "kb-assistant",

@@ -28,7 +28,6 @@ from django.utils import timezone
 from ledger import services as ledger_services
 from ledger.demo.run_evidence import seed_run_evidence
 from ledger.models import Revision, Service, TaskType
-from releases import services
 from releases.demo.releases import (
     METRICS_ALL,
     VERIFICATION_SET,
@@ -40,8 +39,9 @@ from releases.demo.releases import (
     _submit_or_waive,
     record_answers,
 )
+from releases.governance import services
+from releases.governance.services import rollbacks
 from releases.models import Release
-from releases.services import rollbacks
 from replay.models import Run
 
 GOOD = {
@@ -278,7 +278,7 @@ def seed_rollouts() -> int:
     _stable_service(people)
     _stale_target()
     seed_run_evidence(["support-faq"])
-    from releases.services.readiness import refresh_readiness
+    from releases.governance.services.readiness import refresh_readiness
 
     for pk in Service.objects.values_list("pk", flat=True):
         refresh_readiness(pk)

@@ -1,7 +1,7 @@
 """Periodic and triggered reviews of a service: why each was raised, its checklist, its
 conclusion and the actions it left.
 
-A review is raised by the daily sweep (`releases.services.periodic_reviews.sweep_reviews`)
+A review is raised by the daily sweep (`releases.reviews.services.periodic_reviews.sweep_reviews`)
 when a service's cadence is due or something drifted; one at a time per service (a new
 trigger on an open review is added to it). Its checklist is pre-filled with what the
 system found, answered by the reviewer, and the conclusion freezes the lot: the database

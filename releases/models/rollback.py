@@ -156,7 +156,7 @@ class Runbook(models.Model):
     One row per service, read with the service in the same query wherever it is shown.
     `playbooks`: failure mode → {"diagnosis": [steps], "recovery": [actions]};
     `degradation`: task type → {"may_degrade": bool, "how": text}. What is absent
-    falls back to `releases.playbooks`.
+    falls back to `releases.governance.playbooks`.
     """
 
     service = models.OneToOneField(

@@ -1,7 +1,7 @@
 """Signed outbound webhooks: who is told what, and each delivery's log.
 
 A subscription names a URL and the event types it wants (friendly names,
-mapped to ledger actions in `releases.webhook_types`). Its cursor is the last
+mapped to ledger actions in `releases.audit.webhook_types`). Its cursor is the last
 event sequence the dispatcher has looked at for it; a delivery is one event
 for one subscription, with its attempts, the last answer and when it is
 tried next. The secret signs every payload (Standard Webhooks); it is shown

@@ -12,9 +12,9 @@ from django.utils.translation import ngettext, pgettext, pgettext_lazy
 
 from lib.durations import in_words, minutes_in_words
 from releases import policy
+from releases.governance.playbooks import FAILURE_MODE_TITLES
 from releases.guards import GUARD_METRICS, GuardSpec, guard_specs
 from releases.models import Release, SignOff, Stage
-from releases.playbooks import FAILURE_MODE_TITLES
 
 register = template.Library()
 

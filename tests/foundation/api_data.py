@@ -13,12 +13,12 @@ from rest_framework.authtoken.models import Token
 
 from ledger import services
 from ledger.models import Event, Service
-from releases import services as release_services
+from releases.audit.records import AuditFilters
+from releases.audit.services import exports, webhooks
+from releases.governance import services as release_services
 from releases.guards import guard_specs, judge_observation
 from releases.models import Delivery, Observation, Release, Review, RollbackEvent, Stage
-from releases.records import AuditFilters
-from releases.services import exports, webhooks
-from releases.services.periodic_reviews import sweep_reviews
+from releases.reviews.services.periodic_reviews import sweep_reviews
 from replay import services as replay_services
 from replay.models import Probe, Run
 from tests.factories import UserFactory

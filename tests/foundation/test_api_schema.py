@@ -13,9 +13,13 @@ from rest_framework import serializers
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
 import ledger.serializers
-import releases.serializers
 import replay.serializers
 from config.wsgi import application
+from releases.audit.serializers import exports as export_serializers
+from releases.governance.serializers import incident as incident_serializers
+from releases.governance.serializers import releases as release_serializers
+from releases.governance.serializers import rollout as rollout_serializers
+from releases.reviews.serializers import reviews as review_serializers
 from tests.foundation.api_data import TOKENS, served_schema
 
 SPEC = served_schema()
@@ -44,7 +48,15 @@ def test_who_made_it_is_declared_nullable(component, field):
 
 def _api_serializers() -> list[type[serializers.ModelSerializer]]:
     found = []
-    for module in (ledger.serializers, replay.serializers, releases.serializers):
+    for module in (
+        ledger.serializers,
+        replay.serializers,
+        release_serializers,
+        rollout_serializers,
+        incident_serializers,
+        review_serializers,
+        export_serializers,
+    ):
         for _name, value in inspect.getmembers(module, inspect.isclass):
             if issubclass(value, serializers.ModelSerializer):
                 found.append(value)

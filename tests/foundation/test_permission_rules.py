@@ -22,9 +22,9 @@ from ledger import permissions as ledger_rules
 from ledger import services
 from ledger.models import Event, Service
 from releases import permissions as release_rules
-from releases import services as release_services
+from releases.governance import services as release_services
 from releases.models import Review
-from releases.services.periodic_reviews import sweep_reviews
+from releases.reviews.services.periodic_reviews import sweep_reviews
 from replay import permissions as replay_rules
 from tests.factories import UserFactory
 from tests.ledger.factories import RevisionFactory, ServiceFactory, TeamFactory

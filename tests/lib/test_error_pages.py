@@ -233,7 +233,7 @@ def test_a_server_error_renders_its_page_with_debug_off(settings, auditor, monke
     def broken(user):
         raise RuntimeError("a bug with a secret in it")
 
-    monkeypatch.setattr("releases.views.home.roles_of", broken)
+    monkeypatch.setattr("releases.overview.views.home.roles_of", broken)
     client = Client(raise_request_exception=False)
     client.force_login(auditor)
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from ledger import services as ledger_services
 from ledger.models import LoadTestReport, Revision, Service
-from releases import services
+from releases.governance import services
 from releases.models import Release
 from replay.models import Backend, Run, SampleSet
 from tests.ledger.factories import RevisionFactory, RuntimeFactory, ServiceFactory, digest

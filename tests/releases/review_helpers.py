@@ -11,7 +11,7 @@ from django.utils import timezone
 from ledger import services as ledger_services
 from ledger.models import Revision, Service
 from releases.models import Review, ReviewChecklistItem
-from releases.services import periodic_reviews
+from releases.reviews.services import periodic_reviews
 from tests.ledger.factories import RevisionFactory
 
 

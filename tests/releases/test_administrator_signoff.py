@@ -14,8 +14,8 @@ from django.urls import reverse
 from ledger.models import Event, Team
 from ledger.roles import Role, has_role
 from releases import permissions
+from releases.audit.queries.change_record import change_record
 from releases.models import Release, SignOff
-from releases.queries.change_record import change_record
 from tests.factories import UserFactory
 from tests.releases.factories import approve
 

@@ -10,8 +10,8 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from ledger.models import Event
+from releases.governance.snapshot import FORM_FIELDS
 from releases.models import Release
-from releases.snapshot import FORM_FIELDS
 
 pytestmark = pytest.mark.django_db
 
@@ -273,7 +273,7 @@ def test_release_detail_answers_in_a_constant_number_of_queries(
 ):
     api = client_for(owner)
     api.post(f"/api/releases/{release.pk}/submit/")
-    # token and user, the release, then the gates' nine (see releases/gates/__init__.py)
+    # token and user, the release, then the gates' nine (see releases/governance/gates/__init__.py)
     with django_assert_num_queries(11):
         api.get(f"/api/releases/{release.pk}/")
     for role in ("platform", "security_compliance"):

@@ -194,7 +194,7 @@ def test_once_released_the_plan_targets_what_served_before_in_a_bounded_read(
 
     release_fully(rolling, sre)
     api = client_for(sre)
-    # The incident's thirteen at most (releases/queries/incident.py), less the revision
+    # The incident's thirteen at most (releases/governance/queries/incident.py), less the revision
     # that served before (the release's plan names the target).
     with django_assert_max_num_queries(13):
         body = api.get("/api/services/kb-assistant/incident/").json()

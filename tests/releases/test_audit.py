@@ -13,9 +13,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from ledger.models import Event
-from releases import services
+from releases.audit.records import RECORD_TYPES, AuditFilters
+from releases.governance import services
 from releases.models import SignOff, Waiver
-from releases.records import RECORD_TYPES, AuditFilters
 from tests.releases.factories import UNDECLARED, build_world, file_release
 
 pytestmark = pytest.mark.django_db

@@ -22,7 +22,7 @@ from playwright.sync_api import expect
 from config.celery import app
 from ledger import signing
 from ledger.models import Event
-from releases import services
+from releases.governance import services
 from releases.models import Export
 from tests.factories import PASSWORD
 from tests.foundation.test_browser_csp import CSP_LISTENER

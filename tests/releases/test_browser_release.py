@@ -19,7 +19,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from ledger.models import LoadTestReport
-from releases import services
+from releases.governance import services
 from releases.models import Release
 from tests.factories import PASSWORD
 from tests.foundation.test_browser_csp import CSP_LISTENER

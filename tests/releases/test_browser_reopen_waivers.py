@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from releases import services
+from releases.governance import services
 from releases.models import Release, Waiver
 from tests.factories import PASSWORD
 from tests.releases.factories import UNDECLARED, file_release

@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import expect
 
 from ledger import services as ledger_services
-from releases import services
+from releases.governance import services
 from releases.models import RollbackEvent
 from replay.models import Run
 from tests.foundation.test_browser_csp import CSP_LISTENER

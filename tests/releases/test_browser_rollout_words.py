@@ -13,7 +13,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from ledger.models import Event
-from releases import services
+from releases.governance import services
 from releases.models import Release, Stage
 from tests.releases.factories import approve, observe, roll_out
 from tests.releases.test_browser_release import log_in, no_sideways_scroll

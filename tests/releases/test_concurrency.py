@@ -16,9 +16,9 @@ import pytest
 from django.db import connection, connections, transaction
 
 from ledger.models import Event
-from releases import services
+from releases.governance import services
+from releases.governance.services import TransitionRefused
 from releases.models import Release, SignOff
-from releases.services import TransitionRefused
 from tests.factories import UserFactory
 from tests.releases.factories import build_world, file_release
 

@@ -28,10 +28,10 @@ from django.utils import timezone
 
 from ledger import signing
 from ledger.models import Event
-from releases import services
+from releases.audit.records import AuditFilters
+from releases.audit.services import exports
+from releases.governance import services
 from releases.models import Export
-from releases.records import AuditFilters
-from releases.services import exports
 from tests.releases.factories import UNDECLARED, build_world, file_release
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,8 @@ from django.utils import timezone
 
 from ledger import services as ledger_services
 from ledger.models import License, LoadTestReport, ModelAsset
-from releases import gates, policy, services
+from releases import policy
+from releases.governance import gates, services
 from releases.models import Release, StandardChangeTemplate
 from replay.models import Run
 from tests.ledger.factories import ModelAssetFactory, RevisionFactory, RuntimeFactory, digest

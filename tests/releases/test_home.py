@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 from ledger import services as ledger_services
 from ledger.chain import append_event
 from ledger.models import Event, ModelAsset
-from releases.queries import attention
+from releases.overview.queries import attention
 from replay.models import Probe
 from tests.factories import PASSWORD
 from tests.ledger.evidence.conftest import import_file, sample_asset, sample_runtime
@@ -172,7 +172,7 @@ def test_role_duties_promise_only_what_exists(client, owner, auditor, sre, secur
 
 
 def test_a_release_waiting_for_my_signoff_is_on_my_list(client, owner, team, sre):
-    from releases import services
+    from releases.governance import services
     from tests.releases.factories import build_world, file_release
 
     release = file_release(build_world(team), owner)
@@ -213,7 +213,7 @@ def test_search_from_home_on_a_phone_goes_to_the_one_matching_service(
 
 
 def _rejected(world, owner, signers, business, comment="not before the quarter closes"):
-    from releases import services
+    from releases.governance import services
     from tests.releases.factories import file_release
 
     release = file_release(world, owner)
@@ -228,7 +228,7 @@ def _rejected(world, owner, signers, business, comment="not before the quarter c
 def test_the_filer_is_told_of_a_rejection_and_of_what_waits_for_them(
     client, owner, team, signers, business
 ):
-    from releases import services
+    from releases.governance import services
     from tests.releases.factories import approve, build_world, file_release
 
     world = build_world(team)

@@ -13,9 +13,9 @@ from rest_framework.authtoken.models import Token
 
 from ledger import services as ledger_services
 from ledger.models import Contact
+from releases.governance.playbooks import DEFAULT_PLAYBOOKS
+from releases.governance.queries.incident import RollbackInProgress, incident, incident_service
 from releases.models import RollbackEvent, UnauthorizedChange
-from releases.playbooks import DEFAULT_PLAYBOOKS
-from releases.queries.incident import RollbackInProgress, incident, incident_service
 from replay.models import Probe, Run
 from tests.factories import PASSWORD, UserFactory
 from tests.ledger.factories import ModelAssetFactory, RevisionFactory, ServiceFactory
@@ -313,7 +313,7 @@ def test_on_a_phone_without_javascript_every_section_reads(live_server, browser,
 
 def test_changes_to_what_serves_come_first_and_the_rest_links_to_the_whole_period(client, sre, kb):
     from ledger.chain import append_event
-    from releases.queries.incident import CHANGES_LISTED
+    from releases.governance.queries.incident import CHANGES_LISTED
 
     for n in range(CHANGES_LISTED + 5):  # sign-off noise, newer than the live changes
         append_event(actor=None, action="release.signed_off", subject=kb, payload={"n": n})

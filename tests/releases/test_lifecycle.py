@@ -17,9 +17,9 @@ from django.utils import timezone, translation
 from ledger import locks
 from ledger import services as ledger_services
 from ledger.models import Event
-from releases import gates, services
+from releases.governance import gates, services
+from releases.governance.services import GatesNotPassed, TransitionRefused
 from releases.models import Release, SignOff
-from releases.services import GatesNotPassed, TransitionRefused
 from tests.releases.factories import build_world, file_release
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from ledger.models import Event
-from releases import services
+from releases.governance import services
 from releases.models import BlackoutWindow, Release, SignOff
 from tests.releases.factories import file_release
 

@@ -6,7 +6,7 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from ledger.models import Event
-from releases import playbooks, services
+from releases.governance import playbooks, services
 from releases.models import Runbook
 
 

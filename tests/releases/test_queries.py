@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from releases import services
-from releases.queries import waiting as queries
+from releases.governance import services
+from releases.governance.queries import waiting as queries
 from tests.releases.factories import UNDECLARED, file_release
 
 pytestmark = pytest.mark.django_db

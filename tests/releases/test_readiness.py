@@ -9,7 +9,7 @@ import time_machine
 from django.utils import timezone
 
 from ledger import services as ledger_services
-from releases.queries.readiness import VERIFICATION_MAX_AGE_DAYS, rollback_readiness
+from releases.governance.queries.readiness import VERIFICATION_MAX_AGE_DAYS, rollback_readiness
 from replay.models import Run, SampleSet
 from tests.ledger.evidence.conftest import import_file, sample_asset, sample_runtime
 from tests.ledger.factories import RevisionFactory, RuntimeFactory, ServiceFactory

@@ -1,11 +1,11 @@
-"""The release form's fields are stated once (`releases.forms.release_fields`): the form,
+"""The release form's fields are stated once (`releases.governance.forms.release_fields`): the form,
 its sections, what it saves and what the release page shows all follow that table."""
 
 from __future__ import annotations
 
-from releases.forms.release import ReleaseForm
-from releases.forms.release_fields import FIELD_SPECS, LOGGING_PARTS, SECTIONS
-from releases.snapshot import FORM_FIELDS
+from releases.governance.forms.release import ReleaseForm
+from releases.governance.forms.release_fields import FIELD_SPECS, LOGGING_PARTS, SECTIONS
+from releases.governance.snapshot import FORM_FIELDS
 
 # Release fields the form builds from several inputs, and the one it is filed under.
 BUILT = {"service", "gray_stages", "failure_classifications", "logging_policy"}

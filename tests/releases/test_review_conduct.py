@@ -15,9 +15,9 @@ from django.utils import timezone
 
 from ledger import services as ledger_services
 from ledger.models import Event
+from releases.governance.services import TransitionRefused
 from releases.models import Review, ReviewAction, ReviewChecklistItem
-from releases.services import TransitionRefused
-from releases.services import periodic_reviews as verbs
+from releases.reviews.services import periodic_reviews as verbs
 from tests.factories import UserFactory
 from tests.ledger.factories import RevisionFactory, ServiceFactory
 from tests.releases.factories import report

@@ -14,7 +14,7 @@ from django.utils import timezone
 from ledger import services as ledger_services
 from ledger.models import Event
 from releases.models import Review, ReviewAction
-from releases.services import periodic_reviews as verbs
+from releases.reviews.services import periodic_reviews as verbs
 from tests.ledger.factories import RevisionFactory, ServiceFactory
 from tests.releases.review_helpers import answer_all, push_days, sweep
 

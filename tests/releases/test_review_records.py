@@ -16,9 +16,9 @@ from django.utils import timezone
 from standardwebhooks import Webhook
 
 from ledger.models import Event
+from releases.audit.records import RECORD_TYPES, AuditFilters
+from releases.audit.services import webhooks
 from releases.models import Review
-from releases.records import RECORD_TYPES, AuditFilters
-from releases.services import webhooks
 from tests.releases.review_helpers import push_days, sweep
 from tests.support.webhook_receiver import receiving
 

@@ -17,7 +17,7 @@ from django.db import connection
 
 from config.celery import app
 from ledger.models import Event
-from releases import services
+from releases.governance import services
 from releases.models import RollbackEvent
 from tests.factories import UserFactory
 from tests.ledger.factories import TeamFactory

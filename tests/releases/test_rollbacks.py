@@ -15,10 +15,10 @@ from ledger import queries as ledger_queries
 from ledger import services as ledger_services
 from ledger.chain import verify_chain
 from ledger.models import Event
-from releases import services
+from releases.governance import services
+from releases.governance.queries.plan import plan_readiness, rollback_plan
+from releases.governance.services import TransitionRefused
 from releases.models import RollbackEvent, UnauthorizedChange
-from releases.queries.plan import plan_readiness, rollback_plan
-from releases.services import TransitionRefused
 from replay.models import Run
 from tests.releases.factories import observe, roll_out
 from tests.replay.factories import ProbeFactory
@@ -262,9 +262,9 @@ def test_a_promote_racing_a_rollback_is_refused_not_doubled(world, release, owne
 
 
 def test_the_sweep_queues_the_verification_of_a_target_that_is_due_once(world, released, sre):
-    from releases import tasks
+    from releases.governance import tasks
+    from releases.governance.services.readiness import reverify_due_target
     from releases.models import ReadinessRecord
-    from releases.services.readiness import reverify_due_target
 
     make_set(world.verification_set.name, [sample("v1", "fake: reply=ok")])
     # The plan's target (the live revision before the release) was verified 5 days ago:
@@ -286,7 +286,7 @@ def test_the_sweep_queues_the_verification_of_a_target_that_is_due_once(world, r
 
 
 def test_a_recently_verified_target_is_not_verified_again(world, released):
-    from releases.services.readiness import reverify_due_target
+    from releases.governance.services.readiness import reverify_due_target
 
     assert reverify_due_target(world.service) is None
     assert not Run.objects.filter(trigger="verification", state="queued").exists()

@@ -13,11 +13,11 @@ from django.utils import timezone
 
 from ledger import services as ledger_services
 from ledger.models import Event
-from releases import gates, services
+from releases.governance import gates, services
+from releases.governance.queries.plan import plan_readiness, rollback_plan
+from releases.governance.queries.rolled_back import rolled_back_revisions
+from releases.governance.services.readiness import refresh_readiness
 from releases.models import ReadinessRecord, RollbackEvent
-from releases.queries.plan import plan_readiness, rollback_plan
-from releases.queries.rolled_back import rolled_back_revisions
-from releases.services.readiness import refresh_readiness
 from tests.ledger.factories import RevisionFactory
 from tests.releases.factories import file_release, roll_out
 from tests.releases.test_rollbacks import release_fully

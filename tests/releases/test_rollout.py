@@ -13,9 +13,9 @@ from django.utils import timezone
 
 from ledger import queries as ledger_queries
 from ledger.models import Event
-from releases import services
+from releases.governance import services
+from releases.governance.services import TransitionRefused
 from releases.models import Observation, Release, Stage
-from releases.services import TransitionRefused
 from tests.releases.factories import GOOD_STAGES, file_release, observe, roll_out
 
 pytestmark = pytest.mark.django_db

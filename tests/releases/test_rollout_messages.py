@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from ledger.models import Event
-from releases import services
+from releases.governance import services
 from releases.models import Release, Stage
 from tests.releases.factories import observe, roll_out
 
@@ -85,7 +85,7 @@ def test_an_observations_default_window_starts_no_earlier_than_its_stage(client,
 
 
 def test_the_structured_output_guard_and_the_observation_field_share_one_name(client, rolling, sre):
-    from releases.forms.rollout import ObservationForm
+    from releases.governance.forms.rollout import ObservationForm
     from releases.guards import GUARD_METRICS
 
     labels = [str(field.label) for field in ObservationForm().fields.values()]
@@ -220,7 +220,7 @@ def test_the_api_ends_the_window_as_the_page_does(client, rolling, sre, owner):
 
 
 def test_aborting_a_canary_is_not_rated_on_the_live_revisions_evidence(world, rolling):
-    from releases.queries.plan import plan_readiness, rollback_plan
+    from releases.governance.queries.plan import plan_readiness, rollback_plan
 
     plan = rollback_plan(world.service)
     assert plan.in_flight and plan.target == world.live  # an abort goes back to what serves

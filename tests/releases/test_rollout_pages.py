@@ -13,9 +13,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from ledger.models import Event
-from releases import services
+from releases.governance import services
+from releases.governance.services.readiness import refresh_readiness
 from releases.models import Observation, RollbackEvent, Runbook, Stage
-from releases.services.readiness import refresh_readiness
 from tests.releases.factories import file_release, observe, roll_out
 from tests.replay.factories import ProbeFactory
 from tests.replay.helpers import make_set, sample

@@ -1,4 +1,4 @@
-"""One read of a rollout (`releases.queries.rollout`): the release page, the promote
+"""One read of a rollout (`releases.governance.queries.rollout`): the release page, the promote
 page, the incident screen and both APIs (the release's rollout, the service's incident)
 say the same stage carries traffic, with the same share and state, and the same end of
 its observation window."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from releases import services
-from releases.queries.incident import incident, incident_service
+from releases.governance import services
+from releases.governance.queries.incident import incident, incident_service
 from tests.releases.factories import roll_out
 from tests.releases.test_api import client_for
 

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from ledger.chain import verify_chain
 from ledger.models import Event
-from releases import gates
+from releases.governance import gates
 from releases.models import Release, Review, ReviewAction, RollbackEvent
 
 pytestmark = pytest.mark.django_db

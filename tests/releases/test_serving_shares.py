@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from ledger import queries as ledger_queries
 from ledger.models import Event
-from releases import services
+from releases.governance import services
 from releases.models import Stage
 from tests.releases.factories import observe, roll_out
 from tests.releases.test_api import client_for

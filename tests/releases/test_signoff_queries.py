@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from releases import services
+from releases.governance import services
 from releases.models import Release
 
 pytestmark = pytest.mark.django_db

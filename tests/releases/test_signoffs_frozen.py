@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from ledger.models import Event
-from releases import gates, services
+from releases.governance import gates, services
 from releases.models import SignOff
 from replay.models import Run
 from tests.releases.factories import file_release, observe, replay_run, roll_out

@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ledger import queries as ledger_queries
-from releases import gates
+from releases.governance import gates
 from tests.releases.factories import report
 
 pytestmark = pytest.mark.django_db

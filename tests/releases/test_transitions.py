@@ -16,9 +16,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from ledger import services as ledger_services
-from releases import services
+from releases.governance import services
+from releases.governance.services import GatesNotPassed, TransitionRefused
 from releases.models import Release
-from releases.services import GatesNotPassed, TransitionRefused
 from releases.transitions import TRANSITIONS, Action
 from tests.factories import UserFactory
 from tests.releases.factories import approve, observe, roll_out

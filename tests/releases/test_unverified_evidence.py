@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from ledger.models import LoadTestReport
-from releases import gates
+from releases.governance import gates
 from tests.ledger.evidence.conftest import import_file
 from tests.releases.factories import build_world, file_release
 

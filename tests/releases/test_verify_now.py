@@ -15,11 +15,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from ledger.models import Event
-from releases import gates, permissions, services
+from releases import permissions
+from releases.governance import gates, services
+from releases.governance.queries.plan import plan_readiness, rollback_plan
+from releases.governance.services import TransitionRefused, rollbacks
+from releases.governance.services.readiness import reverify_due_target
 from releases.models import RollbackEvent
-from releases.queries.plan import plan_readiness, rollback_plan
-from releases.services import TransitionRefused, rollbacks
-from releases.services.readiness import reverify_due_target
 from replay.models import Run
 from tests.factories import UserFactory
 from tests.ledger.factories import RevisionFactory

@@ -13,7 +13,7 @@ import pytest
 from django.db import connection
 
 from ledger import services as ledger_services
-from releases import gates, services
+from releases.governance import gates, services
 from releases.models import ReadinessRecord, RollbackEvent
 from replay import services as replay_services
 from replay.models import Run

@@ -1,4 +1,4 @@
-"""*Waiting for me* (`releases.queries.waiting_for`, one bulk read for the whole fleet) is
+"""*Waiting for me* (`releases.governance.queries.waiting.waiting_for`, one bulk read for the whole fleet) is
 pinned to `permissions.signoff_refusal`, the rule the sign-off verb and the release page
 ask: over every kind of person and releases in several states, with roles already
 signed, rejected or waived, a release is in a person's list, with exactly those roles,
@@ -11,9 +11,10 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-from releases import gates, permissions, services
+from releases import permissions
+from releases.governance import gates, services
+from releases.governance.queries.waiting import waiting_for
 from releases.models import Release
-from releases.queries.waiting import waiting_for
 from releases.transitions import Action
 from tests.factories import UserFactory
 from tests.ledger.factories import TeamFactory

@@ -16,7 +16,8 @@ from django.utils import timezone
 
 from ledger import services as ledger_services
 from ledger.models import Event
-from releases import permissions, policy, services
+from releases import permissions, policy
+from releases.governance import services
 from releases.models import SignOff, Waiver
 from tests.factories import UserFactory
 from tests.releases.factories import build_world, file_release, replay_run

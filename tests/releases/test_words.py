@@ -10,8 +10,8 @@ from django.contrib.messages import get_messages
 from django.urls import reverse
 from django.utils import timezone
 
-from releases import services
-from releases.gates import assess
+from releases.governance import services
+from releases.governance.gates import assess
 from releases.models import Release, SignOff
 from tests.releases.factories import file_release, roll_out
 from tests.releases.test_rollbacks import release_fully

@@ -21,10 +21,11 @@ from standardwebhooks import Webhook
 from config.celery import app
 from ledger import signing
 from ledger.models import Event
-from releases import services, tasks
+from releases import tasks
+from releases.audit.records import AuditFilters
+from releases.audit.services import exports, webhooks
+from releases.governance import services
 from releases.models import Delivery, Export
-from releases.records import AuditFilters
-from releases.services import exports, webhooks
 from tests.ledger.factories import ServiceFactory
 from tests.releases.factories import file_release
 from tests.releases.test_exports import VERIFIER

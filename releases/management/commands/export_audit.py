@@ -1,5 +1,5 @@
 """Export a period's records for an auditor: CSV or JSON Lines files (one per record type
-of `releases.records`: releases, sign-offs, waivers, events), or an evidence bundle that
+of `releases.audit.records`: releases, sign-offs, waivers, events), or an evidence bundle that
 proves itself offline (ledger/exports/). Streams: memory does not grow with the period.
 The same writers build the exports requested on the Audit page and the API.
 
@@ -17,8 +17,8 @@ from django.utils.dateparse import parse_date, parse_datetime
 
 from ledger.exports.bundle import write_bundle
 from lib.storable import offset_problem
-from releases.records import RECORD_TYPES, AuditFilters
-from releases.services.exports import bundle_record_files, record_chunks
+from releases.audit.records import RECORD_TYPES, AuditFilters
+from releases.audit.services.exports import bundle_record_files, record_chunks
 
 
 def _moment(name: str, text: str) -> dt.datetime:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
-from releases.services.periodic_reviews import SWEEP_BATCH, sweep_reviews
+from releases.reviews.services.periodic_reviews import SWEEP_BATCH, sweep_reviews
 
 
 class Command(BaseCommand):

@@ -1,1 +1,0 @@
-"""REST endpoints of the releases app, one module per feature."""

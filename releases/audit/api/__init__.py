@@ -1,0 +1,1 @@
+"""API viewsets of the audit room."""

@@ -1,0 +1,1 @@
+"""Verbs that write of the audit room."""

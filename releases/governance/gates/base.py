@@ -1,0 +1,151 @@
+"""What the gates share: the result shapes, what they read, and how they cite it."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypedDict
+
+from django.urls import reverse
+from django.utils.translation import gettext as _
+
+from ledger.models import LoadTestReport, Revision
+from releases.governance.queries.rolled_back import RolledBack
+from releases.models import BlackoutWindow, Release, SignOff, Waiver
+from replay.models import Run
+
+Status = Literal["pass", "fail", "waived", "pending"]
+
+
+class EvidenceRef(TypedDict):
+    kind: str
+    id: int | str | None
+    label: str
+    url: str
+
+
+class WaiverRef(TypedDict):
+    id: int
+    granted_by: str
+    reason: str
+    expires_at: dt.datetime
+
+
+class GateResult(TypedDict):
+    key: str
+    title: str
+    status: Status
+    reason: str
+    evidence: list[EvidenceRef]
+    waiver: WaiverRef | None
+
+
+@dataclass
+class Inputs:
+    """What the gates read, loaded once."""
+
+    release: Release
+    now: dt.datetime
+    tier: str
+    reports: list[LoadTestReport]
+    runs: dict[str, Run]
+    verification: Run | None
+    # Whether the candidate's asset has its gated license terms accepted (read only then).
+    license_accepted: bool
+    windows: list[BlackoutWindow]
+    waivers: list[Waiver]
+    signoffs: list[SignOff]
+    # The rollback target was rolled back off the service, and no release put it live since.
+    target_rolled_back: RolledBack | None = None
+    # Filled while judging: what the snapshot binds to.
+    evidence_used: dict[str, LoadTestReport] = field(default_factory=dict)
+
+    @property
+    def rollback_target(self) -> Revision | None:
+        return self.release.rollback_target or self.release.from_revision
+
+
+@dataclass
+class Assessment:
+    release: Release
+    gates: list[GateResult]
+    snapshot: dict[str, Any]
+    snapshot_hash: str
+    signoffs: list[SignOffState]
+    required_roles: tuple[str, ...]
+    waivers: list[Waiver]
+    overdue: bool
+    # What it was judged from: `rejudge` judges again without reading anything.
+    inputs: Inputs | None = field(default=None, repr=False, compare=False)
+
+    def failing(self, *, but: frozenset[str] = frozenset()) -> list[GateResult]:
+        """Gates neither passed nor waived (`but` those keys)."""
+        return [g for g in self.gates if g["status"] in ("fail", "pending") and g["key"] not in but]
+
+    def gate(self, key: str) -> GateResult | None:
+        return next((g for g in self.gates if g["key"] == key), None)
+
+
+@dataclass
+class SignOffState:
+    signoff: SignOff
+    # Standing: not voided, and bound to the snapshot as it is now.
+    standing: bool
+    void_reason: str
+
+
+Verdict = tuple[Status, str, list[EvidenceRef]]
+
+
+def waiver_refusal(gate: GateResult) -> str | None:
+    """Why `gate`, as judged now, takes no waiver, or None when it may be waived: a waiver
+    is for a gate that does not pass, one at a time. The waiver verb and the release page
+    both ask it (who may waive it: `permissions.waiver_refusal`)."""
+    if gate["status"] == "pass":
+        return _("The “%(gate)s” gate passes: a waiver is for a gate that does not pass.") % {
+            "gate": _(gate["title"])
+        }
+    if gate["status"] == "waived" and gate["waiver"] is not None:
+        return (
+            f"The {gate['key']} gate is already waived until "
+            f"{gate['waiver']['expires_at']:%Y-%m-%d %H:%M %Z}; revoke that waiver first."
+        )
+    return None
+
+
+def cite(kind: str, id_: int | str | None, label: str, url: str = "") -> EvidenceRef:
+    return EvidenceRef(kind=kind, id=id_, label=label, url=url)
+
+
+def revision_ref(revision: Revision) -> EvidenceRef:
+    url = reverse(
+        "ledger:revision_detail",
+        kwargs={"slug": revision.service.slug, "number": revision.number},
+    )
+    return cite("revision", revision.pk, f"{revision.service.slug} {revision.label}", url)
+
+
+def report_ref(report: LoadTestReport) -> EvidenceRef:
+    url = reverse(
+        "ledger:loadtest_detail",
+        kwargs={
+            "slug": report.revision.service.slug,
+            "number": report.revision.number,
+            "pk": report.pk,
+        },
+    )
+    return cite("loadtest_report", report.pk, f"report #{report.pk}", url)
+
+
+def run_ref(run: Run) -> EvidenceRef:
+    return cite(
+        "replay_run",
+        run.pk,
+        f"run #{run.pk} ({run.sample_set})",
+        reverse("replay:run_detail", kwargs={"pk": run.pk}),
+    )
+
+
+def listing(items: list[str], limit: int = 5) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")

@@ -1,0 +1,1 @@
+"""Reads and verdicts of the overview room."""

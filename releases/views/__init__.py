@@ -1,1 +1,0 @@
-"""Pages that compose the three apps (the service page, home), and the releases' own."""
