@@ -21,7 +21,7 @@ from standardwebhooks import Webhook
 from config.celery import app
 from ledger import signing
 from ledger.models import Event
-from releases import tasks
+from releases.audit import tasks
 from releases.audit.records import AuditFilters
 from releases.audit.services import exports, webhooks
 from releases.governance import services
