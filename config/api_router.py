@@ -5,6 +5,7 @@ from rest_framework.routers import DefaultRouter
 
 from ledger.api import events as ledger_events
 from ledger.api import evidence as ledger_evidence
+from ledger.api import gateway as ledger_gateway
 from ledger.api import registry as ledger_registry
 from ledger.api import run_evidence as ledger_run_evidence
 from ledger.api import signing as ledger_signing
@@ -76,6 +77,21 @@ urlpatterns = [
         "revisions/<int:revision_id>/loadtests/",
         ledger_evidence.RevisionLoadTestUploadView.as_view(),
         name="revision_loadtests",
+    ),
+    path(
+        "services/<slug:slug>/gateway-policies/",
+        ledger_gateway.GatewayPoliciesView.as_view(),
+        name="service_gateway_policies",
+    ),
+    path(
+        "services/<slug:slug>/gateway-policies/<int:version>/",
+        ledger_gateway.GatewayPolicyView.as_view(),
+        name="service_gateway_policy_version",
+    ),
+    path(
+        "services/<slug:slug>/gateway-policy/",
+        ledger_gateway.GatewayPolicyInForceView.as_view(),
+        name="service_gateway_policy",
     ),
     path(
         "services/<slug:slug>/run-summaries/",

@@ -25,6 +25,7 @@ from ledger import services
 from ledger.models import (
     Capability,
     Event,
+    GatewayPolicy,
     License,
     LicenseAcceptance,
     ModelAsset,
@@ -262,6 +263,13 @@ class RuntimeAdmin(ReadOnlyAdmin):
     list_select_related = ["team"]
 
 
+@admin.register(GatewayPolicy)
+class GatewayPolicyAdmin(ReadOnlyAdmin):
+    list_display = ["service", "label", "version", "sha256", "created_at"]
+    search_fields = ["service__slug", "label"]
+    list_select_related = ["service"]
+
+
 @admin.register(Revision)
 class RevisionAdmin(ReadOnlyAdmin):
     list_display = [
@@ -276,7 +284,7 @@ class RevisionAdmin(ReadOnlyAdmin):
     ]
     list_filter = ["service__tier", "runtime__engine", ("served_at", admin.EmptyFieldListFilter)]
     search_fields = ["service__slug", "fingerprint", "model_asset__name", "runtime__name"]
-    list_select_related = ["service", "model_asset", "runtime"]
+    list_select_related = ["service", "model_asset", "runtime", "gateway_policy"]
 
 
 @admin.register(Capability)

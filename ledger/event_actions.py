@@ -22,6 +22,7 @@ ACTION_LABELS: dict[str, StrOrPromise] = {
     "capability.declared": _("Capability declared"),
     "capability.verified": _("Capability verified"),
     "capability.failed": _("Capability failed its check"),
+    "gateway_policy.created": _("Gateway policy version recorded"),
     "license.accepted": _("License terms accepted"),
     "license.created": _("License added"),
     "loadtest_report.imported": _("Load-test report imported"),

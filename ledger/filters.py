@@ -99,10 +99,14 @@ class RevisionFilter(ApiFilterSet):
     served = django_filters.BooleanFilter(
         field_name="served_at", lookup_expr="isnull", exclude=True, help_text=_("Has it been live?")
     )
+    gateway_policy_version = django_filters.CharFilter(
+        field_name="gateway_policy__label",
+        help_text=_("How revisions name a gateway policy version: v2, or gw-2026.03."),
+    )
 
     class Meta:
         model = Revision
-        fields = ["fingerprint", "model_asset", "gateway_policy_version"]
+        fields = ["fingerprint", "model_asset"]
 
 
 class CapabilityFilter(ApiFilterSet):

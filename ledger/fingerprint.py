@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from typing import TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from ledger.chain import canonical_json
 
@@ -16,10 +16,16 @@ class FingerprintComponents(TypedDict):
     image_digest: str
     launch_parameters: dict
     context_limit: int
+    gateway_policy_sha256: NotRequired[str]
 
 
-def fingerprint_components(model_asset, runtime, context_limit: int) -> FingerprintComponents:
-    return {
+def fingerprint_components(
+    model_asset: Any, runtime: Any, context_limit: int, gateway_policy: Any = None
+) -> FingerprintComponents:
+    """`gateway_policy` counts once its document is recorded (its limits shape outputs);
+    a version known by name only adds nothing, so fingerprints made before policies
+    were versioned stay what they were."""
+    components: FingerprintComponents = {
         "weights_digest": model_asset.weights_digest,
         "tokenizer_digest": model_asset.tokenizer_digest,
         "chat_template_digest": model_asset.chat_template_digest,
@@ -30,8 +36,14 @@ def fingerprint_components(model_asset, runtime, context_limit: int) -> Fingerpr
         "launch_parameters": runtime.launch_parameters,
         "context_limit": context_limit,
     }
+    if gateway_policy is not None and gateway_policy.document is not None:
+        components["gateway_policy_sha256"] = gateway_policy.sha256
+    return components
 
 
-def compute_fingerprint(model_asset, runtime, context_limit: int) -> str:
-    text = canonical_json(fingerprint_components(model_asset, runtime, context_limit))
+def compute_fingerprint(
+    model_asset: Any, runtime: Any, context_limit: int, gateway_policy: Any = None
+) -> str:
+    parts = fingerprint_components(model_asset, runtime, context_limit, gateway_policy)
+    text = canonical_json(parts)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()

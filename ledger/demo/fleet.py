@@ -13,7 +13,17 @@ from ledger import services as verbs
 from ledger.chain import NewEvent, append_events
 from ledger.demo.registry import asset_fields, image_reference
 from ledger.fingerprint import compute_fingerprint
-from ledger.models import Capability, License, ModelAsset, Revision, Runtime, Service, Team
+from ledger.gateway_policy import document_sha256
+from ledger.models import (
+    Capability,
+    GatewayPolicy,
+    License,
+    ModelAsset,
+    Revision,
+    Runtime,
+    Service,
+    Team,
+)
 from ledger.services import live_revision_changed, snapshot
 from lib.actors import Actor
 
@@ -114,6 +124,19 @@ def _seed_fleet_service(
         slo_tpot_ms=40 + index % 30,
         review_cadence_days=[30, 60, 90, 180][index % 4],
     )
+    # Each revision names its own policy, by name only (as revisions did before
+    # policies were versioned): unknown versions, one per revision.
+    policies = GatewayPolicy.objects.bulk_create(
+        GatewayPolicy(
+            service=service,
+            version=number,
+            label=f"gw-{2024 + number // 12}.{number % 12 + 1:02d}",
+            document=None,
+            sha256=document_sha256(None),
+            note="Named by a revision; its document is not recorded.",
+        )
+        for number in range(1, FLEET_REVISIONS + 1)
+    )
     revisions = Revision.objects.bulk_create(
         Revision(
             service=service,
@@ -121,7 +144,7 @@ def _seed_fleet_service(
             model_asset=assets[(index + number) % len(assets)],
             runtime=runtimes[number % len(runtimes)],
             context_limit=32768,
-            gateway_policy_version=f"gw-{2024 + number // 12}.{number % 12 + 1:02d}",
+            gateway_policy=policies[number - 1],
             fingerprint=compute_fingerprint(
                 assets[(index + number) % len(assets)], runtimes[number % len(runtimes)], 32768
             ),
@@ -149,7 +172,22 @@ def _seed_fleet_service(
 
     revision_fields = _row_fields(Revision)
     capability_fields = _row_fields(Capability)
-    events: list[NewEvent] = []
+    events: list[NewEvent] = [
+        NewEvent(
+            action="gateway_policy.created",
+            subject=policy,
+            payload={
+                "service": service.slug,
+                "version": policy.version,
+                "label": policy.label,
+                "known": False,
+                "sha256": policy.sha256,
+                "document": None,
+                "note": policy.note,
+            },
+        )
+        for policy in policies
+    ]
     live: int | None = None
     for n, revision in enumerate(revisions):
         events.append(
@@ -159,6 +197,7 @@ def _seed_fleet_service(
                 payload={
                     "after": snapshot(revision, revision_fields),
                     "fingerprint": revision.fingerprint,
+                    "gateway_policy_version": revision.gateway_policy.label,
                 },
             )
         )

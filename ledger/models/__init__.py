@@ -1,6 +1,7 @@
 from ledger.models.contacts import Contact
 from ledger.models.events import Event
 from ledger.models.evidence import LoadTestReport, LoadTestRequestData, RequestLevel
+from ledger.models.gateway import GatewayPolicy
 from ledger.models.preferences import UserPreference
 from ledger.models.registry import (
     Capability,
@@ -19,6 +20,7 @@ __all__ = [
     "Capability",
     "Contact",
     "Event",
+    "GatewayPolicy",
     "License",
     "LicenseAcceptance",
     "LoadTestReport",

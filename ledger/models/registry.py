@@ -53,7 +53,10 @@ class TaskType(models.Model):
 class ServiceQuerySet(models.QuerySet):
     def for_catalog(self) -> ServiceQuerySet:
         return self.select_related(
-            "team", "live_revision__model_asset", "live_revision__runtime"
+            "team",
+            "live_revision__model_asset",
+            "live_revision__runtime",
+            "live_revision__gateway_policy",
         ).prefetch_related("task_types")
 
 
@@ -423,7 +426,7 @@ class Runtime(ChoiceLabels, models.Model):
 class RevisionQuerySet(models.QuerySet):
     def with_parts(self) -> RevisionQuerySet:
         # The asset's license too: pages judge it (ledger.queries.license_problems).
-        return self.select_related("service", "model_asset__license", "runtime")
+        return self.select_related("service", "model_asset__license", "runtime", "gateway_policy")
 
 
 class Revision(models.Model):
@@ -436,10 +439,11 @@ class Revision(models.Model):
     context_limit = models.PositiveIntegerField(
         help_text=_("Largest prompt + output, in tokens, this revision serves.")
     )
-    gateway_policy_version = models.CharField(
-        max_length=40,
-        validators=[validate_name_token],
-        help_text=_("Version of the gateway routing/limits policy."),
+    gateway_policy = models.ForeignKey(
+        "ledger.GatewayPolicy",
+        on_delete=models.PROTECT,
+        related_name="revisions",
+        help_text=_("The version of the service's gateway policy this revision runs with."),
     )
     notes = models.TextField(blank=True)
     based_on = models.ForeignKey(
@@ -496,7 +500,7 @@ class Revision(models.Model):
                             "model_asset_id",
                             "runtime_id",
                             "context_limit",
-                            "gateway_policy_version",
+                            "gateway_policy_id",
                             "fingerprint",
                             "served_at",
                         )
@@ -512,6 +516,12 @@ class Revision(models.Model):
     @property
     def label(self) -> str:
         return f"r{self.number}"
+
+    @property
+    def gateway_policy_version(self) -> str:
+        """How the revision names its policy version (v2, or a name from before
+        policies were versioned): what forms, the API and the registry file show."""
+        return self.gateway_policy.label
 
     def lock_reasons(self) -> list[str]:
         return locks.reasons_for(self)

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from ledger.models import Capability, Revision
+from ledger.models import Capability, GatewayPolicy, Revision
 
 # `from` is a Python keyword, hence the functional form; the API returns this shape as is.
 Change = TypedDict("Change", {"field": str, "from": Any, "to": Any, "breaking": bool, "why": str})
@@ -256,8 +256,10 @@ def revision_diff(a: Revision, b: Revision) -> list[Change]:
     then by field; unchanged fields are left out.
 
     Reads each revision's model asset and runtime (load them with `with_parts()`)
-    and asks one query for the capabilities of both.
+    and asks one query for the capabilities of both, and one for their gateway
+    policies when they run with different versions not loaded yet.
     """
+    labels = _policy_labels(a, b)
     capabilities: dict[int, dict[str, Any]] = {a.pk: {}, b.pk: {}}
     rows = Capability.objects.filter(revision_id__in={a.pk, b.pk}).values_list(
         "revision_id", "kind", "value"
@@ -265,12 +267,29 @@ def revision_diff(a: Revision, b: Revision) -> list[Change]:
     for revision_id, kind, value in rows:
         capabilities[revision_id][kind] = value
     old, new = _fields(a, capabilities[a.pk]), _fields(b, capabilities[b.pk])
+    old["gateway_policy_version"] = labels[a.gateway_policy_id]
+    new["gateway_policy_version"] = labels[b.gateway_policy_id]
     changes = [
         _judge(field, old.get(field), new.get(field))
         for field in old.keys() | new.keys()
         if _comparable(old.get(field)) != _comparable(new.get(field))
     ]
     return sorted(changes, key=lambda change: (not change["breaking"], change["field"]))
+
+
+def _policy_labels(a: Revision, b: Revision) -> dict[int, str]:
+    """Each side's policy version by id. The same version on both sides is no change and
+    needs no read; otherwise what is not loaded is read in one query."""
+    field = Revision._meta.get_field("gateway_policy")
+    if a.gateway_policy_id == b.gateway_policy_id:
+        loaded = next((r for r in (a, b) if field.is_cached(r)), None)
+        return {a.gateway_policy_id: loaded.gateway_policy.label if loaded else "same"}
+    labels = {r.gateway_policy_id: r.gateway_policy.label for r in (a, b) if field.is_cached(r)}
+    missing = {a.gateway_policy_id, b.gateway_policy_id} - set(labels)
+    if missing:
+        rows = GatewayPolicy.objects.filter(pk__in=missing).values_list("pk", "label")
+        labels.update(dict(rows))
+    return labels
 
 
 def breaking_changes(changes: Iterable[Change]) -> list[Change]:
@@ -303,7 +322,6 @@ def _fields(revision: Revision, capabilities: dict[str, Any]) -> dict[str, Any]:
         "gpu_count": runtime.gpu_count,
         "gpu_memory_gb": runtime.gpu_memory_gb,
         "context_limit": revision.context_limit,
-        "gateway_policy_version": revision.gateway_policy_version,
     }
     parameters = runtime.launch_parameters if isinstance(runtime.launch_parameters, dict) else {}
     for key, value in parameters.items():

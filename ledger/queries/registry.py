@@ -115,7 +115,12 @@ class FingerprintCheck(NamedTuple):
 
 def fingerprint_check(revision: Revision) -> FingerprintCheck:
     """What the revision's fingerprint is computed from, and whether it still matches."""
-    parts = (revision.model_asset, revision.runtime, revision.context_limit)
+    parts = (
+        revision.model_asset,
+        revision.runtime,
+        revision.context_limit,
+        revision.gateway_policy,
+    )
     return FingerprintCheck(
         components=fingerprint_components(*parts),
         stale=compute_fingerprint(*parts) != revision.fingerprint,

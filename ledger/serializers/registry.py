@@ -112,6 +112,9 @@ class RevisionSummarySerializer(serializers.ModelSerializer):
         read_only=True, slug_field="name"
     )
     engine = serializers.CharField(source="runtime.engine", read_only=True)
+    gateway_policy_version = serializers.CharField(
+        read_only=True, help_text="The gateway policy version it runs with: v2, or gw-2026.03."
+    )
 
     class Meta:
         model = Revision
@@ -361,6 +364,14 @@ class RevisionSerializer(LockSerializerMixin, serializers.ModelSerializer):
     )
     runtime = serializers.SlugRelatedField(slug_field="name", queryset=Runtime.objects.all())
     engine = serializers.CharField(source="runtime.engine", read_only=True)
+    gateway_policy_version = serializers.CharField(
+        max_length=40,
+        validators=[validate_name_token],
+        help_text=(
+            "The version of the service's gateway policy it runs with (v2). Any other name "
+            "records a policy known by name only, which production gates refuse."
+        ),
+    )
     created_by: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
         read_only=True,
         allow_null=True,

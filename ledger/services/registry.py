@@ -32,6 +32,7 @@ from ledger.models import (
     TaskType,
     Team,
 )
+from ledger.services import gateway_policies
 from ledger.validators import parse_image, unpinned_image_message
 from lib.actors import Actor
 
@@ -230,9 +231,9 @@ def _task_types(slugs: Iterable[str | TaskType], *, actor: Actor) -> list[TaskTy
 
 def _refresh_fingerprints(revisions: models.QuerySet[Revision], *, actor: Actor) -> None:
     """An asset or runtime changed: the revisions built on it now have another fingerprint."""
-    for revision in revisions.select_related("model_asset", "runtime"):
+    for revision in revisions.select_related("model_asset", "runtime", "gateway_policy"):
         fingerprint = compute_fingerprint(
-            revision.model_asset, revision.runtime, revision.context_limit
+            revision.model_asset, revision.runtime, revision.context_limit, revision.gateway_policy
         )
         if fingerprint != revision.fingerprint:
             _update(
@@ -610,6 +611,7 @@ def create_revision(
     # Lock the service row so two revisions of one service never get the same number.
     service = Service.objects.select_for_update().get(pk=service.pk)
     check_revision(service, model_asset, runtime, context_limit)
+    policy = gateway_policies.policy_named(service, gateway_policy_version, actor=actor)
     number = (service.revisions.aggregate(top=Max("number"))["top"] or 0) + 1
     revision = Revision(
         service=service,
@@ -617,17 +619,17 @@ def create_revision(
         model_asset=model_asset,
         runtime=runtime,
         context_limit=context_limit,
-        gateway_policy_version=gateway_policy_version,
+        gateway_policy=policy,
         notes=notes,
         based_on=based_on,
         created_by=actor if actor is not None and actor.is_authenticated else None,
-        fingerprint=compute_fingerprint(model_asset, runtime, context_limit),
+        fingerprint=compute_fingerprint(model_asset, runtime, context_limit, policy),
     )
     return _create(
         revision,
         actor=actor,
         action="revision.created",
-        extra={"fingerprint": revision.fingerprint},
+        extra={"fingerprint": revision.fingerprint, "gateway_policy_version": policy.label},
     )
 
 
@@ -667,6 +669,11 @@ def new_revision_from(revision: Revision, *, actor: Actor, **overrides: Any) -> 
 def update_revision(revision: Revision, *, actor: Actor, **changes: Any) -> bool:
     permissions.ensure_can_edit(actor, revision.service.team)
     _guard(Revision, changes)
+    if "gateway_policy_version" in changes:
+        label = changes.pop("gateway_policy_version")
+        changes["gateway_policy"] = gateway_policies.policy_named(
+            revision.service, label, actor=actor
+        )
     _refuse_if_locked(
         revision,
         [
@@ -678,9 +685,10 @@ def update_revision(revision: Revision, *, actor: Actor, **changes: Any) -> bool
     asset = changes.get("model_asset", revision.model_asset)
     runtime = changes.get("runtime", revision.runtime)
     context_limit = changes.get("context_limit", revision.context_limit)
-    if set(changes) & {"model_asset", "runtime", "context_limit"}:
+    policy = changes.get("gateway_policy", revision.gateway_policy)
+    if set(changes) & {"model_asset", "runtime", "context_limit", "gateway_policy"}:
         check_revision(revision.service, asset, runtime, context_limit)
-        changes["fingerprint"] = compute_fingerprint(asset, runtime, context_limit)
+        changes["fingerprint"] = compute_fingerprint(asset, runtime, context_limit, policy)
     return _update(revision, changes, actor=actor, action="revision.updated")
 
 

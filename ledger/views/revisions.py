@@ -44,6 +44,7 @@ def _revision(slug: str, number: int) -> Revision:
             "service__live_revision",
             "model_asset__license",
             "runtime",
+            "gateway_policy",
             "based_on",
             "created_by",
         ),

@@ -51,6 +51,10 @@ def seed_api_data() -> dict[str, object]:
     revision = RevisionFactory(service=service)  # created by the system: created_by is null
     services.declare_capability(revision, actor=None, kind="context_length", value=8192)
     services.set_live_revision(service, revision, actor=None)
+    # v1 is the name the revision carried (no document); v2 a recorded document.
+    services.create_gateway_policy(
+        service, actor=None, document={"limits": {"max_input_tokens": 8192, "timeout_s": 60}}
+    )
     report, _ = services.import_loadtest_report(
         revision,
         actor=None,

@@ -130,6 +130,12 @@ def _detail_parameters(data: dict) -> dict[str, list[dict]]:
         "/api/services/{slug}/incident/": [{"slug": "kb-assistant"}, {"slug": "sql-agent"}],
         "/api/run-summaries/{id}/": [{"id": data["run_summary"].pk}],
         "/api/services/{slug}/run-summaries/": [{"slug": "kb-assistant"}, {"slug": "sql-agent"}],
+        "/api/services/{slug}/gateway-policies/": [{"slug": "kb-assistant"}],
+        "/api/services/{slug}/gateway-policies/{version}/": [
+            {"slug": "kb-assistant", "version": 1},
+            {"slug": "kb-assistant", "version": 2},
+        ],
+        "/api/services/{slug}/gateway-policy/": [{"slug": "kb-assistant"}],
         "/api/teams/{slug}/": [{"slug": "kb-team"}],
         "/api/exports/{id}/": [{"id": data["export"].pk}],
         "/api/webhooks/{id}/": [{"id": data["subscription"].pk}],

@@ -486,10 +486,12 @@ def test_events_filter_by_service_slug(client, auditor, team):
     response = client.get("/api/events/", {"service": "kb-assistant"})
 
     subjects = {(e["subject_type"], e["subject_id"]) for e in response.json()["results"]}
-    # The service, its revision, and the asset and runtime the revision uses.
+    # The service, its revision and the version of its gateway policy the revision
+    # named, and the asset and runtime the revision uses.
     assert subjects == {
         ("ledger.service", str(kept.service_id)),
         ("ledger.revision", str(kept.pk)),
+        ("ledger.gatewaypolicy", str(kept.gateway_policy_id)),
         ("ledger.modelasset", str(kept.model_asset_id)),
         ("ledger.runtime", str(kept.runtime_id)),
     }

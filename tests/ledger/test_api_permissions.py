@@ -117,7 +117,7 @@ WRITES: dict[str, Any] = {
             "model_asset": w.asset.pk,
             "runtime": w.runtime.name,
             "context_limit": 32768,
-            "gateway_policy_version": "gw-2",
+            "gateway_policy_version": "gw-1",
         },
         Revision,
         201,
@@ -132,7 +132,7 @@ WRITES: dict[str, Any] = {
     "new_revision_from": lambda w: (
         "post",
         f"/api/revisions/{w.revision.pk}/new-revision/",
-        {"gateway_policy_version": "gw-3"},
+        {"gateway_policy_version": "gw-1", "notes": "the same parts, again"},
         Revision,
         201,
     ),

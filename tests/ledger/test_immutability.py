@@ -220,6 +220,8 @@ def test_the_database_refuses_to_change_a_served_revision_written_around_the_ver
 def test_a_revision_that_never_served_may_still_change_in_the_database(team):
     revision = RevisionFactory(service__team=team)
 
-    Revision.objects.filter(pk=revision.pk).update(gateway_policy_version="gw-9")
+    other = services.policy_named(revision.service, "gw-9", actor=None)
+
+    Revision.objects.filter(pk=revision.pk).update(gateway_policy=other)
 
     assert Revision.objects.get(pk=revision.pk).gateway_policy_version == "gw-9"

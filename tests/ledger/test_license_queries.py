@@ -236,5 +236,6 @@ def test_events_of_a_service_are_one_query(team, django_assert_num_queries):
         "ledger.modelasset",
         "ledger.runtime",
         "ledger.revision",
+        "ledger.gatewaypolicy",  # the version the revision named, recorded with the service
     }
     assert revision.pk

@@ -45,7 +45,10 @@ EventForPage: TypeAlias = "WithAnnotations[Event, EventPageAttrs]"
 def _service_for_page(slug: str) -> Service:
     return get_object_or_404(
         Service.objects.select_related(
-            "team", "live_revision__model_asset__license", "live_revision__runtime"
+            "team",
+            "live_revision__model_asset__license",
+            "live_revision__runtime",
+            "live_revision__gateway_policy",
         ),
         slug=slug,
     )

@@ -1,0 +1,175 @@
+"""Gateway policy versions: record one (a change is a new version), and find the version
+a revision names.
+
+Each version is an Event (`gateway_policy.created`) carrying the document and its
+canonical-JSON sha256. A bad document is refused whole, every problem named by its
+JSON path: the schema's (`ledger.gateway_policy`), then the registry's (a fallback to
+a service that does not exist, a tenant the service does not list, a task type it
+does not serve).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Max
+
+from ledger import gateway_policy as policy_document
+from ledger import permissions
+from ledger.chain import append_event
+from ledger.models import GatewayPolicy, Service, TaskType
+from lib.actors import Actor
+
+__all__ = ["create_gateway_policy", "document_problems", "policy_named"]
+
+VERSION_LABEL = re.compile(r"^v(\d+)$")
+
+
+def registry_problems(service: Service, document: dict[str, Any]) -> list[str]:
+    """What only the registry can say is wrong with a well-formed document."""
+    problems = []
+    targets = {
+        f"fallbacks[{i}].to_service": f["to_service"]
+        for i, f in enumerate(document.get("fallbacks", []))
+    }
+    targets.update(
+        {
+            f"degradation.{task}.to_service": rule["to_service"]
+            for task, rule in sorted(document.get("degradation", {}).items())
+            if "to_service" in rule
+        }
+    )
+    existing = set(Service.objects.filter(slug__in=targets.values()).values_list("slug", flat=True))
+    for where, slug in targets.items():
+        if slug not in existing:
+            problems.append(f"{where}: there is no service {slug}.")
+    tenants = list(service.tenants or [])
+    for index, tenant in enumerate(document.get("tenants", [])):
+        if tenant["name"] not in tenants:
+            listed = ", ".join(tenants) or "none"
+            problems.append(
+                f"tenants[{index}].name: {tenant['name']} is not a tenant of {service.slug} "
+                f"(its tenants: {listed}); add it to the service first."
+            )
+    served = set(service.task_types.values_list("slug", flat=True))
+    known = set(TaskType.objects.values_list("slug", flat=True))
+    for task in sorted(document.get("degradation", {})):
+        if task not in known:
+            problems.append(f"degradation.{task}: {task} is not a known task type.")
+        elif task not in served:
+            problems.append(
+                f"degradation.{task}: {service.slug} does not serve {task} "
+                f"(it serves {', '.join(sorted(served)) or 'no task type yet'})."
+            )
+    return problems
+
+
+def document_problems(service: Service, document: Any) -> list[str]:
+    problems = policy_document.schema_problems(document)
+    if problems:
+        return problems
+    problems = policy_document.shape_problems(document, service_slug=service.slug)
+    return problems + registry_problems(service, document)
+
+
+def _next_version(service: Service) -> tuple[int, str]:
+    """The next number whose `v<n>` label is free (a name from before versioning may be
+    `v3` already)."""
+    top = service.gateway_policies.aggregate(top=Max("version"))["top"] or 0
+    taken = set(service.gateway_policies.values_list("label", flat=True))
+    version = top + 1
+    while f"v{version}" in taken:
+        version += 1
+    return version, f"v{version}"
+
+
+@transaction.atomic
+def create_gateway_policy(
+    service: Service, *, actor: Actor, document: Any, note: str = ""
+) -> GatewayPolicy:
+    """Record a new version of the service's gateway policy."""
+    permissions.ensure_can_edit(actor, service.team)
+    problems = document_problems(service, document)
+    if problems:
+        raise ValidationError({"document": problems})
+    # The service row is the lock: two versions of one service never share a number.
+    service = Service.objects.select_for_update().get(pk=service.pk)
+    version, label = _next_version(service)
+    return _record(service, actor=actor, version=version, label=label, document=document, note=note)
+
+
+def _record(
+    service: Service,
+    *,
+    actor: Actor,
+    version: int,
+    label: str,
+    document: dict[str, Any] | None,
+    note: str,
+) -> GatewayPolicy:
+    policy = GatewayPolicy.objects.create(
+        service=service,
+        version=version,
+        label=label,
+        document=document,
+        sha256=policy_document.document_sha256(document),
+        note=note,
+        created_by=actor if actor is not None and actor.is_authenticated else None,
+    )
+    append_event(
+        actor=actor,
+        action="gateway_policy.created",
+        subject=policy,
+        subject_label=f"{service.slug} gateway policy {label}",
+        payload={
+            "service": service.slug,
+            "version": version,
+            "label": label,
+            "known": document is not None,
+            "sha256": policy.sha256,
+            "document": document,
+            "note": note,
+        },
+    )
+    return policy
+
+
+@transaction.atomic
+def policy_named(service: Service, label: str, *, actor: Actor) -> GatewayPolicy:
+    """The version of the service's policy a revision names by `label`.
+
+    `v<n>` must exist. Any other name is a policy recorded by name only (how revisions
+    named policies before they were versioned): its first use records an unknown
+    version, which the production gate refuses until a version with a document
+    replaces it.
+    """
+    existing = GatewayPolicy.objects.filter(service=service, label=label).first()
+    if existing is not None:
+        return existing
+    if VERSION_LABEL.match(label):
+        labels = list(service.gateway_policies.order_by("version").values_list("label", flat=True))
+        have = ", ".join(labels) if labels else "no version yet"
+        raise ValidationError(
+            {
+                "gateway_policy_version": (
+                    f"{service.slug} has no gateway policy {label} (it has {have}); record "
+                    "the policy first on its gateway policy page."
+                )
+            }
+        )
+    service = Service.objects.select_for_update().get(pk=service.pk)
+    existing = GatewayPolicy.objects.filter(service=service, label=label).first()
+    if existing is not None:  # recorded while this waited for the lock
+        return existing
+    version, _ = _next_version(service)
+    return _record(
+        service,
+        actor=actor,
+        version=version,
+        label=label,
+        document=None,
+        note="Named by a revision; its document is not recorded.",
+    )
