@@ -1,0 +1,186 @@
+"""The rendered config in a real LiteLLM proxy, in front of two fake backends.
+
+One proxy start serves every test but the last, which re-renders the config after a
+promotion and restarts the proxy on it (LiteLLM re-reads its file only by restarting
+without a database). What each backend received is counted by the backend itself.
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from releases.gateway.litellm import (
+    Deployment,
+    ServiceRoute,
+    render_config,
+    render_yaml,
+    split_weights,
+)
+
+REQUESTS = 300
+# A share outside this many standard deviations of the binomial is a failure: at 300
+# requests and 20 %, a band of 60 ± 31 requests.
+SIGMAS = 4.5
+LIVE, CANDIDATE = 1, 2
+
+
+def _config(share_pct: float, backends) -> str:
+    """The gateway during a rollout of kb-assistant at ``share_pct``, and two neighbours."""
+    live, candidate = backends
+
+    def deployments(weights: dict[int, int]) -> list[Deployment]:
+        by_id = {LIVE: live, CANDIDATE: candidate}
+        return [
+            Deployment(b, by_id[b].api_base, by_id[b].served_model, None, weight)
+            for b, weight in weights.items()
+        ]
+
+    strict = {"limits": {"max_input_tokens": 64, "max_output_tokens": 32, "timeout_s": 60}}
+    routes = [
+        ServiceRoute(
+            "kb-assistant",
+            deployments(split_weights(share_pct, [LIVE], [CANDIDATE])),
+            {
+                **strict,
+                "fallbacks": [{"on": "context_window", "to_service": "kb-long"}],
+                "retries": {"num_retries": 1, "allowed_fails": 3, "cooldown_s": 5},
+            },
+        ),
+        # An aborted rollout: the candidate at 0 %.
+        ServiceRoute("kb-aborted", deployments(split_weights(0, [LIVE], [CANDIDATE])), strict),
+        ServiceRoute(
+            "kb-long",
+            deployments(split_weights(0, [LIVE], [])),
+            {"limits": {"max_input_tokens": 4096}},
+        ),
+    ]
+    return render_yaml(render_config(routes))
+
+
+def _send(gateway, model: str, n: int, content: str = "hello") -> list[int]:
+    body = {"model": model, "messages": [{"role": "user", "content": content}], "max_tokens": 4}
+    with gateway.client() as client, ThreadPoolExecutor(8) as pool:
+        responses = pool.map(lambda _: client.post("/v1/chat/completions", json=body), range(n))
+        return [response.status_code for response in responses]
+
+
+def _counts(backends) -> tuple[int, int]:
+    return backends[0].received(), backends[1].received()
+
+
+def _assert_binomial(got: int, n: int, p: float) -> None:
+    sd = math.sqrt(n * p * (1 - p))
+    assert abs(got - n * p) <= SIGMAS * sd, (
+        f"{got} of {n}, expected {n * p:.0f} ± {SIGMAS * sd:.0f}"
+    )
+
+
+@pytest.fixture
+def backends(fake_backends):
+    return fake_backends
+
+
+def _use(gateway, backends, share_pct: float) -> None:
+    """The proxy on the config of this stage, and the backends' counts from zero.
+
+    The counts are reset after the (re)start: while it starts, before /health/liveliness
+    answers, LiteLLM sends each deployment a GET /v1/models, which the fakes record too.
+    """
+    gateway.use(_config(share_pct, backends))
+    for backend in backends:
+        backend.reset()
+
+
+def test_each_backend_gets_the_share_of_its_stage_weight(litellm_gateway, backends):
+    _use(litellm_gateway, backends, 20)
+
+    codes = _send(litellm_gateway, "kb-assistant", REQUESTS)
+
+    assert codes == [200] * REQUESTS
+    live, candidate = _counts(backends)
+    assert live + candidate == REQUESTS
+    assert live > 0 and candidate > 0
+    _assert_binomial(candidate, REQUESTS, 0.20)
+
+
+def test_the_running_gateway_reports_the_deployments_and_weights_rendered(
+    litellm_gateway, backends
+):
+    _use(litellm_gateway, backends, 20)
+
+    with litellm_gateway.client() as client:
+        data = client.get("/model/info").json()["data"]
+
+    seen = {
+        entry["model_info"]["id"]: (
+            entry["litellm_params"].get("weight"),
+            entry["model_info"].get("max_input_tokens"),
+        )
+        for entry in data
+    }
+    assert seen == {
+        "kb-assistant-backend-1": (8000, 64),
+        "kb-assistant-backend-2": (2000, 64),
+        "kb-aborted-backend-1": (10000, 64),
+        "kb-long-backend-1": (10000, 4096),
+    }
+
+
+def test_a_candidate_at_zero_percent_gets_nothing(litellm_gateway, backends):
+    _use(litellm_gateway, backends, 20)
+
+    codes = _send(litellm_gateway, "kb-aborted", 100)
+
+    assert codes == [200] * 100
+    assert _counts(backends) == (100, 0)
+
+
+def test_a_request_over_max_input_tokens_is_refused_by_the_proxy(litellm_gateway, backends):
+    _use(litellm_gateway, backends, 20)
+
+    with litellm_gateway.client() as client:
+        response = client.post(
+            "/v1/chat/completions",
+            json={"model": "kb-aborted", "messages": [{"role": "user", "content": "word " * 300}]},
+        )
+
+    assert response.status_code == 400
+    assert "ContextWindowExceededError" in response.text
+    assert _counts(backends) == (0, 0)  # refused before any backend saw it
+
+
+def test_an_over_long_request_goes_to_the_context_window_fallback(litellm_gateway, backends):
+    _use(litellm_gateway, backends, 20)
+
+    with litellm_gateway.client() as client:
+        response = client.post(
+            "/v1/chat/completions",
+            json={
+                "model": "kb-assistant",
+                "messages": [{"role": "user", "content": "word " * 300}],
+            },
+        )
+
+    assert response.status_code == 200
+    assert response.headers.get("x-litellm-model-group") in (None, "kb-long")
+    assert _counts(backends) == (1, 0)  # kb-long is served by the live backend only
+
+
+def test_a_promotion_rerendered_moves_the_share(litellm_gateway, backends):
+    """Last: it restarts the proxy on a new config (every test above asks for its own)."""
+    _use(litellm_gateway, backends, 20)
+    before = _send(litellm_gateway, "kb-assistant", REQUESTS)
+    _, candidate_before = _counts(backends)
+
+    _use(litellm_gateway, backends, 80)
+    after = _send(litellm_gateway, "kb-assistant", REQUESTS)
+
+    assert before == after == [200] * REQUESTS
+    live, candidate = _counts(backends)
+    assert live + candidate == REQUESTS
+    _assert_binomial(candidate, REQUESTS, 0.80)
+    _assert_binomial(candidate_before, REQUESTS, 0.20)
+    assert candidate > candidate_before
