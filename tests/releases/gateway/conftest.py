@@ -6,8 +6,13 @@ import contextlib
 
 import pytest
 
-from tests.support.fake_openai import fake_openai_process
+from tests.support.fake_openai import FakeOpenAI, ServerConfig, fake_openai_process
 from tests.support.litellm_proxy import FakeBackend, LiteLLMProxy
+
+# A backend that wants a key: the proxy gets it from its environment, the config only
+# names the variable.
+KEYED_ENV = "KB_KEYED_BACKEND_KEY"
+KEYED_SECRET = "sk-backend-secret-for-tests"
 
 
 @pytest.fixture(scope="session")
@@ -23,9 +28,16 @@ def fake_backends():
 
 
 @pytest.fixture(scope="session")
+def keyed_backend():
+    """A fake server (in a thread: it takes few requests) that answers 401 without its key."""
+    with FakeOpenAI(ServerConfig(model="served-keyed", api_key=KEYED_SECRET)) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def litellm_gateway(tmp_path_factory):
     """The proxy; a test gives it its config with ``use`` (a restart only when it changed)."""
-    proxy = LiteLLMProxy(tmp_path_factory.mktemp("litellm"))
+    proxy = LiteLLMProxy(tmp_path_factory.mktemp("litellm"), env={KEYED_ENV: KEYED_SECRET})
     yield proxy
     proxy.stop()
 

@@ -15,10 +15,12 @@ import pytest
 from releases.gateway.litellm import (
     Deployment,
     ServiceRoute,
+    config_sha256,
     render_config,
     render_yaml,
     split_weights,
 )
+from tests.releases.gateway.conftest import KEYED_ENV, KEYED_SECRET
 
 REQUESTS = 300
 # A share outside this many standard deviations of the binomial is a failure: at 300
@@ -27,8 +29,8 @@ SIGMAS = 4.5
 LIVE, CANDIDATE = 1, 2
 
 
-def _config(share_pct: float, backends) -> str:
-    """The gateway during a rollout of kb-assistant at ``share_pct``, and two neighbours."""
+def _config(share_pct: float, backends, keyed) -> str:
+    """The gateway during a rollout of kb-assistant at ``share_pct``, and its neighbours."""
     live, candidate = backends
 
     def deployments(weights: dict[int, int]) -> list[Deployment]:
@@ -55,6 +57,11 @@ def _config(share_pct: float, backends) -> str:
             "kb-long",
             deployments(split_weights(0, [LIVE], [])),
             {"limits": {"max_input_tokens": 4096}},
+        ),
+        ServiceRoute(
+            "kb-keyed",
+            [Deployment(3, f"{keyed.base_url}/v1", "served-keyed", KEYED_ENV, 1)],
+            None,
         ),
     ]
     return render_yaml(render_config(routes))
@@ -83,19 +90,25 @@ def backends(fake_backends):
     return fake_backends
 
 
-def _use(gateway, backends, share_pct: float) -> None:
+@pytest.fixture
+def stage(litellm_gateway, fake_backends, keyed_backend):
+    """``stage(share_pct)``: the proxy on the config of that stage, counts from zero."""
+    return lambda share_pct: _use(litellm_gateway, fake_backends, keyed_backend, share_pct)
+
+
+def _use(gateway, backends, keyed, share_pct: float) -> None:
     """The proxy on the config of this stage, and the backends' counts from zero.
 
     The counts are reset after the (re)start: while it starts, before /health/liveliness
     answers, LiteLLM sends each deployment a GET /v1/models, which the fakes record too.
     """
-    gateway.use(_config(share_pct, backends))
+    gateway.use(_config(share_pct, backends, keyed))
     for backend in backends:
         backend.reset()
 
 
-def test_each_backend_gets_the_share_of_its_stage_weight(litellm_gateway, backends):
-    _use(litellm_gateway, backends, 20)
+def test_each_backend_gets_the_share_of_its_stage_weight(litellm_gateway, backends, stage):
+    stage(20)
 
     codes = _send(litellm_gateway, "kb-assistant", REQUESTS)
 
@@ -106,10 +119,8 @@ def test_each_backend_gets_the_share_of_its_stage_weight(litellm_gateway, backen
     _assert_binomial(candidate, REQUESTS, 0.20)
 
 
-def test_the_running_gateway_reports_the_deployments_and_weights_rendered(
-    litellm_gateway, backends
-):
-    _use(litellm_gateway, backends, 20)
+def test_the_running_gateway_reports_the_deployments_and_weights_rendered(litellm_gateway, stage):
+    stage(20)
 
     with litellm_gateway.client() as client:
         data = client.get("/model/info").json()["data"]
@@ -126,11 +137,14 @@ def test_the_running_gateway_reports_the_deployments_and_weights_rendered(
         "kb-assistant-backend-2": (2000, 64),
         "kb-aborted-backend-1": (10000, 64),
         "kb-long-backend-1": (10000, 4096),
+        # No limit in its policy: LiteLLM asked the backend (GET /v1/models at start) and
+        # took the fake vLLM's max_model_len. A drift check must expect that, not None.
+        "kb-keyed-backend-3": (1, 4096),
     }
 
 
-def test_a_candidate_at_zero_percent_gets_nothing(litellm_gateway, backends):
-    _use(litellm_gateway, backends, 20)
+def test_a_candidate_at_zero_percent_gets_nothing(litellm_gateway, backends, stage):
+    stage(20)
 
     codes = _send(litellm_gateway, "kb-aborted", 100)
 
@@ -138,8 +152,8 @@ def test_a_candidate_at_zero_percent_gets_nothing(litellm_gateway, backends):
     assert _counts(backends) == (100, 0)
 
 
-def test_a_request_over_max_input_tokens_is_refused_by_the_proxy(litellm_gateway, backends):
-    _use(litellm_gateway, backends, 20)
+def test_a_request_over_max_input_tokens_is_refused_by_the_proxy(litellm_gateway, backends, stage):
+    stage(20)
 
     with litellm_gateway.client() as client:
         response = client.post(
@@ -152,8 +166,8 @@ def test_a_request_over_max_input_tokens_is_refused_by_the_proxy(litellm_gateway
     assert _counts(backends) == (0, 0)  # refused before any backend saw it
 
 
-def test_an_over_long_request_goes_to_the_context_window_fallback(litellm_gateway, backends):
-    _use(litellm_gateway, backends, 20)
+def test_an_over_long_request_goes_to_the_context_window_fallback(litellm_gateway, backends, stage):
+    stage(20)
 
     with litellm_gateway.client() as client:
         response = client.post(
@@ -170,13 +184,32 @@ def test_an_over_long_request_goes_to_the_context_window_fallback(litellm_gatewa
     assert _counts(backends) == (1, 0)  # kb-long is served by the live backend only
 
 
-def test_a_promotion_rerendered_moves_the_share(litellm_gateway, backends):
+def test_a_backends_key_comes_from_the_proxys_environment_never_the_config(
+    litellm_gateway, stage, keyed_backend
+):
+    stage(20)
+    keyed_backend.handler.requests.clear()
+
+    codes = _send(litellm_gateway, "kb-keyed", 3)
+
+    assert codes == [200] * 3
+    assert [r.headers["authorization"] for r in keyed_backend.chat_requests] == [
+        f"Bearer {KEYED_SECRET}"
+    ] * 3
+    assert KEYED_SECRET not in litellm_gateway.config_text
+    assert f"api_key: os.environ/{KEYED_ENV}" in litellm_gateway.config_text
+    assert config_sha256(litellm_gateway.config_text) == config_sha256(
+        (litellm_gateway.folder / "config.yaml").read_text()
+    )
+
+
+def test_a_promotion_rerendered_moves_the_share(litellm_gateway, backends, stage):
     """Last: it restarts the proxy on a new config (every test above asks for its own)."""
-    _use(litellm_gateway, backends, 20)
+    stage(20)
     before = _send(litellm_gateway, "kb-assistant", REQUESTS)
     _, candidate_before = _counts(backends)
 
-    _use(litellm_gateway, backends, 80)
+    stage(80)
     after = _send(litellm_gateway, "kb-assistant", REQUESTS)
 
     assert before == after == [200] * REQUESTS
