@@ -40,7 +40,16 @@ def _config(share_pct: float, backends, keyed) -> str:
             for b, weight in weights.items()
         ]
 
-    strict = {"limits": {"max_input_tokens": 64, "max_output_tokens": 32, "timeout_s": 60}}
+    # Every limit of the policy, so the proxy is seen to accept each rendered field.
+    strict = {
+        "limits": {
+            "max_input_tokens": 64,
+            "max_output_tokens": 32,
+            "timeout_s": 60,
+            "stream_timeout_s": 30,
+            "max_parallel_requests": 64,
+        }
+    }
     routes = [
         ServiceRoute(
             "kb-assistant",
@@ -57,6 +66,12 @@ def _config(share_pct: float, backends, keyed) -> str:
             "kb-long",
             deployments(split_weights(0, [LIVE], [])),
             {"limits": {"max_input_tokens": 4096}},
+        ),
+        # Two requests at a time per backend, no retry to hide a refusal.
+        ServiceRoute(
+            "kb-narrow",
+            deployments(split_weights(0, [LIVE], [])),
+            {"limits": {"max_parallel_requests": 2}, "retries": {"num_retries": 0}},
         ),
         ServiceRoute(
             "kb-keyed",
@@ -83,6 +98,15 @@ def _assert_binomial(got: int, n: int, p: float) -> None:
     assert abs(got - n * p) <= SIGMAS * sd, (
         f"{got} of {n}, expected {n * p:.0f} ± {SIGMAS * sd:.0f}"
     )
+
+
+@pytest.mark.parametrize(("got", "p"), [(150, 0.2), (30, 0.8), (0, 0.2), (95, 0.2)])
+def test_the_share_check_fails_on_a_share_the_weights_would_not_give(got, p):
+    """No proxy: the band is narrow enough that an even split, or the weights swapped,
+    would fail the real tests below (60 ± 31 of 300 at 20 %)."""
+    with pytest.raises(AssertionError):
+        _assert_binomial(got, REQUESTS, p)
+    _assert_binomial(round(REQUESTS * p), REQUESTS, p)
 
 
 @pytest.fixture
@@ -137,6 +161,7 @@ def test_the_running_gateway_reports_the_deployments_and_weights_rendered(litell
         "kb-assistant-backend-2": (2000, 64),
         "kb-aborted-backend-1": (10000, 64),
         "kb-long-backend-1": (10000, 4096),
+        "kb-narrow-backend-1": (10000, 4096),
         # No limit in its policy: LiteLLM asked the backend (GET /v1/models at start) and
         # took the fake vLLM's max_model_len. A drift check must expect that, not None.
         "kb-keyed-backend-3": (1, 4096),
@@ -182,6 +207,19 @@ def test_an_over_long_request_goes_to_the_context_window_fallback(litellm_gatewa
     # The proxy names the deployment that answered by the model_info.id the ledger gave it.
     assert response.headers["x-litellm-model-id"] == "kb-long-backend-1"
     assert _counts(backends) == (1, 0)  # kb-long is served by the live backend only
+
+
+def test_a_backend_at_its_max_parallel_requests_refuses_more_with_429(
+    litellm_gateway, backends, stage
+):
+    stage(20)
+
+    # Each answer takes 1.5 s at the backend (the fake's directive), six at once.
+    codes = _send(litellm_gateway, "kb-narrow", 6, content="fake: ttft_ms=1500")
+
+    assert sorted(set(codes)) == [200, 429], codes
+    assert codes.count(200) >= 2
+    assert _counts(backends) == (codes.count(200), 0)
 
 
 def test_a_backends_key_comes_from_the_proxys_environment_never_the_config(
