@@ -9,11 +9,14 @@ PIP_INSTALL := $(PY) -m pip install --quiet --disable-pip-version-check -c requi
 # translation tools (everything else). The second covers the first.
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_TEST := $(VENV)/.installed-test
+# The LiteLLM proxy of the gateway tests, in its own virtualenv (its pins fight the app's).
+GATEWAY_VENV := .venv-litellm
+STAMP_GATEWAY := $(GATEWAY_VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_WORKERS ?= 2
 
-.PHONY: run test install install-run services chromium lint format bench coverage clean plotly-css messages
+.PHONY: run test install install-run install-gateway services chromium lint format bench coverage clean plotly-css messages
 
 # Everything: the app, and the tools of the tests, lint and the translation catalog.
 install: $(STAMP_TEST)
@@ -30,6 +33,14 @@ $(STAMP_TEST): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP_INSTALL) -e ".[test]"
 	touch $(STAMP_RUN) $(STAMP_TEST)
+
+# LiteLLM for the real-gateway tests: not needed to run the app, so `make run` skips it.
+install-gateway: $(STAMP_GATEWAY)
+
+$(STAMP_GATEWAY): requirements-gateway.txt requirements-gateway.lock
+	test -x $(GATEWAY_VENV)/bin/python || $(PYTHON) -m venv $(GATEWAY_VENV)
+	$(GATEWAY_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-gateway.txt -c requirements-gateway.lock
+	touch $(STAMP_GATEWAY)
 
 # plotly.js's run-time CSS as a static file under the id it checks (the pages'
 # Content-Security-Policy refuses the <style> elements it would inject). The pages
@@ -56,13 +67,13 @@ chromium:
 	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
 # mypy's Django plugin loads config.settings, which accept the development key only with DEBUG.
-test: install services chromium
+test: install install-gateway services chromium
 	$(VENV)/bin/ruff check .
 	DEBUG=true $(VENV)/bin/mypy
 	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # Line coverage of each app over the whole suite (not part of make test: it is slower).
-coverage: install services chromium
+coverage: install install-gateway services chromium
 	rm -f .coverage .coverage.*
 	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --cov --cov-report= $(PYTEST_ARGS)
 	$(VENV)/bin/coverage combine --quiet || true
@@ -81,4 +92,4 @@ format: install
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf $(VENV) var staticfiles .pytest-artifacts .mypy_cache
+	rm -rf $(VENV) $(GATEWAY_VENV) var staticfiles .pytest-artifacts .mypy_cache

@@ -25,7 +25,8 @@ def planned(target: str, venv: Path) -> list[str]:
     # sub-make then prints "Entering/Leaving directory": plan as a make of its own.
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
     result = subprocess.run(
-        ["make", "--no-print-directory", "-n", target, f"VENV={venv}"],
+        # The gateway's own virtualenv beside the scratch one: a clean clone has neither.
+        ["make", "--no-print-directory", "-n", target, f"VENV={venv}", f"GATEWAY_VENV={venv}-gw"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -36,7 +37,12 @@ def planned(target: str, venv: Path) -> list[str]:
 
 
 def installs(lines: list[str]) -> list[str]:
-    return [line for line in lines if "pip install" in line]
+    """The app's installs (the gateway's virtualenv is `gateway_installs`)."""
+    return [line for line in lines if "pip install" in line and "requirements-gateway" not in line]
+
+
+def gateway_installs(lines: list[str]) -> list[str]:
+    return [line for line in lines if "pip install" in line and "requirements-gateway" in line]
 
 
 def test_make_run_from_a_clean_clone_installs_the_app_without_the_test_extras(tmp_path):
@@ -54,6 +60,17 @@ def test_the_targets_using_the_tools_install_the_test_extras(tmp_path, target):
     (install,) = installs(planned(target, tmp_path / "venv"))
 
     assert install.endswith(' -e ".[test]"')
+
+
+def test_make_test_installs_litellm_in_its_own_virtualenv_and_make_run_does_not(tmp_path):
+    venv = tmp_path / "venv"
+
+    (install,) = gateway_installs(planned("test", venv))
+    assert install.startswith(f"{venv}-gw/bin/python -m pip install")
+    assert install.endswith("-r requirements-gateway.txt -c requirements-gateway.lock")
+    assert gateway_installs(planned("run", venv)) == []
+    assert "litellm[proxy]==1.108.7" in (ROOT / "requirements-gateway.txt").read_text()
+    assert "litellm==1.108.7" in (ROOT / "requirements-gateway.lock").read_text().splitlines()
 
 
 def test_after_make_test_make_run_installs_nothing_more(tmp_path):

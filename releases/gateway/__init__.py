@@ -1,0 +1,1 @@
+"""The gateway room: what the LLM gateway should be doing, rendered for LiteLLM."""
