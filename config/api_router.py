@@ -10,6 +10,7 @@ from ledger.api import registry as ledger_registry
 from ledger.api import run_evidence as ledger_run_evidence
 from ledger.api import signing as ledger_signing
 from releases.audit.api import exports as releases_exports
+from releases.gateway import api as releases_gateway
 from releases.governance.api import incident as releases_incident
 from releases.governance.api import releases as releases_api
 from releases.governance.api import rollbacks as releases_rollbacks
@@ -92,6 +93,12 @@ urlpatterns = [
         "services/<slug:slug>/gateway-policy/",
         ledger_gateway.GatewayPolicyInForceView.as_view(),
         name="service_gateway_policy",
+    ),
+    path("gateway/litellm/", releases_gateway.GatewayConfigView.as_view(), name="gateway_litellm"),
+    path(
+        "services/<slug:slug>/gateway/litellm/",
+        releases_gateway.ServiceGatewayConfigView.as_view(),
+        name="service_gateway_litellm",
     ),
     path(
         "services/<slug:slug>/run-summaries/",

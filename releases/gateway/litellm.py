@@ -49,7 +49,8 @@ pins), in its installed source (paths under ``litellm/``) and its documentation:
   ``litellm/router_utils/cooldown_handlers.py``; its docstring says ``allowed_fails``
   belongs in ``model_info`` because ``litellm_params`` is copied into the provider call).
 - ``router_settings``: ``routing_strategy: simple-shuffle``, ``enable_pre_call_checks``,
-  ``fallbacks`` and ``context_window_fallbacks`` (``Router.__init__`` arguments; docs
+  ``fallbacks``, ``context_window_fallbacks`` and ``content_policy_fallbacks``
+  (``Router.__init__`` arguments; docs
   ``router/api_reference/configuration``, ``proxy/reliability``), both as LiteLLM's list
   of single-key dicts, ``[{"kb-assistant": ["kb-long"]}]``.
 - ``general_settings.master_key = os.environ/LITELLM_MASTER_KEY`` (docs
@@ -82,7 +83,11 @@ WEIGHT_TOTAL = 10_000
 BUDGET_CURRENCY = "USD"
 
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
-_FALLBACK_KEYS = {"error": "fallbacks", "context_window": "context_window_fallbacks"}
+_FALLBACK_KEYS = {
+    "error": "fallbacks",
+    "context_window": "context_window_fallbacks",
+    "content_policy": "content_policy_fallbacks",
+}
 
 
 class Limits(TypedDict, total=False):
@@ -225,6 +230,7 @@ def render_config(routes: Iterable[ServiceRoute]) -> dict[str, Any]:
     fallbacks: dict[str, list[dict[str, list[str]]]] = {
         "fallbacks": [],
         "context_window_fallbacks": [],
+        "content_policy_fallbacks": [],
     }
     for route in ordered:
         policy: GatewayPolicy = route.policy or {}  # type: ignore[assignment]

@@ -136,6 +136,7 @@ def _detail_parameters(data: dict) -> dict[str, list[dict]]:
             {"slug": "kb-assistant", "version": 2},
         ],
         "/api/services/{slug}/gateway-policy/": [{"slug": "kb-assistant"}],
+        "/api/services/{slug}/gateway/litellm/": [{"slug": "kb-assistant"}],
         "/api/teams/{slug}/": [{"slug": "kb-team"}],
         "/api/exports/{id}/": [{"id": data["export"].pk}],
         "/api/webhooks/{id}/": [{"id": data["subscription"].pk}],

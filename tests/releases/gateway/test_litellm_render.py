@@ -101,6 +101,7 @@ def test_every_policy_limit_lands_on_each_deployment_under_litellms_name():
         "enable_pre_call_checks": True,
         "fallbacks": [{"kb-assistant": ["support-faq"]}],
         "context_window_fallbacks": [{"kb-assistant": ["kb-long"]}],
+        "content_policy_fallbacks": [],
     }
     assert config["general_settings"] == {"master_key": "os.environ/LITELLM_MASTER_KEY"}
     # Nothing LiteLLM does not document under these sections.
@@ -214,6 +215,16 @@ def test_fallbacks_of_several_services_use_litellms_list_of_single_key_dicts():
         {"support-faq": ["kb-lite"]},
     ]
     assert settings["context_window_fallbacks"] == [{"kb-assistant": ["kb-long"]}]
+
+
+def test_a_content_policy_fallback_is_litellms_content_policy_fallbacks():
+    policy = {"fallbacks": [{"on": "content_policy", "to_service": "kb-strict"}]}
+    route = ServiceRoute("kb-assistant", [_deployment(1, 1)], policy)
+
+    settings = render_config([route])["router_settings"]
+
+    assert settings["content_policy_fallbacks"] == [{"kb-assistant": ["kb-strict"]}]
+    assert settings["fallbacks"] == settings["context_window_fallbacks"] == []
 
 
 @pytest.mark.parametrize(
