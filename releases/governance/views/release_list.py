@@ -31,7 +31,7 @@ def release_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     context = {
         "filter": releases,
         "page": page,
-        "filtered": any(request.GET.get(name) for name in releases.governance.filters),
+        "filtered": any(request.GET.get(name) for name in releases.filters),
         "fileable": list(
             Service.objects.filter(team__in=editable_teams(request.user))
             .order_by("slug")
