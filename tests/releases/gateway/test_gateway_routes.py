@@ -209,3 +209,35 @@ def test_the_window_of_a_stage_does_not_matter_only_its_state(world, release, ow
     roll_out(release, owner, signers)
     with time_machine.travel(timezone.now() + dt.timedelta(days=3)):
         assert weights()["kb-assistant-canary"] == 500
+
+
+def test_render_gateway_writes_the_file_once_and_says_when_it_is_unchanged(
+    world, release, owner, signers, tmp_path
+):
+    import io
+
+    from django.core.management import call_command
+
+    target = tmp_path / "litellm" / "config.yaml"
+    out = io.StringIO()
+    call_command("render_gateway", output=str(target), stdout=out)
+    first = target.read_text()
+    call_command("render_gateway", output=str(target), stdout=out)
+    roll_out(release, owner, signers)
+    call_command("render_gateway", output=str(target), stdout=out)
+
+    lines = out.getvalue().splitlines()
+    assert [line.split()[0] for line in lines] == ["written", "unchanged", "written"]
+    assert lines[0].split()[-1] == litellm.config_sha256(first)
+    assert lines[2].split()[-1] == litellm.config_sha256(target.read_text())
+    assert yaml.safe_load(target.read_text())["model_list"][1]["litellm_params"]["weight"] == 500
+
+
+def test_render_gateway_names_an_unwritable_output(world, tmp_path):
+    from django.core.management import CommandError, call_command
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+
+    with pytest.raises(CommandError, match=r"--output .*file/config.yaml"):
+        call_command("render_gateway", output=str(blocker / "config.yaml"))
