@@ -80,7 +80,7 @@ coverage: install install-gateway services chromium
 	@for app in lib ledger replay releases; do \
 		printf '%-9s %s%%\n' $$app "$$($(VENV)/bin/coverage report --include="$$app/*" --format=total)"; \
 	done
-	$(VENV)/bin/coverage report --include='releases/*' --show-missing | head -n 40
+	$(VENV)/bin/coverage report --include='releases/*' --show-missing
 
 lint: install
 	$(VENV)/bin/ruff check .
