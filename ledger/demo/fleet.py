@@ -24,7 +24,7 @@ from ledger.models import (
     Service,
     Team,
 )
-from ledger.services import live_revision_changed, snapshot
+from ledger.services import created_payload, live_revision_changed, snapshot
 from lib.actors import Actor
 
 FLEET_TEAM = "fleet"
@@ -176,15 +176,7 @@ def _seed_fleet_service(
         NewEvent(
             action="gateway_policy.created",
             subject=policy,
-            payload={
-                "service": service.slug,
-                "version": policy.version,
-                "label": policy.label,
-                "known": False,
-                "sha256": policy.sha256,
-                "document": None,
-                "note": policy.note,
-            },
+            payload=created_payload(policy),
         )
         for policy in policies
     ]

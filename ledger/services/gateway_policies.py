@@ -23,7 +23,7 @@ from ledger.chain import append_event
 from ledger.models import GatewayPolicy, Service, TaskType
 from lib.actors import Actor
 
-__all__ = ["create_gateway_policy", "document_problems", "policy_named"]
+__all__ = ["create_gateway_policy", "created_payload", "document_problems", "policy_named"]
 
 VERSION_LABEL = re.compile(r"^v(\d+)$")
 
@@ -124,17 +124,22 @@ def _record(
         action="gateway_policy.created",
         subject=policy,
         subject_label=f"{service.slug} gateway policy {label}",
-        payload={
-            "service": service.slug,
-            "version": version,
-            "label": label,
-            "known": document is not None,
-            "sha256": policy.sha256,
-            "document": document,
-            "note": note,
-        },
+        payload=created_payload(policy),
     )
     return policy
+
+
+def created_payload(policy: GatewayPolicy) -> dict[str, Any]:
+    """What the `gateway_policy.created` Event of a version says."""
+    return {
+        "service": policy.service.slug,
+        "version": policy.version,
+        "label": policy.label,
+        "known": policy.known,
+        "sha256": policy.sha256,
+        "document": policy.document,
+        "note": policy.note,
+    }
 
 
 @transaction.atomic
@@ -160,6 +165,7 @@ def policy_named(service: Service, label: str, *, actor: Actor) -> GatewayPolicy
                 )
             }
         )
+    permissions.ensure_can_edit(actor, service.team)
     service = Service.objects.select_for_update().get(pk=service.pk)
     existing = GatewayPolicy.objects.filter(service=service, label=label).first()
     if existing is not None:  # recorded while this waited for the lock

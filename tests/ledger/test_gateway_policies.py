@@ -300,3 +300,11 @@ def test_the_version_in_force_is_the_live_revisions(client, kb, owner, auditor):
         "sha256": document_sha256(full_document()),
         "document": full_document(),
     }
+
+
+def test_naming_a_new_policy_records_it_only_for_the_team(kb, sre):
+    from django.core.exceptions import PermissionDenied
+
+    with pytest.raises(PermissionDenied):
+        services.policy_named(kb, "gw-8", actor=sre)
+    assert not GatewayPolicy.objects.filter(label="gw-8").exists()
