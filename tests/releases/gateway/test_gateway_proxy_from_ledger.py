@@ -62,19 +62,3 @@ def test_a_rollout_rendered_by_the_ledger_moves_real_traffic(
     _assert_binomial(at_five[1], REQUESTS, 0.05)
     _assert_binomial(at_twenty_five[1], REQUESTS, 0.25)
     assert at_twenty_five[1] > at_five[1]
-
-
-def test_an_abort_rendered_by_the_ledger_sends_the_candidate_nothing(
-    world, release, owner, signers, sre, fake_backends, litellm_gateway
-):
-    live_fake, candidate_fake = fake_backends
-    _serve_from(world.live_backend, live_fake)
-    _serve_from(world.candidate_backend, candidate_fake)
-    roll_out(release, owner, signers)
-    services.abort_release(release, actor=sre, reason="p95 TTFT doubled")
-
-    _route_through(litellm_gateway, fake_backends)
-    codes = _send(litellm_gateway, "kb-assistant", 100)
-
-    assert codes == [200] * 100
-    assert _counts(fake_backends) == (100, 0)

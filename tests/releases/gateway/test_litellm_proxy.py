@@ -1,8 +1,9 @@
 """The rendered config in a real LiteLLM proxy, in front of two fake backends.
 
-One proxy start serves every test but the last, which re-renders the config after a
-promotion and restarts the proxy on it (LiteLLM re-reads its file only by restarting
-without a database). What each backend received is counted by the backend itself.
+One proxy start serves every test here; `test_gateway_proxy_from_ledger.py` renders the
+config from the database and restarts the proxy on a promotion (LiteLLM re-reads its
+file only by restarting without a database). What each backend received is counted by
+the backend itself.
 """
 
 from __future__ import annotations
@@ -242,20 +243,3 @@ def test_a_backends_key_comes_from_the_proxys_environment_never_the_config(
     assert config_sha256(litellm_gateway.config_text) == config_sha256(
         (litellm_gateway.folder / "config.yaml").read_text()
     )
-
-
-def test_a_promotion_rerendered_moves_the_share(litellm_gateway, backends, stage):
-    """Last: it restarts the proxy on a new config (every test above asks for its own)."""
-    stage(20)
-    before = _send(litellm_gateway, "kb-assistant", REQUESTS)
-    _, candidate_before = _counts(backends)
-
-    stage(80)
-    after = _send(litellm_gateway, "kb-assistant", REQUESTS)
-
-    assert before == after == [200] * REQUESTS
-    live, candidate = _counts(backends)
-    assert live + candidate == REQUESTS
-    _assert_binomial(candidate, REQUESTS, 0.80)
-    _assert_binomial(candidate_before, REQUESTS, 0.20)
-    assert candidate > candidate_before
