@@ -14,7 +14,7 @@ GATEWAY_VENV := .venv-litellm
 STAMP_GATEWAY := $(GATEWAY_VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
-PYTEST_WORKERS ?= 2
+PYTEST_WORKERS ?= 3
 
 .PHONY: run test install install-run install-gateway services chromium lint format bench coverage clean plotly-css messages
 
@@ -70,12 +70,12 @@ chromium:
 test: install install-gateway services chromium
 	$(VENV)/bin/ruff check .
 	DEBUG=true $(VENV)/bin/mypy
-	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # Line coverage of each app over the whole suite (not part of make test: it is slower).
 coverage: install install-gateway services chromium
 	rm -f .coverage .coverage.*
-	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadgroup --cov --cov-report= $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --cov --cov-report= $(PYTEST_ARGS)
 	$(VENV)/bin/coverage combine --quiet || true
 	@for app in lib ledger replay releases; do \
 		printf '%-9s %s%%\n' $$app "$$($(VENV)/bin/coverage report --include="$$app/*" --format=total)"; \

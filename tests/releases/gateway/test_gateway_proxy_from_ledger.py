@@ -17,7 +17,7 @@ from replay.models import Backend
 from tests.releases.factories import observe, roll_out
 from tests.releases.gateway.test_litellm_proxy import _assert_binomial, _counts, _send
 
-pytestmark = [pytest.mark.django_db, pytest.mark.xdist_group("litellm")]
+pytestmark = pytest.mark.django_db
 
 REQUESTS = 300
 GOOD = {"requests": 1200, "ttft_p95_ms": 640, "error_rate_pct": 0.2, "json_valid_pct": 99.5}

@@ -23,9 +23,6 @@ from releases.gateway.litellm import (
 )
 from tests.releases.gateway.conftest import KEYED_ENV, KEYED_SECRET
 
-# One proxy per session: these tests (and the ledger-rendered ones) run on one worker.
-pytestmark = pytest.mark.xdist_group("litellm")
-
 REQUESTS = 300
 # A share outside this many standard deviations of the binomial is a failure: at 300
 # requests and 20 %, a band of 60 ± 31 requests.
