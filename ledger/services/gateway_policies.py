@@ -21,11 +21,13 @@ from ledger import gateway_policy as policy_document
 from ledger import permissions
 from ledger.chain import append_event
 from ledger.models import GatewayPolicy, Service, TaskType
+from ledger.validators import validate_name_token
 from lib.actors import Actor
 
 __all__ = ["create_gateway_policy", "created_payload", "document_problems", "policy_named"]
 
 VERSION_LABEL = re.compile(r"^v(\d+)$")
+LABEL_MAX_LENGTH = GatewayPolicy._meta.get_field("label").max_length or 40
 
 
 def registry_problems(service: Service, document: dict[str, Any]) -> list[str]:
@@ -151,6 +153,12 @@ def policy_named(service: Service, label: str, *, actor: Actor) -> GatewayPolicy
     version, which the production gate refuses until a version with a document
     replaces it.
     """
+    try:
+        validate_name_token(label)
+        if len(label) > LABEL_MAX_LENGTH:
+            raise ValidationError(f"at most {LABEL_MAX_LENGTH} characters; got {len(label)}.")
+    except ValidationError as exc:
+        raise ValidationError({"gateway_policy_version": exc.messages}) from exc
     existing = GatewayPolicy.objects.filter(service=service, label=label).first()
     if existing is not None:
         return existing

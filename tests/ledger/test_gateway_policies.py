@@ -308,3 +308,20 @@ def test_naming_a_new_policy_records_it_only_for_the_team(kb, sre):
     with pytest.raises(PermissionDenied):
         services.policy_named(kb, "gw-8", actor=sre)
     assert not GatewayPolicy.objects.filter(label="gw-8").exists()
+
+
+@pytest.mark.parametrize(
+    ("label", "expected"),
+    [
+        ("gw " + "x", "Expected a name such as"),
+        ("gw-" + "9" * 40, "at most 40 characters; got 43."),
+    ],
+)
+def test_a_policy_name_that_cannot_be_a_label_is_refused_naming_the_field(
+    kb, owner, label, expected
+):
+    with pytest.raises(ValidationError) as refused:
+        services.policy_named(kb, label, actor=owner)
+
+    assert expected in refused.value.message_dict["gateway_policy_version"][0]
+    assert not GatewayPolicy.objects.exists()
