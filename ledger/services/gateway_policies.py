@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxLengthValidator
 from django.db import transaction
 from django.db.models import Max
 
@@ -155,8 +156,7 @@ def policy_named(service: Service, label: str, *, actor: Actor) -> GatewayPolicy
     """
     try:
         validate_name_token(label)
-        if len(label) > LABEL_MAX_LENGTH:
-            raise ValidationError(f"at most {LABEL_MAX_LENGTH} characters; got {len(label)}.")
+        MaxLengthValidator(LABEL_MAX_LENGTH)(label)
     except ValidationError as exc:
         raise ValidationError({"gateway_policy_version": exc.messages}) from exc
     existing = GatewayPolicy.objects.filter(service=service, label=label).first()

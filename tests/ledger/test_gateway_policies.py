@@ -314,7 +314,7 @@ def test_naming_a_new_policy_records_it_only_for_the_team(kb, sre):
     ("label", "expected"),
     [
         ("gw " + "x", "Expected a name such as"),
-        ("gw-" + "9" * 40, "at most 40 characters; got 43."),
+        ("gw-" + "9" * 40, "Ensure this value has at most 40 characters (it has 43)."),
     ],
 )
 def test_a_policy_name_that_cannot_be_a_label_is_refused_naming_the_field(
