@@ -14,7 +14,7 @@ GATEWAY_VENV := .venv-litellm
 STAMP_GATEWAY := $(GATEWAY_VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
-PYTEST_WORKERS ?= 3
+PYTEST_WORKERS ?= 2
 
 .PHONY: run test install install-run install-gateway services chromium lint format bench coverage clean plotly-css messages
 
