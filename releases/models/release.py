@@ -310,6 +310,11 @@ class Release(ChoiceLabels, models.Model):
     def is_draft(self) -> bool:
         return self.state == self.State.DRAFT
 
+    @property
+    def carries_all(self) -> bool:
+        """Released: its revision carries all of the service's traffic."""
+        return self.state == self.State.RELEASED
+
     def allowed(self, action: str) -> bool:
         """Whether `action` (`transitions.Action`) applies to the release's state."""
         return transitions.allowed(self.state, self.path, action)

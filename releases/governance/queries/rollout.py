@@ -70,7 +70,7 @@ class Rollout:
 
     @property
     def traffic_pct(self) -> float:
-        if self.release.state == Release.State.RELEASED:
+        if self.release.carries_all:
             return 100.0
         return float(self.current.stage.traffic_pct) if self.current else 0.0
 
