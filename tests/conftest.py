@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -169,6 +170,26 @@ def browser_type_launch_args(browser_type_launch_args):
 def scratch_dir():
     with tempfile.TemporaryDirectory(prefix="ledger-test-") as folder:
         yield Path(folder)
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory) -> Path:
+    """A SQLite database `manage.py migrate` made on the embedded defaults, once per
+    worker: a full migrate there costs ten seconds, and the tests that start from a
+    migrated database copy it (`embedded_data_dir`) instead of each paying for it."""
+    from tests.support.processes import embedded_env, run_manage
+
+    data_dir = tmp_path_factory.mktemp("migrated-sqlite")
+    migrate = run_manage("migrate", "--noinput", env=embedded_env(data_dir))
+    assert migrate.returncode == 0, migrate.stderr[-3000:]
+    return data_dir / "db.sqlite3"
+
+
+@pytest.fixture
+def embedded_data_dir(scratch_dir, migrated_sqlite) -> Path:
+    """A DATA_DIR of the embedded defaults whose database is already migrated."""
+    shutil.copyfile(migrated_sqlite, scratch_dir / "db.sqlite3")
+    return scratch_dir
 
 
 @pytest.fixture

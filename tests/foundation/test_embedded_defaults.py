@@ -1,4 +1,8 @@
-"""The configuration `make run` uses: no servers, everything under DATA_DIR."""
+"""The configuration `make run` uses: no servers, everything under DATA_DIR.
+
+Each test starts from a copy of one SQLite database that `manage.py migrate` made on
+these defaults (the `migrated_sqlite` fixture fails the tests if it cannot).
+"""
 
 import datetime as dt
 import json
@@ -11,34 +15,18 @@ import time
 from tests.support.processes import (
     ROOT,
     celery_worker,
-    child_env,
+    embedded_env,
     http_get,
     run_manage,
     web_server,
 )
 
-_SERVER_VARIABLES = dict.fromkeys(
-    [
-        "DATABASE_URL",
-        "CELERY_BROKER_URL",
-        "CELERY_RESULT_BACKEND",
-        "SECRET_KEY",
-        "AWS_STORAGE_BUCKET_NAME",
-        "STATIC_MANIFEST",
-    ]
-)
 
+def test_embedded_defaults_migrate_and_serve_on_sqlite(embedded_data_dir):
+    env = embedded_env(embedded_data_dir)
 
-def _embedded_env(data_dir):
-    return child_env(**_SERVER_VARIABLES, DEBUG="true", DATA_DIR=str(data_dir))
-
-
-def test_embedded_defaults_migrate_and_serve_on_sqlite(scratch_dir):
-    env = _embedded_env(scratch_dir)
-
-    migrate = run_manage("migrate", "--noinput", env=env)
-    assert migrate.returncode == 0, migrate.stderr
-    assert (scratch_dir / "db.sqlite3").is_file()
+    migrate = run_manage("migrate", "--noinput", "--check", env=env)
+    assert migrate.returncode == 0, migrate.stderr  # nothing left unapplied
 
     with web_server(env) as base:
         ready_status, ready_text = http_get(f"{base}/readyz")
@@ -52,9 +40,9 @@ def test_embedded_defaults_migrate_and_serve_on_sqlite(scratch_dir):
     assert "<h1>Log in</h1>" in login_page
 
 
-def test_embedded_worker_runs_tasks_over_the_filesystem_broker(scratch_dir):
-    env = _embedded_env(scratch_dir)
-    assert run_manage("migrate", "--noinput", env=env).returncode == 0
+def test_embedded_worker_runs_tasks_over_the_filesystem_broker(embedded_data_dir):
+    scratch_dir = embedded_data_dir
+    env = embedded_env(scratch_dir)
 
     with celery_worker(env, queue="celery"):
         sent = run_manage(
@@ -72,11 +60,11 @@ def test_embedded_worker_runs_tasks_over_the_filesystem_broker(scratch_dir):
     assert list((scratch_dir / "celery" / "results").iterdir()), "the result went through files"
 
 
-def test_the_embedded_worker_stops_soon_after_ctrl_c(scratch_dir):
+def test_the_embedded_worker_stops_soon_after_ctrl_c(embedded_data_dir):
     # It used to hang in its warm shutdown for over a minute. The bound below only
     # catches a hang: the wait ends when the process group is gone.
-    env = _embedded_env(scratch_dir)
-    assert run_manage("migrate", "--noinput", env=env).returncode == 0
+    scratch_dir = embedded_data_dir
+    env = embedded_env(scratch_dir)
     log = scratch_dir / "worker.log"
     with log.open("w") as out:
         worker = subprocess.Popen(
@@ -137,13 +125,12 @@ print(json.dumps({
 """
 
 
-def test_the_demo_pages_answer_on_sqlite(scratch_dir):
+def test_the_demo_pages_answer_on_sqlite(embedded_data_dir):
     """The embedded default is SQLite: every demo service's pages and incident screen
     render there too (no PostgreSQL-only SQL in them)."""
-    env = _embedded_env(scratch_dir)
-    for args in (("migrate", "--noinput"), ("seed_demo", "--quiet-logins")):
-        done = run_manage(*args, env=env, timeout=600)
-        assert done.returncode == 0, done.stderr[-3000:]
+    env = embedded_env(embedded_data_dir)
+    done = run_manage("seed_demo", "--quiet-logins", env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
     pages = run_manage("shell", "-c", _PAGES_SCRIPT, env=env, timeout=600)
     assert pages.returncode == 0, pages.stderr[-3000:]
     answers = json.loads(pages.stdout.strip().splitlines()[-1])

@@ -67,10 +67,23 @@ def test_make_test_installs_litellm_in_its_own_virtualenv_and_make_run_does_not(
 
     (install,) = gateway_installs(planned("test", venv))
     assert install.startswith(f"{venv}-gw/bin/python -m pip install")
+    assert f"{venv}-gw/bin/uv pip install --quiet --python {venv}-gw/bin/python" in install
     assert install.endswith("-r requirements-gateway.txt -c requirements-gateway.lock")
     assert gateway_installs(planned("run", venv)) == []
     assert "litellm[proxy]==1.108.7" in (ROOT / "requirements-gateway.txt").read_text()
     assert "litellm==1.108.7" in (ROOT / "requirements-gateway.lock").read_text().splitlines()
+
+
+def test_installs_go_through_a_pinned_uv_into_the_virtualenv_they_name(tmp_path):
+    venv = tmp_path / "venv"
+
+    (install,) = installs(planned("test", venv))
+
+    bootstrap, _, uv = install.partition(" && ")
+    assert bootstrap.startswith(f"{venv}/bin/python -m pip install")
+    assert bootstrap.endswith(" uv==0.13.9")  # pinned: a new uv cannot change what lands
+    assert uv.startswith(f"{venv}/bin/uv pip install --quiet --python {venv}/bin/python")
+    assert " -c requirements.lock " in uv
 
 
 def test_after_make_test_make_run_installs_nothing_more(tmp_path):

@@ -302,7 +302,8 @@ def test_a_redis_cache_url_shares_the_cache_and_anything_else_is_refused(scratch
     )
 
 
-def test_after_make_run_the_readmes_commands_work_without_setting_anything(scratch_dir):
+def test_after_make_run_the_readmes_commands_work_without_setting_anything(embedded_data_dir):
+    scratch_dir = embedded_data_dir  # migrated as make run leaves it
     # make run writes var/local.env (scripts/write-local-env.sh); the commands the
     # README shows then run in that checkout with nothing else set.
     local_env = scratch_dir / "local.env"

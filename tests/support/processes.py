@@ -47,6 +47,26 @@ def child_env(**overrides: str | None) -> dict[str, str]:
     return env
 
 
+# What points a process at a server; without them it runs on the embedded defaults.
+_SERVER_VARIABLES: dict[str, str | None] = dict.fromkeys(
+    [
+        "DATABASE_URL",
+        "CELERY_BROKER_URL",
+        "CELERY_RESULT_BACKEND",
+        "SECRET_KEY",
+        "AWS_STORAGE_BUCKET_NAME",
+        "STATIC_MANIFEST",
+    ]
+)
+
+
+def embedded_env(data_dir: Path, **overrides: str | None) -> dict[str, str]:
+    """The environment of `make run`: SQLite, a filesystem broker, all under data_dir."""
+    return child_env(
+        **{**_SERVER_VARIABLES, "DEBUG": "true", "DATA_DIR": str(data_dir), **overrides}
+    )
+
+
 def run_manage(
     *args: str, env: dict[str, str], timeout: float = 900
 ) -> subprocess.CompletedProcess:
