@@ -20,11 +20,19 @@ can take some away (a decommission measures nothing new) and add its own.
 | risk                | yes          | yes      | yes        |
 | change_path         | yes          | yes      | yes        |
 | blackout            | yes          | yes      | yes        |
+| gateway_policy      | advisory: limits, tenants | limits, tenants | limits, tenants, degradation, egress |
 | decommission_plan   | decommission releases only               |
 | signoffs            | none         | model team, platform | model team, platform, security & compliance, business owner |
 
 A decommission skips load_evidence, metrics_coverage, replay,
-failures_classified and gray_plan: nothing new is served. The standard path
+failures_classified, gray_plan and gateway_policy: nothing new is served.
+
+gateway_policy reads the candidate's gateway policy version: *limits* means every
+limit set, *tenants* every tenant of the service listed with rpm and tpm,
+*degradation* an entry for every task type the service serves (a task type that must
+never degrade silently, `releases.governance.playbooks`, may only stop or go to human
+review), *egress* stated. On an experimental service it is advisory: it says what is
+missing and holds nothing back. The standard path
 needs only the model team's sign-off; the emergency path may start its rollout
 before its sign-offs, which are then due within `settings.RELEASES_EMERGENCY_SIGNOFF_HOURS`.
 
@@ -36,7 +44,7 @@ the gate is (`WAIVER_OWNERS`):
 | waived by               | gates |
 |-------------------------|-------|
 | security & compliance   | license, provenance, logging_policy |
-| platform                | image_pinned, load_evidence, metrics_coverage, replay, rollback_plan, gray_plan, decommission_plan |
+| platform                | image_pinned, load_evidence, metrics_coverage, replay, rollback_plan, gray_plan, decommission_plan, gateway_policy |
 | business owner          | failures_classified |
 
 Whoever waives a gate does not sign off the role that owns it on that release, nor
@@ -70,6 +78,7 @@ GATES: Final[dict[str, str]] = {
     "change_path": gettext_noop("Change path justified"),
     "decommission_plan": gettext_noop("Decommission moves recorded"),
     "blackout": gettext_noop("Planned start outside blackout windows"),
+    "gateway_policy": gettext_noop("Gateway policy complete for the tier"),
     "signoffs": gettext_noop("Sign-offs complete"),
 }
 
@@ -79,7 +88,16 @@ GATE_KEYS: Final = tuple(GATES)
 # start page warns and the verb asks for a reason, kept in the ledger.
 EARLY_START_TOLERANCE: Final = dt.timedelta(minutes=15)
 _EVERY_GATE = GATE_KEYS
-_BASIC = ("license", "provenance", "image_pinned", "risk", "change_path", "blackout", "signoffs")
+_BASIC = (
+    "license",
+    "provenance",
+    "image_pinned",
+    "risk",
+    "change_path",
+    "blackout",
+    "gateway_policy",
+    "signoffs",
+)
 
 TIER_GATES: Final[dict[str, tuple[str, ...]]] = {
     "experimental": _BASIC,
@@ -89,7 +107,14 @@ TIER_GATES: Final[dict[str, tuple[str, ...]]] = {
 
 # Gates that measure what the candidate serves: moot when it serves nothing new.
 NOT_FOR_DECOMMISSION: Final = frozenset(
-    {"load_evidence", "metrics_coverage", "replay", "failures_classified", "gray_plan"}
+    {
+        "load_evidence",
+        "metrics_coverage",
+        "replay",
+        "failures_classified",
+        "gray_plan",
+        "gateway_policy",
+    }
 )
 
 # Nobody may set these aside: a waiver of them would be a signature without a signer,
@@ -112,6 +137,7 @@ WAIVER_OWNERS: Final[dict[str, str]] = {
     "rollback_plan": "platform",
     "gray_plan": "platform",
     "decommission_plan": "platform",
+    "gateway_policy": "platform",
     # Whether it is fit for the tasks it serves: the failures it is allowed to keep.
     "failures_classified": "business_owner",
 }
@@ -138,6 +164,15 @@ ROLLBACK_VERIFICATION_MAX_AGE_DAYS: Final[dict[str, int]] = {
     "internal": 30,
     "production": 7,
 }
+
+# What the candidate's gateway policy must state, per tier (`gates/gateway.py`); on an
+# advisory tier the gate says what is missing and passes the release on.
+GATEWAY_POLICY_NEEDS: Final[dict[str, tuple[str, ...]]] = {
+    "experimental": ("limits", "tenants"),
+    "internal": ("limits", "tenants"),
+    "production": ("limits", "tenants", "degradation", "egress"),
+}
+ADVISORY_GATEWAY_TIERS: Final = frozenset({"experimental"})
 
 # Gray stages below 100 % traffic a plan must have; every stage must carry these guards.
 MIN_STAGES_BELOW_FULL: Final[dict[str, int]] = {"experimental": 0, "internal": 1, "production": 2}

@@ -4,6 +4,7 @@ the root as `home` in config/urls.py). URL names equal the view functions."""
 from django.urls import path
 
 from releases.audit.views import audit, webhooks
+from releases.gateway.views import policy as gateway_policy
 from releases.governance.views import (
     incident,
     release_detail,
@@ -43,6 +44,16 @@ urlpatterns = [
         "services/<slug:slug>/unauthorized/<int:pk>/reconcile/",
         rollback.unauthorized_reconcile,
         name="unauthorized_reconcile",
+    ),
+    path(
+        "services/<slug:slug>/gateway-policy/",
+        gateway_policy.gateway_policy,
+        name="gateway_policy",
+    ),
+    path(
+        "services/<slug:slug>/gateway-policy/<int:version>/",
+        gateway_policy.gateway_policy_version,
+        name="gateway_policy_version",
     ),
     path("services/<slug:slug>/runbook/", rollback.runbook, name="runbook"),
     path(

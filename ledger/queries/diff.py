@@ -20,6 +20,7 @@ What breaks callers (`RULES` below says it field by field, with the words shown)
 | true becomes false or unset      | `capabilities.tool_calling` `launch_parameters.enable_auto_tool_choice` |
 | a mode is dropped (or all)       | `capabilities.structured_output`                       |
 | the protocol changes or is unset | `capabilities.streaming` (unless it was "none")         |
+| a limit or quota is lowered, a tenant, fallback or degradation dropped, egress opened | the gateway policy's parts (see ledger/queries/policy_diff.py) |
 
 Everything else that differs is listed as a plain change with a short note or
 none: the asset's name, family, quantization, weights and config.json; the
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from ledger.models import Capability, GatewayPolicy, Revision
+from ledger.queries.policy_diff import policy_changes
 
 # `from` is a Python keyword, hence the functional form; the API returns this shape as is.
 Change = TypedDict("Change", {"field": str, "from": Any, "to": Any, "breaking": bool, "why": str})
@@ -214,7 +216,7 @@ RULES: dict[str, Rule] = {
         "tokens will be refused",
         note="context window grows from {from} to {to} tokens",
     ),
-    "gateway_policy_version": Rule(note="the gateway's routing and limits policy changes"),
+    "gateway_policy_version": Rule(note="the gateway policy changes from {from} to {to}"),
     # ---- capabilities, as declared (removing one is judged as its value becoming unset)
     "capabilities.context_length": Rule(
         when_lowered,
@@ -257,9 +259,11 @@ def revision_diff(a: Revision, b: Revision) -> list[Change]:
 
     Reads each revision's model asset and runtime (load them with `with_parts()`)
     and asks one query for the capabilities of both, and one for their gateway
-    policies when they run with different versions not loaded yet.
+    policies when they run with different versions not loaded yet. Two versions'
+    documents are compared part by part (`ledger.queries.policy_diff`): "tenant legal
+    removed: its calls will be refused".
     """
-    labels = _policy_labels(a, b)
+    policies = _policies(a, b)
     capabilities: dict[int, dict[str, Any]] = {a.pk: {}, b.pk: {}}
     rows = Capability.objects.filter(revision_id__in={a.pk, b.pk}).values_list(
         "revision_id", "kind", "value"
@@ -267,29 +271,31 @@ def revision_diff(a: Revision, b: Revision) -> list[Change]:
     for revision_id, kind, value in rows:
         capabilities[revision_id][kind] = value
     old, new = _fields(a, capabilities[a.pk]), _fields(b, capabilities[b.pk])
-    old["gateway_policy_version"] = labels[a.gateway_policy_id]
-    new["gateway_policy_version"] = labels[b.gateway_policy_id]
     changes = [
         _judge(field, old.get(field), new.get(field))
         for field in old.keys() | new.keys()
         if _comparable(old.get(field)) != _comparable(new.get(field))
     ]
+    if a.gateway_policy_id != b.gateway_policy_id:
+        was, now = policies[a.gateway_policy_id], policies[b.gateway_policy_id]
+        assert was is not None and now is not None  # read above when they differ
+        changes.append(_judge("gateway_policy_version", was.label, now.label))
+        changes.extend(policy_changes(was.document, now.document))
     return sorted(changes, key=lambda change: (not change["breaking"], change["field"]))
 
 
-def _policy_labels(a: Revision, b: Revision) -> dict[int, str]:
+def _policies(a: Revision, b: Revision) -> dict[int, GatewayPolicy | None]:
     """Each side's policy version by id. The same version on both sides is no change and
     needs no read; otherwise what is not loaded is read in one query."""
     field = Revision._meta.get_field("gateway_policy")
     if a.gateway_policy_id == b.gateway_policy_id:
         loaded = next((r for r in (a, b) if field.is_cached(r)), None)
-        return {a.gateway_policy_id: loaded.gateway_policy.label if loaded else "same"}
-    labels = {r.gateway_policy_id: r.gateway_policy.label for r in (a, b) if field.is_cached(r)}
-    missing = {a.gateway_policy_id, b.gateway_policy_id} - set(labels)
+        return {a.gateway_policy_id: loaded.gateway_policy if loaded else None}
+    found = {r.gateway_policy_id: r.gateway_policy for r in (a, b) if field.is_cached(r)}
+    missing = {a.gateway_policy_id, b.gateway_policy_id} - set(found)
     if missing:
-        rows = GatewayPolicy.objects.filter(pk__in=missing).values_list("pk", "label")
-        labels.update(dict(rows))
-    return labels
+        found.update(GatewayPolicy.objects.in_bulk(missing))
+    return dict(found)
 
 
 def breaking_changes(changes: Iterable[Change]) -> list[Change]:

@@ -19,12 +19,20 @@ Four queries, however many services: services, rollouts, their stages, backends.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from ledger.models import Service
-from releases.gateway.litellm import Deployment, ServiceRoute, split_weights
+from releases.gateway.litellm import (
+    Deployment,
+    ServiceRoute,
+    render_config,
+    render_yaml,
+    split_weights,
+)
 from releases.governance.queries.rollout import carrying_traffic
 from releases.models import Release, Stage
 from replay.client import api_root
@@ -101,3 +109,18 @@ def gateway(slugs: Iterable[str] | None = None) -> Gateway:
         deployments = [_deployment(b, weights[b.pk]) for b in live_side + candidate_side]
         routes.append(ServiceRoute(service.slug, deployments, live.gateway_policy.document))
     return Gateway(routes=routes, unrouted=unrouted)
+
+
+def service_config_yaml(
+    slug: str, document: dict[str, Any] | None = None, *, draft: bool = False
+) -> str | None:
+    """The part of the rendered gateway config for one service, as the API serves it;
+    with `draft`, as it would be with `document` as the policy in force. None when the
+    gateway routes nothing to the service (not live, or no enabled backend)."""
+    routes = gateway([slug]).routes
+    if not routes:
+        return None
+    route = routes[0]
+    if draft:
+        route = dataclasses.replace(route, policy=document)
+    return render_yaml(render_config([route]))

@@ -1,10 +1,12 @@
 """What a signer approves: the canonical snapshot of a release, and what changed since.
 
-The snapshot has five parts: the form's fields, the gate results (all but
+The snapshot has six parts: the form's fields, the gate results (all but
 sign-offs, which a signature itself changes), the load-test reports the
 evidence gate used (id and raw-file SHA-256 per workload class), the replay
-runs of the required sample sets (set version, run, verdict), and the
-fingerprints of the from-, to- and rollback-target revisions. Its hash is the
+runs of the required sample sets (set version, run, verdict), the
+fingerprints of the from-, to- and rollback-target revisions, and the gateway
+policy version the candidate runs with (its label and document's SHA-256, None
+while the document is unknown). Its hash is the
 SHA-256 of its canonical JSON (`ledger.chain.canonical_json`, the text events
 are hashed from). A sign-off keeps both; `what_changed` compares a kept
 snapshot with today's and says, part by part, what moved.
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 from django.db import models
 
 from ledger.chain import canonical_json
+from ledger.models import Revision
 from releases.models import Release
 
 if TYPE_CHECKING:
@@ -93,7 +96,15 @@ def build(inputs: Inputs, gates: list[GateResult]) -> dict[str, Any]:
             "to": release.to_revision.fingerprint,
             "rollback_target": target.fingerprint if target else None,
         },
+        "gateway_policy": gateway_policy_part(release.to_revision),
     }
+
+
+def gateway_policy_part(revision: Revision) -> dict[str, Any] | None:
+    found = revision.gateway_policy
+    if found is None:
+        return None
+    return {"version": found.label, "sha256": found.sha256 if found.known else None}
 
 
 def digest(snapshot: dict[str, Any]) -> str:
@@ -145,6 +156,13 @@ def what_changed(before: dict[str, Any], after: dict[str, Any]) -> str:
     for key, label in names.items():
         if rev_b.get(key) != rev_a.get(key):
             said.append(f"the {label}'s fingerprint changed")
+    policy_b, policy_a = before.get("gateway_policy"), after.get("gateway_policy")
+    if "gateway_policy" not in before:
+        said.append("the snapshot now names the candidate's gateway policy")
+    elif policy_b != policy_a:
+        was = policy_b["version"] if policy_b else "none"
+        now = policy_a["version"] if policy_a else "none"
+        said.append(f"the gateway policy is now {now}, was {was}")
     gates_b, gates_a = before.get("gates", {}), after.get("gates", {})
     for key in sorted(set(gates_b) | set(gates_a)):
         old, new = gates_b.get(key), gates_a.get(key)

@@ -25,6 +25,7 @@ WORDS = {
     "fail": pgettext_lazy("verdict", "fail"),
     "waived": pgettext_lazy("verdict", "waived"),
     "pending": pgettext_lazy("verdict", "pending"),
+    "advisory": pgettext_lazy("verdict", "advisory"),
     "inconclusive": pgettext_lazy("verdict", "inconclusive"),
     "error": pgettext_lazy("verdict", "error"),
     "ready": pgettext_lazy("verdict", "ready"),

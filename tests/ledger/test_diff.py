@@ -394,7 +394,7 @@ def test_gateway_policy_and_memory_utilization_are_listed_but_do_not_break(r1):
             "from": "gw-1",
             "to": "gw-2",
             "breaking": False,
-            "why": "the gateway's routing and limits policy changes",
+            "why": "the gateway policy changes from gw-1 to gw-2",
         },
         {
             "field": "launch_parameters.gpu_memory_utilization",

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from ledger import services as ledger_services
 from ledger.models import LoadTestReport, Revision, Service
+from ledger.services.gateway_policies import create_gateway_policy
 from releases.governance import services
 from releases.models import Release
 from replay.models import Backend, Run, SampleSet
@@ -125,6 +126,31 @@ class World:
     reports: dict[str, LoadTestReport]
 
 
+def complete_policy(service: Service, **sections: Any) -> dict[str, Any]:
+    """A gateway policy document with everything a production gate asks of `service`:
+    every limit, every tenant with rpm and tpm, a degradation entry per task type it
+    serves (stopping, which every task type may), egress stated. `sections` replace
+    whole sections."""
+    document: dict[str, Any] = {
+        "limits": {
+            "max_input_tokens": 8192,
+            "max_output_tokens": 1024,
+            "timeout_s": 60,
+            "stream_timeout_s": 30,
+            "max_parallel_requests": 64,
+        },
+        "tenants": [{"name": name, "rpm": 600, "tpm": 200000} for name in service.tenants],
+        "degradation": {
+            task: {"action": "stop", "message": "The assistant is busy; try again shortly."}
+            for task in service.task_types.values_list("slug", flat=True)
+        },
+        "retries": {"num_retries": 2, "allowed_fails": 3, "cooldown_s": 30},
+        "egress": {"external_fallback_allowed": False},
+    }
+    document.update(sections)
+    return document
+
+
 def build_world(
     team, *, tier: str = "production", slug: str = "kb-assistant", sample_candidate: bool = False
 ) -> World:
@@ -141,7 +167,12 @@ def build_world(
         slo_error_rate_pct=Decimal("1.00"),
     )
     runtime = RuntimeFactory(team=team, gpu_model="H100-80GB", gpu_count=1)
-    live = RevisionFactory(service=service, runtime=runtime)
+    gateway_policy = create_gateway_policy(
+        service, actor=None, document=complete_policy(service), note="What every tier needs."
+    )
+    live = RevisionFactory(
+        service=service, runtime=runtime, gateway_policy_version=gateway_policy.label
+    )
     ledger_services.set_live_revision(service, live, actor=None)
     ledger_services.set_license_approval(live.model_asset, actor=None, approval="approved")
     if sample_candidate:
@@ -151,9 +182,12 @@ def build_world(
             service=service,
             runtime=sample_runtime(team, gpu_count=1, launch_parameters={"n_ctx": 32768}),
             model_asset=sample_asset(team),
+            gateway_policy_version=gateway_policy.label,
         )
     else:
-        candidate = RevisionFactory(service=service, runtime=runtime)
+        candidate = RevisionFactory(
+            service=service, runtime=runtime, gateway_policy_version=gateway_policy.label
+        )
     ledger_services.set_license_approval(candidate.model_asset, actor=None, approval="approved")
     service.refresh_from_db()
     candidate.refresh_from_db()

@@ -79,8 +79,9 @@ def test_a_complete_release_passes_every_gate_but_signoffs(release):
 def test_all_gates_take_a_constant_number_of_queries(world, owner, django_assert_num_queries):
     release = file_release(world, owner)
     # release + its joins, its revisions + theirs, reports, latest runs, verification,
-    # the revisions rolled back off the service, windows, waivers, sign-offs
-    with django_assert_num_queries(9):
+    # the revisions rolled back off the service, the service's task types (its gateway
+    # policy must cover them), windows, waivers, sign-offs
+    with django_assert_num_queries(10):
         gates.assess(release)
     more_sets = [world.sample_set.name]
     for n in range(5):
@@ -90,7 +91,7 @@ def test_all_gates_take_a_constant_number_of_queries(world, owner, django_assert
     for _ in range(5):
         report(world.candidate, "batch")
     services.update_release(release, actor=owner, required_sample_sets=more_sets)
-    with django_assert_num_queries(9):
+    with django_assert_num_queries(10):
         gates.assess(release)
 
 
@@ -129,8 +130,9 @@ def test_assess_many_judges_each_release_as_assess_does_in_as_many_queries(
     one_by_one = [gates.assess(release, now=now) for release in releases]
 
     # As many as for one release: the releases, their revisions, reports, latest runs,
-    # verifications, rolled-back revisions, windows, waivers and sign-offs of all of them.
-    with django_assert_num_queries(9):
+    # verifications, rolled-back revisions, task types, windows, waivers and sign-offs of
+    # all of them.
+    with django_assert_num_queries(10):
         together = gates.assess_many(releases, now=now)
 
     def seen(assessment):
@@ -760,6 +762,7 @@ def test_experimental_services_apply_only_the_basic_gates(team, owner):
         "risk",
         "change_path",
         "blackout",
+        "gateway_policy",
         "signoffs",
     ]
     assert assessment.failing() == []

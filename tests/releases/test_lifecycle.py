@@ -305,7 +305,18 @@ def test_a_signoff_keeps_the_hash_of_the_snapshot_it_approved(release, owner, si
     )
     assert signoff.snapshot_hash == assessment.snapshot_hash
     assert len(signoff.snapshot_hash) == 64
-    assert set(signoff.snapshot) == {"form", "gates", "evidence", "sample_sets", "revisions"}
+    assert set(signoff.snapshot) == {
+        "form",
+        "gates",
+        "evidence",
+        "sample_sets",
+        "revisions",
+        "gateway_policy",
+    }
+    assert signoff.snapshot["gateway_policy"] == {
+        "version": "v1",
+        "sha256": release.to_revision.gateway_policy.sha256,
+    }
 
 
 # ---------------------------------------------------------------- waivers

@@ -492,9 +492,9 @@ def test_waiting_for_me_query_count_is_constant(
     # values), 6 the releases listed and 7 their revisions, as the gates read them;
     # then the gates of all of them at once: 8 the candidates' reports, 9 the latest
     # runs of the required sets, 10 the rollback targets' last verifications and 11
-    # the revisions rolled back off their services, 12 blackout windows, 13 waivers and
-    # 14 sign-offs.
-    with django_assert_num_queries(14):
+    # the revisions rolled back off their services, 12 the services' task types (their
+    # gateway policies must cover them), 13 blackout windows, 14 waivers and 15 sign-offs.
+    with django_assert_num_queries(15):
         response = client.get(url)
     rows = response.context["rows"]
     assert len(rows) == count
@@ -525,11 +525,11 @@ def test_release_page_query_count_is_constant(
     # Whatever the number of sign-offs, comments and events: 1 session, 2 user; 3 the
     # release and 4 its revisions, with every part the page and the gates show (read
     # once for both), the gates' 5 reports, 6 latest runs, 7 last verification, 8
-    # revisions rolled back off the service, 9 blackout windows, 10 waivers and 11
-    # sign-offs (what the reader signed among them); the reader's 12 roles and 13
-    # permissions (may they waive); 14 the diff's capabilities; 15 comments and 16 the
-    # timeline.
-    with django_assert_num_queries(16):
+    # revisions rolled back off the service, 9 the service's task types, 10 blackout
+    # windows, 11 waivers and 12 sign-offs (what the reader signed among them); the
+    # reader's 13 roles and 14 permissions (may they waive); 15 the diff's capabilities;
+    # 16 comments and 17 the timeline.
+    with django_assert_num_queries(17):
         response = client.get(reverse("releases:release_detail", args=[release.pk]))
     assert len(response.context["comments"]) == comments
 

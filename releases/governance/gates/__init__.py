@@ -14,11 +14,12 @@ their revisions with asset, license and runtime (1) — `read_releases`; license
 candidates' load-test reports (1); the latest finished replay of each required
 set on each candidate (0-1: none when no set is named); the rollback targets'
 last verifications and the revisions rolled back off their services (0-2: none
-without a target); blackout windows (1); waivers (1); sign-offs with their signers (1).
+without a target); the task types of the services whose gateway policy must cover
+them (0-1); blackout windows (1); waivers (1); sign-offs with their signers (1).
 
 The gates themselves: `product.py` (what the candidate is and how it
 measured), `plan.py` (rollback, gray plan, logging, risk, path, calendar,
-sign-offs); `base.py` holds the shapes and the citing helpers.
+sign-offs), `gateway.py` (the candidate's gateway policy); `base.py` holds the shapes and the citing helpers.
 """
 
 from __future__ import annotations
@@ -32,10 +33,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ledger import queries as ledger_queries
-from ledger.models import LoadTestReport, Revision
+from ledger.models import LoadTestReport, Revision, Service
 from releases import policy
 from releases.governance import snapshot as snapshots
-from releases.governance.gates import plan, product
+from releases.governance.gates import gateway, plan, product
 from releases.governance.gates.base import (
     Assessment,
     EvidenceRef,
@@ -82,7 +83,11 @@ def read_releases(pks: Iterable[int]) -> dict[int, Release]:
     }
     revisions = (
         Revision.objects.select_related(
-            "service", "model_asset__license", "model_asset__derived_from", "runtime"
+            "service",
+            "model_asset__license",
+            "model_asset__derived_from",
+            "runtime",
+            "gateway_policy",
         )
         .order_by()
         .in_bulk(ids)
@@ -135,6 +140,7 @@ def load_inputs_many(
     accepted = ledger_queries.accepted_asset_ids(
         release.to_revision.model_asset for release in fresh
     )
+    served = _served_task_types(fresh)
     windows = list(
         BlackoutWindow.objects.filter(
             Q(service__in={release.service_id for release in fresh}) | Q(service__isnull=True)
@@ -174,12 +180,31 @@ def load_inputs_many(
                 windows=[w for w in windows if w.service_id in (None, release.service_id)],
                 waivers=waivers[release.pk],
                 signoffs=signoffs[release.pk],
+                served_task_types=served.get(release.service_id, ()),
                 target_rolled_back=(
                     rolled_back[release.service_id].get(target.pk) if target is not None else None
                 ),
             )
         )
     return found
+
+
+def _served_task_types(releases: Sequence[Release]) -> dict[int, tuple[str, ...]]:
+    """The task types of each service whose tier's gateway policy must cover them."""
+    services = {
+        release.service_id
+        for release in releases
+        if "degradation" in policy.GATEWAY_POLICY_NEEDS[release.service.tier]
+    }
+    if not services:
+        return {}
+    served: dict[int, list[str]] = defaultdict(list)
+    rows = Service.task_types.through.objects.filter(service__in=services).values_list(
+        "service_id", "tasktype__slug"
+    )
+    for service_id, slug in rows.order_by("tasktype__slug"):
+        served[service_id].append(slug)
+    return {service_id: tuple(slugs) for service_id, slugs in served.items()}
 
 
 def assess(release: Release, *, now: dt.datetime | None = None, reload: bool = True) -> Assessment:
@@ -295,6 +320,7 @@ _JUDGES = {
     "change_path": plan.change_path,
     "decommission_plan": plan.decommission_plan,
     "blackout": plan.blackout,
+    "gateway_policy": gateway.gateway_policy,
 }
 
 

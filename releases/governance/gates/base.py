@@ -14,7 +14,9 @@ from releases.governance.queries.rolled_back import RolledBack
 from releases.models import BlackoutWindow, Release, SignOff, Waiver
 from replay.models import Run
 
-Status = Literal["pass", "fail", "waived", "pending"]
+# `advisory`: the gate found something missing on a tier that does not require it; it
+# holds nothing back (only `fail` and `pending` do).
+Status = Literal["pass", "fail", "waived", "pending", "advisory"]
 
 
 class EvidenceRef(TypedDict):
@@ -55,6 +57,8 @@ class Inputs:
     windows: list[BlackoutWindow]
     waivers: list[Waiver]
     signoffs: list[SignOff]
+    # The slugs of the task types the service serves (read for the gateway_policy gate).
+    served_task_types: tuple[str, ...] = ()
     # The rollback target was rolled back off the service, and no release put it live since.
     target_rolled_back: RolledBack | None = None
     # Filled while judging: what the snapshot binds to.
@@ -105,6 +109,11 @@ def waiver_refusal(gate: GateResult) -> str | None:
         return _("The “%(gate)s” gate passes: a waiver is for a gate that does not pass.") % {
             "gate": _(gate["title"])
         }
+    if gate["status"] == "advisory":
+        return _(
+            "The “%(gate)s” gate is advisory on this service's tier: it holds nothing back, "
+            "so there is nothing to waive."
+        ) % {"gate": _(gate["title"])}
     if gate["status"] == "waived" and gate["waiver"] is not None:
         return (
             f"The {gate['key']} gate is already waived until "

@@ -83,7 +83,7 @@ class GateWaiverSerializer(serializers.Serializer):
 class GateSerializer(serializers.Serializer):
     key = serializers.ChoiceField(choices=list(GATES))
     title = serializers.CharField()
-    status = serializers.ChoiceField(choices=["pass", "fail", "waived", "pending"])
+    status = serializers.ChoiceField(choices=["pass", "fail", "waived", "pending", "advisory"])
     reason = serializers.CharField(help_text="Why, in plain words.")
     evidence = GateEvidenceSerializer(many=True)
     waiver = GateWaiverSerializer(allow_null=True)

@@ -1,0 +1,133 @@
+"""A service's gateway policy in the browser: the version in force with its history, a
+form per section to record the next version (with a preview of the gateway config it
+renders and what it changes against the version in force), and each version's page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_http_methods
+
+from ledger.models import GatewayPolicy, Revision, Service
+from ledger.permissions import can_edit_team_objects
+from ledger.queries.policy_diff import policy_changes
+from ledger.services.gateway_policies import create_gateway_policy, document_problems
+from lib.actors import AuthenticatedHttpRequest
+from lib.pages import apply_errors, paginate
+from releases.gateway.forms.policy import GatewayPolicyForm
+from releases.gateway.queries import service_config_yaml
+
+
+def _service(slug: str) -> Service:
+    return get_object_or_404(
+        Service.objects.select_related("team", "live_revision__gateway_policy"), slug=slug
+    )
+
+
+def _in_force(service: Service) -> GatewayPolicy | None:
+    return service.live_revision.gateway_policy if service.live_revision else None
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def gateway_policy(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    service = _service(slug)
+    can_edit = can_edit_team_objects(request.user, service.team)
+    if request.method == "POST" and not can_edit:
+        raise PermissionDenied(
+            _("Only model owners of team %(team)s record gateway policy versions.")
+            % {"team": service.team.slug}
+        )
+    in_force = _in_force(service)
+    task_types = list(service.task_types.order_by("slug").values_list("slug", flat=True))
+    form = GatewayPolicyForm(
+        request.POST if request.method == "POST" else None,
+        service=service,
+        task_types=task_types,
+        initial=GatewayPolicyForm.initial_from(in_force.document if in_force else None),
+    )
+    draft: dict[str, Any] | None = None
+    problems: list[str] = []
+    if request.method == "POST" and form.is_valid():
+        draft = form.document()
+        problems = document_problems(service, draft)
+        if request.POST.get("action") == "record":
+            try:
+                version = create_gateway_policy(
+                    service, actor=request.user, document=draft, note=form.cleaned_data["note"]
+                )
+            except ValidationError as error:
+                apply_errors(form, error)
+            else:
+                messages.success(
+                    request,
+                    _(
+                        "Recorded %(service)s gateway policy %(label)s. A revision that names "
+                        "it brings it into force through a release."
+                    )
+                    % {"service": service.slug, "label": version.label},
+                )
+                return redirect(
+                    "releases:gateway_policy_version", slug=slug, version=version.version
+                )
+    versions = paginate(request, service.gateway_policies.order_by("-version"))
+    return render(
+        request,
+        "releases/gateway_policy.html",
+        {
+            "service": service,
+            "in_force": in_force,
+            "can_edit": can_edit,
+            "form": form,
+            "versions": versions,
+            "config": service_config_yaml(service.slug),
+            "draft": draft,
+            "draft_problems": problems,
+            # A document the verb would refuse is not rendered: the renderer trusts its input.
+            "draft_config": (
+                service_config_yaml(service.slug, draft, draft=True)
+                if draft is not None and not problems
+                else None
+            ),
+            "draft_changes": (
+                policy_changes(in_force.document if in_force else None, draft)
+                if draft is not None
+                else []
+            ),
+        },
+        status=400 if form.errors else 200,
+    )
+
+
+@login_required
+@require_GET
+def gateway_policy_version(
+    request: AuthenticatedHttpRequest, slug: str, version: int
+) -> HttpResponse:
+    service = _service(slug)
+    found = get_object_or_404(
+        GatewayPolicy.objects.select_related("created_by"), service=service, version=version
+    )
+    in_force = _in_force(service)
+    revisions = Revision.objects.filter(gateway_policy=found).order_by("-number")
+    return render(
+        request,
+        "releases/gateway_policy_version.html",
+        {
+            "service": service,
+            "policy": found,
+            "in_force": in_force,
+            "revisions": revisions[:50],
+            "changes": (
+                policy_changes(in_force.document, found.document)
+                if in_force is not None and in_force.pk != found.pk
+                else []
+            ),
+        },
+    )
