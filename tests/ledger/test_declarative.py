@@ -468,7 +468,9 @@ def test_the_example_in_the_format_documentation_applies_and_round_trips(owner, 
     output = apply(path)
 
     assert "Applied" in output
-    assert Service.objects.get(slug="kb-assistant").live_revision.number == 2
+    live = Service.objects.get(slug="kb-assistant").live_revision
+    assert live.number == 2
+    assert (live.gateway_policy_version, live.gateway_policy.known) == ("v2", True)
     assert "No changes" in apply(path)
 
 
@@ -640,6 +642,8 @@ def test_a_bad_policy_document_is_refused_at_its_place_and_nothing_is_written(ow
         f"{path}:{line}: services[0].gateway_policies[1].document.limits.max_output_tokens: "
         "-5 is less than the minimum of 1" in stderr
     )
+    # r2 names the refused v2: skipped, not reported a second time.
+    assert "revisions[1]" not in stderr
     # The registry's own check, once the schema's pass: a tenant the service does not list.
     document["services"][0]["gateway_policies"][1]["document"]["limits"]["max_output_tokens"] = 8
     stderr = refused(write(document))
