@@ -723,3 +723,17 @@ def test_an_unquoted_on_in_a_policy_is_refused_with_a_hint(owner, write):
         "unquoted on, off, yes and no are true or false in YAML; quote the key, e.g. "
         "'on': error" in stderr
     )
+
+
+def test_a_tenant_added_by_the_same_document_may_be_in_its_new_policy(owner, write):
+    document = with_policies(registry())
+    apply(write(document))
+    document["services"][0]["tenants"].append("legal")
+    legal = copy.deepcopy(EXAMPLE)
+    legal["tenants"].append({"name": "legal", "rpm": 60, "tpm": 20000})
+    document["services"][0]["gateway_policies"].append({"version": 3, "document": legal})
+
+    output = apply(write(document))
+
+    assert 'tenants: ["support","sales"] → ["support","sales","legal"]' in output
+    assert "+ create gateway policy kb-assistant v3" in output
