@@ -9,9 +9,10 @@ transaction is rolled back. A dry run does exactly the same work and rolls
 back at the end, so it reports what the domain would refuse too.
 
 Keys a document leaves out keep their stored value (a new row gets the
-default). Nothing is deleted. Retirements are applied last, so a document
-exported from a registry in which a revision was made before its asset was
-retired can be applied to an empty database.
+default). Nothing is deleted. Gateway policy versions are only ever added: one
+the registry has must be written as it was recorded. Retirements are applied
+last, so a document exported from a registry in which a revision was made
+before its asset was retired can be applied to an empty database.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ledger.declarative.document import Document, DocumentError, Problem
 from ledger.declarative.extensions import extensions
 from ledger.declarative.resolve import resolve
 from ledger.declarative.run import Change, Run
-from ledger.declarative.schema import validate
+from ledger.declarative.schema import declared_label, validate
 from ledger.models import Event
 from lib.actors import Actor
 
@@ -95,6 +96,20 @@ def _run_steps(run: Run) -> None:
         run.each(entry, "runtime", lambda e: steps.apply_runtime(run, e))
     for entry in doc.services:
         run.each(entry, "service", lambda e: steps.apply_service(run, e))
+    # Every service before any policy (a fallback names another service), every policy
+    # before any revision (a revision names a version the document declares).
+    for entry in doc.services:
+        if ("service", entry.identity) in run.failed:
+            continue
+        for policy in sorted(
+            entry.children.get("gateway_policies", []), key=lambda e: e["version"]
+        ):
+            run.each(
+                policy,
+                "gateway policy",
+                partial(steps.apply_gateway_policy, run, entry),
+                identity=(entry["slug"], declared_label(policy)),
+            )
     for entry in doc.services:
         if ("service", entry.identity) in run.failed:
             continue

@@ -16,10 +16,12 @@ from typing import Any
 import yaml
 from django.db.models import Prefetch
 
+from ledger import gateway_policy as policy_document
 from ledger.declarative.extensions import extensions
 from ledger.declarative.schema import FORMAT_VERSION, SLO_FIELDS
 from ledger.models import (
     Capability,
+    GatewayPolicy,
     License,
     LicenseAcceptance,
     ModelAsset,
@@ -58,8 +60,10 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "slos": {},
         "review_cadence_days": 90,
         "live_revision": None,
+        "gateway_policies": [],
         "revisions": [],
     },
+    "gateway_policy": {"note": ""},
     "revision": {"based_on": None, "notes": "", "capabilities": {}},
 }
 
@@ -78,6 +82,26 @@ def sorted_json(value: Any) -> Any:
         return {key: sorted_json(value[key]) for key in sorted(value)}
     if isinstance(value, list):
         return [sorted_json(item) for item in value]
+    return value
+
+
+def in_schema_order(value: Any, node: dict[str, Any] | None = None) -> Any:
+    """A gateway policy with its keys in the order its JSON Schema declares them (limits
+    first, as a reader expects), the keys of a free mapping (degradation's task types)
+    sorted: jsonb keeps neither the written order nor an alphabetical one."""
+    node = policy_document.schema() if node is None else node
+    if isinstance(value, dict):
+        properties = node.get("properties", {})
+        free = node.get("additionalProperties")
+        free = free if isinstance(free, dict) else {}
+        ordered = {
+            key: in_schema_order(value[key], properties[key]) for key in properties if key in value
+        }
+        for key in sorted(set(value) - set(properties)):
+            ordered[key] = in_schema_order(value[key], free)
+        return ordered
+    if isinstance(value, list):
+        return [in_schema_order(item, node.get("items", {})) for item in value]
     return value
 
 
@@ -165,6 +189,17 @@ def service_view(service: Service, task_types: list[str]) -> dict[str, Any]:
         "live_revision": service.live_revision.number
         if service.live_revision is not None
         else None,
+    }
+
+
+def gateway_policy_view(policy: GatewayPolicy) -> dict[str, Any]:
+    """`label` is left out of an export when it is v<version>; `document` is None for a
+    version known by name only."""
+    return {
+        "version": policy.version,
+        "label": policy.label,
+        "note": policy.note,
+        "document": in_schema_order(policy.document) if policy.document is not None else None,
     }
 
 
@@ -261,9 +296,12 @@ def export_document() -> dict[str, Any]:
         Service.objects.select_related("team", "live_revision")
         .prefetch_related(
             "task_types",
+            Prefetch("gateway_policies", queryset=GatewayPolicy.objects.order_by("version")),
             Prefetch(
                 "revisions",
-                queryset=Revision.objects.select_related("model_asset", "runtime", "based_on")
+                queryset=Revision.objects.select_related(
+                    "model_asset", "runtime", "based_on", "gateway_policy"
+                )
                 .prefetch_related("capabilities")
                 .order_by("number"),
             ),
@@ -277,6 +315,13 @@ def export_document() -> dict[str, Any]:
             for key, value in view["slos"].items()
             if value is not None
         }
+        policies = []
+        for policy in service.gateway_policies.all():
+            policy_doc = _prune(gateway_policy_view(policy), "gateway_policy")
+            if policy_doc["label"] == f"v{policy.version}":
+                del policy_doc["label"]
+            policies.append(policy_doc)
+        view["gateway_policies"] = policies
         revisions = []
         for revision in service.revisions.all():
             revision_doc = revision_view(revision)

@@ -2,9 +2,10 @@
 
 Every team, license, asset, runtime and revision a document mentions must be
 declared in it or exist in the registry; users named as team members must
-exist; lineage must lead back to a base asset; revision numbers count up
-without a gap. Problems are collected on the run, with the closest known name
-as a suggestion.
+exist; lineage must lead back to a base asset; revision numbers and gateway
+policy versions count up without a gap, and a revision naming `v<n>` names a
+version the document declares or the registry has. Problems are collected on
+the run, with the closest known name as a suggestion.
 """
 
 from __future__ import annotations
@@ -13,8 +14,18 @@ from django.contrib.auth import get_user_model
 
 from ledger.declarative.document import Path, Problem, format_path
 from ledger.declarative.run import Run
-from ledger.declarative.schema import Entry, parse_asset_ref, suggest
-from ledger.models import Capability, License, ModelAsset, Revision, Runtime, Service, Team
+from ledger.declarative.schema import Entry, declared_label, parse_asset_ref, suggest
+from ledger.models import (
+    Capability,
+    GatewayPolicy,
+    License,
+    ModelAsset,
+    Revision,
+    Runtime,
+    Service,
+    Team,
+)
+from ledger.services.gateway_policies import VERSION_LABEL
 
 _RETIRED = ModelAsset.Lifecycle.RETIRED
 
@@ -72,6 +83,10 @@ def _load(run: Run) -> None:
         "service", "model_asset", "runtime", "based_on"
     ).filter(service__slug__in=service_slugs):
         run.revisions[(revision.service.slug, revision.number)] = revision
+    for policy in GatewayPolicy.objects.select_related("service").filter(
+        service__slug__in=service_slugs
+    ):
+        run.policies[(policy.service.slug, policy.version)] = policy
     for capability in Capability.objects.filter(
         revision__in=[revision.pk for revision in run.revisions.values()]
     ):
@@ -108,6 +123,7 @@ def _check(run: Run) -> None:
     _check_lineage(run, asset_entries)
     _check_lifecycle_dates(run)
     for entry in doc.services:
+        _check_policies(run, entry)
         _check_revisions(run, entry, declared_assets, declared_runtimes, asset_entries)
 
 
@@ -189,6 +205,68 @@ def _check_lineage(run: Run, asset_entries: dict[tuple[str, str], Entry]) -> Non
             current = asset_entries.get(parent)
 
 
+def _check_policies(run: Run, service: Entry) -> None:
+    """Versions count up from the registry's; a label of its own is a version known by
+    name only; each label names one version."""
+    slug = service["slug"]
+    stored = {version: policy for (s, version), policy in run.policies.items() if s == slug}
+    stored_versions = {policy.label: version for version, policy in stored.items()}
+    expected = max(stored, default=0) + 1
+    entries = sorted(service.children.get("gateway_policies", []), key=lambda e: e["version"])
+    labels: dict[str, Entry] = {}
+    for entry in entries:
+        version = entry["version"]
+        label = declared_label(entry)
+        if label in labels:
+            run.problems.append(
+                Problem(
+                    (*entry.path, "label"),
+                    f"{label} is already declared at {format_path(labels[label].path)}",
+                )
+            )
+        labels[label] = entry
+        if version in stored:
+            continue
+        if version != expected:
+            run.problems.append(
+                Problem(
+                    (*entry.path, "version"),
+                    f"gateway policy versions of {slug} are numbered in order: the next "
+                    + (f"after v{expected - 1} " if expected > 1 else "")
+                    + f"is {expected}, not {version}",
+                )
+            )
+            continue
+        expected += 1
+        if entry["document"] is not None and label != f"v{version}":
+            run.problems.append(
+                Problem(
+                    (*entry.path, "label"),
+                    f"a version with a document is named v{version}; leave label out (a label "
+                    "of its own is for a version known by name only, with document: null)",
+                )
+            )
+        elif entry["document"] is None and VERSION_LABEL.match(label):
+            run.problems.append(
+                Problem(
+                    (*entry.path, "label" if entry.has("label") else "document"),
+                    f"a version without a document is known by the name revisions gave it "
+                    f"before policies were versioned (label: gw-2026.01), not {label}; give "
+                    "its document to record it as a version",
+                )
+            )
+        elif label in stored_versions:
+            run.problems.append(
+                Problem(
+                    (*entry.path, "label"),
+                    f"{label} is already recorded as version {stored_versions[label]} of "
+                    f"{slug}'s gateway policy",
+                )
+            )
+    versions = set(stored) | {entry["version"] for entry in entries}
+    run.next_policy_version[slug] = max(versions, default=0) + 1
+
+
 def _check_revisions(
     run: Run,
     service: Entry,
@@ -242,6 +320,7 @@ def _check_revisions(
                 )
             )
         _check_asset_ref(run, entry, "model_asset", declared_assets)
+        _check_policy_ref(run, service, entry)
         if entry["runtime"] not in declared_runtimes:
             _check_ref(
                 run, entry, "runtime", "runtime", declared_runtimes, "runtimes", Runtime, "name"
@@ -257,3 +336,26 @@ def _check_revisions(
                 "list it under `revisions` or name an existing one",
             )
         )
+
+
+def _check_policy_ref(run: Run, service: Entry, entry: Entry) -> None:
+    """`v<n>` must be declared; any other name is recorded by name on first use."""
+    slug = service["slug"]
+    label = entry["gateway_policy_version"]
+    if not VERSION_LABEL.match(label):
+        return
+    declared = {policy.label: version for (s, version), policy in run.policies.items() if s == slug}
+    declared |= {
+        declared_label(e): e["version"] for e in service.children.get("gateway_policies", [])
+    }
+    if label in declared:
+        return
+    have = ", ".join(sorted(declared, key=declared.__getitem__)) or "none yet"
+    run.problems.append(
+        Problem(
+            (*entry.path, "gateway_policy_version"),
+            f"no gateway policy {label} of {slug} in this document or the registry (it has "
+            f"{have}). Declare it under {format_path((*service.path, 'gateway_policies'))} "
+            "with its document, or name one that exists.",
+        )
+    )

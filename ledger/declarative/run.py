@@ -20,7 +20,16 @@ from ledger import services as verbs
 from ledger.chain import canonical_json
 from ledger.declarative.document import Path, Problem
 from ledger.declarative.schema import Entry, ValidDocument, parse_asset_ref
-from ledger.models import Capability, License, ModelAsset, Revision, Runtime, Service, Team
+from ledger.models import (
+    Capability,
+    GatewayPolicy,
+    License,
+    ModelAsset,
+    Revision,
+    Runtime,
+    Service,
+    Team,
+)
 from lib.actors import Actor
 
 
@@ -96,6 +105,9 @@ class Run:
         self.runtimes: dict[str, Runtime] = {}
         self.services: dict[str, Service] = {}
         self.revisions: dict[tuple[str, int], Revision] = {}
+        # (service slug, version) -> the stored version of its gateway policy.
+        self.policies: dict[tuple[str, int], GatewayPolicy] = {}
+        self.next_policy_version: dict[str, int] = {}
         self.capabilities: dict[int, dict[str, Capability]] = {}
         self.next_number: dict[str, int] = {}
         self.late_retirements: list[tuple[Entry, ModelAsset, dict[str, Any]]] = []
@@ -158,6 +170,12 @@ class Run:
         if ("runtime", name) in self.failed:
             raise Skip
         return self.runtimes[name]
+
+    def policy_label(self, slug: str, label: str) -> str:
+        """A revision's policy name, once the version the document declares under it is in."""
+        if ("gateway policy", (slug, label)) in self.failed:
+            raise Skip
+        return label
 
     def refuse_locked(self, obj, path: Path, differences, reason, advice: str) -> None:
         """A clear, path-named refusal before the domain's own lock check would fire."""

@@ -141,6 +141,18 @@ REVISION = Section(
     identity=("number",),
 )
 
+GATEWAY_POLICY = Section(
+    "gateway policy version",
+    {
+        "version": Key("int", required=True),
+        # Only a version known by name only (document: null) has a label other than v<n>.
+        "label": Key("text"),
+        "note": Key("text"),
+        "document": Key("policy", required=True, nullable=True),
+    },
+    identity=("version",),
+)
+
 SLOS = Section(
     "SLO set",
     {
@@ -165,6 +177,7 @@ SERVICE = Section(
         "slos": Key("mapping", section=SLOS),
         "review_cadence_days": Key("int"),
         "live_revision": Key("int"),
+        "gateway_policies": Key("entries", section=GATEWAY_POLICY),
         "revisions": Key("entries", section=REVISION),
     },
     identity=("slug",),
@@ -234,6 +247,12 @@ def suggest(word: str, candidates) -> str | None:
             return " or ".join(repr(candidate) for candidate in prefixed)
     matches = difflib.get_close_matches(text, known, n=1, cutoff=0.6)
     return repr(matches[0]) if matches else None
+
+
+def declared_label(policy: Entry) -> str:
+    """How revisions name a gateway policy version the document declares."""
+    label: str = policy.get("label") or f"v{policy['version']}"
+    return label
 
 
 def parse_asset_ref(value: str) -> tuple[str, str]:
@@ -413,6 +432,13 @@ def _check_entry(data: Any, section: Section, path: Path, problems: list[Problem
             else:
                 entry.values[name] = child.values
             continue
+        if key.type == "policy":
+            policy = _check_policy(value, key_path, problems)
+            if policy is None:
+                ok = False
+            else:
+                entry.values[name] = policy
+            continue
         if key.type == "capabilities":
             capabilities = _check_capabilities(value, key_path, problems)
             if capabilities is None:
@@ -510,6 +536,52 @@ def _check_capabilities(value: Any, path: Path, problems: list[Problem]) -> dict
             problems.append(Problem(kind_path, str(exc)))
             ok = False
     return result if ok else None
+
+
+def _check_policy(value: Any, path: Path, problems: list[Problem]) -> dict | None:
+    """A gateway policy document as JSON; its rules are the verb's (a JSON Schema)."""
+    if not isinstance(value, dict):
+        problems.append(
+            Problem(
+                path,
+                "expected the policy as a mapping of its sections (limits, tenants, fallbacks, "
+                "degradation, retries, egress), or null for a version known by name only; "
+                f"got {_type_name(value)}",
+            )
+        )
+        return None
+    keys = _boolean_keys(value, path)
+    # YAML 1.1 reads an unquoted `on` (a fallback's key), `off`, `yes` or `no` as a
+    # boolean; as JSON it would become the key "True", refused for a reason nobody wrote.
+    for where, key in keys:
+        problems.append(
+            Problem(
+                where,
+                f"a key YAML reads as {str(key).lower()}: unquoted on, off, yes and no are "
+                "true or false in YAML; quote the key, e.g. 'on': error",
+            )
+        )
+    if keys:
+        return None
+    try:
+        return json_value(value)
+    except _Bad as exc:
+        problems.append(Problem(path, str(exc)))
+        return None
+
+
+def _boolean_keys(value: Any, path: Path) -> list[tuple[Path, bool]]:
+    found: list[tuple[Path, bool]] = []
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _boolean_keys(item, (*path, index))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, bool):
+                found.append((path, key))
+            else:
+                found += _boolean_keys(item, (*path, str(key)))
+    return found
 
 
 def validate(document: Document) -> ValidDocument:

@@ -3,19 +3,22 @@
 One function per kind; each compares the entry with the stored row in
 document terms (the `*_view` functions of `export`), calls the verb with
 what differs, and records the change. Locked rows are refused here, before
-the verb, with a message that says which new row to add instead.
+the verb, with a message that says which new row to add instead; a gateway
+policy version never changes, so one that differs is always refused.
 """
 
 from __future__ import annotations
 
+import re
 from functools import partial
 from typing import Any
 
 from ledger import services as verbs
-from ledger.declarative.document import Problem
+from ledger.declarative.document import Path, Problem
 from ledger.declarative.export import (
     acceptance_view,
     asset_view,
+    gateway_policy_view,
     license_view,
     revision_view,
     runtime_view,
@@ -23,14 +26,21 @@ from ledger.declarative.export import (
     team_view,
 )
 from ledger.declarative.run import Change, Failed, Run, Skip, diff, same, show
-from ledger.declarative.schema import SLO_FIELDS, Entry, parse_asset_ref
-from ledger.models import ModelAsset, Revision, Runtime, Service
+from ledger.declarative.schema import SLO_FIELDS, Entry, declared_label, parse_asset_ref
+from ledger.models import GatewayPolicy, ModelAsset, Revision, Runtime, Service
 
 _RETIRED = ModelAsset.Lifecycle.RETIRED
 RETIREMENT_KEYS = ("lifecycle", "retired_on", "deprecated_on")
 # Domain field -> document key path (relative to the entry) a refusal is reported at.
 SERVICE_ERROR_PATHS = {name: ("slos", key) for key, name in SLO_FIELDS.items()}
 CAPABILITY_ERROR_PATHS = {"value": (), "kind": ()}
+# The gateway policy verbs report a bad name under the revision's key.
+POLICY_ERROR_PATHS = {"gateway_policy_version": ("label",), "document": ("document",)}
+# "tenants[1].rpm: …", as the policy verb names a problem inside the document.
+_JSON_PROBLEM = re.compile(
+    r"^(?P<path>[\w-]+(?:\.[\w-]+|\[\d+\])*|\(the document\)): (?P<message>.*)$", re.S
+)
+_JSON_PART = re.compile(r"\[(\d+)\]|([\w-]+)")
 
 
 ASSET_KEYS = [
@@ -367,7 +377,146 @@ def apply_service(run: Run, entry: Entry) -> None:
     run.changed("service", slug, slug, entry.path, differences)
 
 
+def apply_gateway_policy(run: Run, service_entry: Entry, entry: Entry) -> None:
+    """Record a version the registry does not have; a recorded one must say the same."""
+    slug = service_entry["slug"]
+    version = entry["version"]
+    label = declared_label(entry)
+    identity = (slug, label)
+    name = f"{slug} {label}"
+    policy = run.policies.get((slug, version))
+    if policy is not None:
+        _refuse_a_changed_policy(run, entry, policy)
+        run.record("gateway policy", identity, None)
+        return
+    service = run.services[slug]
+    note = entry.get("note", "")
+    if entry["document"] is None:
+        policy = run.call(
+            entry.path,
+            verbs.policy_named,
+            service,
+            label,
+            actor=run.actor,
+            note=note,
+            error_paths=POLICY_ERROR_PATHS,
+        )
+    else:
+        # The verb's own checks, first, so each problem gets its place inside the document.
+        problems = verbs.document_problems(service, entry["document"])
+        if problems:
+            run.problems += [_inside_document(entry.path, text) for text in problems]
+            raise Failed
+        policy = run.call(
+            entry.path,
+            verbs.create_gateway_policy,
+            service,
+            actor=run.actor,
+            document=entry["document"],
+            note=note,
+            error_paths=POLICY_ERROR_PATHS,
+        )
+    if policy.version != version:
+        # Only a name from before versioning that looks like v<n> can push the number on.
+        run.problems.append(
+            Problem(
+                (*entry.path, "version"),
+                f"{name} would be recorded as version {policy.version}, not {version}: "
+                f"{slug} already has a policy named v{version}. Number it {policy.version}.",
+            )
+        )
+        raise Failed
+    run.policies[(slug, version)] = policy
+    fields = [("note", None, note)] if note else []
+    if policy.known:
+        fields.append(("sha256", None, policy.sha256))
+    run.record(
+        "gateway policy", identity, Change("create", "gateway policy", name, entry.path, fields)
+    )
+
+
+def _refuse_a_changed_policy(run: Run, entry: Entry, policy: GatewayPolicy) -> None:
+    """A version is what revisions were approved with; the database refuses to rewrite it."""
+    slug = policy.service.slug
+    view = gateway_policy_view(policy)
+    recorded = f"{slug} gateway policy version {policy.version}"
+    advice = (
+        f"A recorded version never changes: record the change as a new version "
+        f"(version: {run.next_policy_version[slug]}) and name it in the revisions that use it."
+    )
+    problems = []
+    if declared_label(entry) != policy.label:
+        problems.append(
+            Problem(
+                (*entry.path, "label"),
+                f"{recorded} is named {policy.label}, the document says "
+                f"{declared_label(entry)}; a version keeps its name. Write "
+                + (
+                    f"label: {policy.label}."
+                    if policy.label != f"v{policy.version}"
+                    else "no label."
+                ),
+            )
+        )
+    if not same(view["document"], entry["document"]):
+        if entry["document"] is None or view["document"] is None:
+            what = "no document" if view["document"] is None else "a document"
+            detail = f"is recorded with {what}"
+        else:
+            paths = _differing_paths(view["document"], entry["document"])
+            shown = ", ".join(paths[:5]) + (", …" if len(paths) > 5 else "")
+            detail = f"is recorded with another document (it differs at {shown})"
+        problems.append(
+            Problem((*entry.path, "document"), f"{recorded} ({policy.label}) {detail}. {advice}")
+        )
+    if entry.has("note") and not same(view["note"], entry["note"]):
+        problems.append(
+            Problem(
+                (*entry.path, "note"),
+                f"{recorded} ({policy.label}) is recorded with the note {show(view['note'])}; "
+                "the registry has no operation to change it. Keep the recorded note.",
+            )
+        )
+    if problems:
+        run.problems.extend(problems)
+        raise Failed
+
+
+def _differing_paths(before: Any, after: Any, where: str = "") -> list[str]:
+    """The JSON paths at which two documents differ, e.g. limits.max_output_tokens."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        paths = []
+        for key in [*before, *(k for k in after if k not in before)]:
+            inner = f"{where}.{key}" if where else key
+            if key not in before or key not in after:
+                paths.append(inner)
+            else:
+                paths += _differing_paths(before[key], after[key], inner)
+        return paths
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        paths = []
+        for index, (old, new) in enumerate(zip(before, after, strict=True)):
+            paths += _differing_paths(old, new, f"{where}[{index}]")
+        return paths
+    return [] if same(before, after) else [where or "(the document)"]
+
+
+def _inside_document(entry_path: Path, text: str) -> Problem:
+    """The verb's `tenants[1].rpm: …` at its place inside the entry's document, so the
+    line number points at it."""
+    path: Path = (*entry_path, "document")
+    match = _JSON_PROBLEM.match(text)
+    if match is None:
+        return Problem(path, text)
+    if match["path"] != "(the document)":
+        for index, key in _JSON_PART.findall(match["path"]):
+            path = (*path, int(index) if index else key)
+    return Problem(path, match["message"])
+
+
 def revision_value(run: Run, key: str, value: Any, slug: str) -> Any:
+    if key == "gateway_policy_version":
+        return run.policy_label(slug, value)
     if key == "model_asset":
         return run.asset(value)
     if key == "runtime":

@@ -28,6 +28,7 @@ from lib.actors import Actor
 __all__ = ["create_gateway_policy", "created_payload", "document_problems", "policy_named"]
 
 VERSION_LABEL = re.compile(r"^v(\d+)$")
+NAMED_BY_A_REVISION = "Named by a revision; its document is not recorded."
 LABEL_MAX_LENGTH = GatewayPolicy._meta.get_field("label").max_length or 40
 
 
@@ -146,13 +147,15 @@ def created_payload(policy: GatewayPolicy) -> dict[str, Any]:
 
 
 @transaction.atomic
-def policy_named(service: Service, label: str, *, actor: Actor) -> GatewayPolicy:
+def policy_named(
+    service: Service, label: str, *, actor: Actor, note: str = NAMED_BY_A_REVISION
+) -> GatewayPolicy:
     """The version of the service's policy a revision names by `label`.
 
     `v<n>` must exist. Any other name is a policy recorded by name only (how revisions
     named policies before they were versioned): its first use records an unknown
-    version, which the production gate refuses until a version with a document
-    replaces it.
+    version with `note`, which the production gate refuses until a version with a
+    document replaces it.
     """
     try:
         validate_name_token(label)
@@ -185,5 +188,5 @@ def policy_named(service: Service, label: str, *, actor: Actor) -> GatewayPolicy
         version=version,
         label=label,
         document=None,
-        note="Named by a revision; its document is not recorded.",
+        note=note,
     )

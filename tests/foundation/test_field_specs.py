@@ -33,7 +33,8 @@ def test_the_declarative_file_states_the_same_fields():
     # `slos` without the prefix, and a backend's service and revision by slug and number.
     assert set(Runtime.STATED_FIELDS) == set(schema.RUNTIME.keys)
     slos = {f"slo_{key}" for key in schema.SLOS.keys}
-    # Its live revision and revisions are the service's history, not what it states.
-    stated = set(schema.SERVICE.keys) - {"slos", "live_revision", "revisions"}
+    # Its live revision, gateway policy versions and revisions are the service's history,
+    # not what it states.
+    stated = set(schema.SERVICE.keys) - {"slos", "live_revision", "gateway_policies", "revisions"}
     assert set(Service.STATED_FIELDS) == stated | slos
     assert set(Backend.STATED_FIELDS) <= set(declarative.BACKEND.keys)

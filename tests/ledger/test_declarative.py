@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from io import StringIO
@@ -15,7 +16,8 @@ from django.db import transaction
 
 from ledger import services
 from ledger.chain import verify_chain
-from ledger.models import Capability, Event, ModelAsset, Revision, Service, Team
+from ledger.gateway_policy import EXAMPLE, SECTIONS, document_sha256
+from ledger.models import Capability, Event, GatewayPolicy, ModelAsset, Revision, Service, Team
 from tests.factories import UserFactory
 from tests.ledger.factories import digest
 
@@ -466,7 +468,9 @@ def test_the_example_in_the_format_documentation_applies_and_round_trips(owner, 
     output = apply(path)
 
     assert "Applied" in output
-    assert Service.objects.get(slug="kb-assistant").live_revision.number == 2
+    live = Service.objects.get(slug="kb-assistant").live_revision
+    assert live.number == 2
+    assert (live.gateway_policy_version, live.gateway_policy.known) == ("v2", True)
     assert "No changes" in apply(path)
 
 
@@ -479,3 +483,257 @@ def test_the_example_in_the_readme_applies(owner, write):
     assert "Applied" in apply(path)
     assert Service.objects.get(slug="kb-assistant").live_revision.number == 1
     assert "No changes" in apply(path)
+
+
+# ---------------------------------------------------------------- gateway policy versions
+
+
+def with_policies(document: dict) -> dict:
+    """kb-assistant also serves sql, support-faq takes what it cannot answer, and its
+    policy has two versions: gw-1, known by name only (r1 names it), and v2 with every
+    section of the documented example (r2 names it)."""
+    kb = document["services"][0]
+    kb["task_types"] = ["chat", "rag", "sql"]
+    kb["gateway_policies"] = [
+        {
+            "version": 1,
+            "label": "gw-1",
+            "note": "From before policies were versioned.",
+            "document": None,
+        },
+        {"version": 2, "note": "Quotas for support.", "document": copy.deepcopy(EXAMPLE)},
+    ]
+    kb["revisions"][1]["gateway_policy_version"] = "v2"
+    document["services"].append(
+        {"slug": "support-faq", "name": "Support FAQ", "team": "kb-team", "tier": "internal"}
+    )
+    return document
+
+
+def test_gateway_policies_round_trip_byte_identical(owner, write, tmp_path):
+    first = tmp_path / "first.yaml"
+    with transaction.atomic():
+        apply(write(with_policies(registry())))
+        call_command("export_registry", "--output", str(first), stdout=StringIO())
+        transaction.set_rollback(True)
+    assert GatewayPolicy.objects.count() == 0
+
+    apply(first)
+
+    assert export() == first.read_text()
+    exported = yaml.safe_load(first.read_text())
+    policies = exported["services"][0]["gateway_policies"]
+    assert policies == [
+        {
+            "version": 1,
+            "label": "gw-1",
+            "note": "From before policies were versioned.",
+            "document": None,
+        },
+        {"version": 2, "note": "Quotas for support.", "document": EXAMPLE},
+    ]
+    # Sections in the order the schema declares them, not jsonb's; `on` quoted for YAML.
+    assert list(policies[1]["document"]) == list(SECTIONS)
+    assert "'on': error" in first.read_text()
+    assert "No changes" in apply(first)
+
+
+def test_apply_records_the_versions_a_document_lists_before_the_revisions_naming_them(owner, write):
+    output = apply(write(with_policies(registry())))
+
+    service = Service.objects.get(slug="kb-assistant")
+    unknown, known = GatewayPolicy.objects.filter(service=service).order_by("version")
+    assert (unknown.version, unknown.label, unknown.known) == (1, "gw-1", False)
+    assert unknown.note == "From before policies were versioned."
+    assert (known.version, known.label, known.document) == (2, "v2", EXAMPLE)
+    assert known.sha256 == document_sha256(EXAMPLE)
+    revisions = Revision.objects.filter(service=service).order_by("number")
+    assert [r.gateway_policy for r in revisions] == [unknown, known]
+    payloads = [
+        json.loads(event.payload)
+        for event in Event.objects.filter(action="gateway_policy.created").order_by("sequence")
+    ]
+    assert [(p["label"], p["known"], p["sha256"]) for p in payloads] == [
+        ("gw-1", False, unknown.sha256),
+        ("v2", True, known.sha256),
+    ]
+    assert "+ create gateway policy kb-assistant v2  (services[0].gateway_policies[1])" in output
+    assert verify_chain().ok
+
+
+def test_reapplying_recorded_policy_versions_changes_nothing(owner, write):
+    document = with_policies(registry())
+    apply(write(document))
+    events = Event.objects.count()
+    # The same document with its keys in another order is the same version.
+    document["services"][0]["gateway_policies"][1]["document"] = dict(
+        reversed(list(EXAMPLE.items()))
+    )
+
+    output = apply(write(document))
+
+    assert "No changes" in output
+    assert Event.objects.count() == events
+    assert GatewayPolicy.objects.count() == 2
+
+
+def test_a_new_version_in_the_document_is_recorded_and_the_old_ones_stay(owner, write):
+    document = with_policies(registry())
+    apply(write(document))
+    changed = copy.deepcopy(EXAMPLE)
+    changed["limits"]["max_output_tokens"] = 2048
+    document["services"][0]["gateway_policies"].append({"version": 3, "document": changed})
+
+    output = apply(write(document))
+
+    assert "+ create gateway policy kb-assistant v3" in output
+    assert "1 created, 0 updated" in output
+    assert GatewayPolicy.objects.get(label="v3").document["limits"]["max_output_tokens"] == 2048
+
+
+def test_a_changed_document_of_a_recorded_version_is_refused(owner, write):
+    document = with_policies(registry())
+    apply(write(document))
+    events = Event.objects.count()
+    policy = document["services"][0]["gateway_policies"][1]
+    policy["document"]["limits"]["max_output_tokens"] = 4096
+    policy["document"]["tenants"][0]["rpm"] = 1200
+
+    stderr = refused(write(document))
+
+    assert (
+        "services[0].gateway_policies[1].document: kb-assistant gateway policy version 2 (v2) "
+        "is recorded with another document (it differs at limits.max_output_tokens, "
+        "tenants[0].rpm). A recorded version never changes: record the change as a new "
+        "version (version: 3) and name it in the revisions that use it." in stderr
+    )
+    assert GatewayPolicy.objects.get(label="v2").document == EXAMPLE
+    assert Event.objects.count() == events
+
+
+def test_a_document_given_to_a_version_known_by_name_only_is_refused(owner, write):
+    document = with_policies(registry())
+    apply(write(document))
+    document["services"][0]["gateway_policies"][0]["document"] = EXAMPLE
+
+    stderr = refused(write(document))
+
+    assert (
+        "services[0].gateway_policies[0].document: kb-assistant gateway policy version 1 "
+        "(gw-1) is recorded with no document." in stderr
+    )
+
+
+def test_a_bad_policy_document_is_refused_at_its_place_and_nothing_is_written(owner, write):
+    document = with_policies(registry())
+    policy = document["services"][0]["gateway_policies"][1]["document"]
+    policy["limits"]["max_output_tokens"] = -5
+    policy["tenants"].append({"name": "legal", "rpm": 60})
+
+    path = write(document)
+    stderr = refused(path)
+
+    line = next(
+        number
+        for number, text in enumerate(path.read_text().splitlines(), start=1)
+        if "max_output_tokens: -5" in text
+    )
+    assert (
+        f"{path}:{line}: services[0].gateway_policies[1].document.limits.max_output_tokens: "
+        "-5 is less than the minimum of 1" in stderr
+    )
+    # r2 names the refused v2: skipped, not reported a second time.
+    assert "revisions[1]" not in stderr
+    # The registry's own check, once the schema's pass: a tenant the service does not list.
+    document["services"][0]["gateway_policies"][1]["document"]["limits"]["max_output_tokens"] = 8
+    stderr = refused(write(document))
+    assert (
+        "services[0].gateway_policies[1].document.tenants[1].name: legal is not a tenant of "
+        "kb-assistant (its tenants: support, sales); add it to the service first." in stderr
+    )
+    assert Team.objects.count() == 0
+    assert Service.objects.count() == 0
+    assert GatewayPolicy.objects.count() == 0
+    assert Event.objects.count() == 0
+
+
+def test_a_refusal_after_the_policies_leaves_no_policy_written(owner, write):
+    document = with_policies(registry())
+    document["services"][0]["revisions"][1]["capabilities"]["streaming"] = "carrier-pigeon"
+
+    stderr = refused(write(document))
+
+    assert "services[0].revisions[1].capabilities.streaming" in stderr
+    assert GatewayPolicy.objects.count() == 0
+    assert Revision.objects.count() == 0
+    assert Event.objects.count() == 0
+
+
+def test_a_dry_run_shows_the_versions_it_would_record_and_writes_none(owner, write):
+    output = apply(write(with_policies(registry())), "--dry-run")
+
+    assert "+ create gateway policy kb-assistant gw-1" in output
+    assert "+ create gateway policy kb-assistant v2" in output
+    assert GatewayPolicy.objects.count() == 0
+
+
+def test_a_revision_naming_a_version_nobody_declared_is_refused(owner, write):
+    document = with_policies(registry())
+    document["services"][0]["revisions"][1]["gateway_policy_version"] = "v3"
+
+    stderr = refused(write(document))
+
+    assert (
+        "services[0].revisions[1].gateway_policy_version: no gateway policy v3 of kb-assistant "
+        "in this document or the registry (it has gw-1, v2). Declare it under "
+        "services[0].gateway_policies with its document, or name one that exists." in stderr
+    )
+
+
+def test_policy_versions_count_up_without_a_gap(owner, write):
+    document = with_policies(registry())
+    document["services"][0]["gateway_policies"][1]["version"] = 3
+    document["services"][0]["revisions"][1]["gateway_policy_version"] = "v3"
+
+    stderr = refused(write(document))
+
+    assert (
+        "services[0].gateway_policies[1].version: gateway policy versions of kb-assistant are "
+        "numbered in order: the next after v1 is 2, not 3" in stderr
+    )
+
+
+def test_a_version_known_by_name_only_needs_its_name(owner, write):
+    document = with_policies(registry())
+    del document["services"][0]["gateway_policies"][0]["label"]
+
+    stderr = refused(write(document))
+
+    assert "services[0].gateway_policies[0].document: a version without a document" in stderr
+
+
+def test_an_unquoted_on_in_a_policy_is_refused_with_a_hint(owner, write):
+    text = yaml.safe_dump(with_policies(registry()), sort_keys=False).replace("'on':", "on:")
+    assert "on: error" in text
+
+    stderr = refused(write(text))
+
+    assert (
+        "services[0].gateway_policies[1].document.fallbacks[0]: a key YAML reads as true: "
+        "unquoted on, off, yes and no are true or false in YAML; quote the key, e.g. "
+        "'on': error" in stderr
+    )
+
+
+def test_a_tenant_added_by_the_same_document_may_be_in_its_new_policy(owner, write):
+    document = with_policies(registry())
+    apply(write(document))
+    document["services"][0]["tenants"].append("legal")
+    legal = copy.deepcopy(EXAMPLE)
+    legal["tenants"].append({"name": "legal", "rpm": 60, "tpm": 20000})
+    document["services"][0]["gateway_policies"].append({"version": 3, "document": legal})
+
+    output = apply(write(document))
+
+    assert 'tenants: ["support","sales"] → ["support","sales","legal"]' in output
+    assert "+ create gateway policy kb-assistant v3" in output

@@ -23,8 +23,9 @@ from lib.actors import Actor
 
 class Command(BaseCommand):
     help = (
-        "Create or update teams, licenses, model assets, runtimes, services, revisions and "
-        "capabilities from a YAML registry document; all or nothing, idempotent."
+        "Create or update teams, licenses, model assets, runtimes, services, their gateway "
+        "policy versions, revisions and capabilities from a YAML registry document; all or "
+        "nothing, idempotent."
     )
 
     def add_arguments(self, parser):
