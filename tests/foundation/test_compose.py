@@ -369,8 +369,8 @@ def test_gateway_sync_renders_the_config_from_the_app_image_into_the_shared_volu
 ):
     sync, gateway = services["gateway-sync"], services["gateway"]
     assert sync["build"]["context"] in {".", "./"}
-    assert sync["command"] == ["sh", "docker/gateway/sync.sh"]
-    assert "render_gateway --output" in (ROOT / "docker" / "gateway" / "sync.sh").read_text()
+    assert sync["command"] == ["python", "docker/gateway/sync.py"]
+    assert '"render_gateway", output=' in (ROOT / "docker" / "gateway" / "sync.py").read_text()
     folder = str(Path(_gateway_config_path(services)).parent)
     assert _volume_mounts(sync)["gateway-config"] == (folder, "rw")
     assert _volume_mounts(gateway)["gateway-config"] == (folder, "ro")
