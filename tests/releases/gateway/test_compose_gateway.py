@@ -101,37 +101,6 @@ def sync_loop(tmp_path) -> Iterator:
         loop.stop()
 
 
-def test_sync_writes_the_ledgers_config_and_rewrites_it_only_when_the_ledger_changes(
-    world, release, owner, signers, tmp_path, sync_loop
-):
-    config = tmp_path / "gateway" / "config.yaml"
-    loop = sync_loop(config)
-    loop.wait_for(lambda: len(loop.written()) == 1, "the first render")
-
-    [(path, sha256)] = loop.written()
-    assert path == str(config)
-    assert config.read_text() == _rendered()
-    assert sha256 == litellm.config_sha256(config.read_text())
-    # The proxy may run as another user: the file (no credential in it) is readable by all.
-    assert config.stat().st_mode & 0o044 == 0o044
-
-    time.sleep(1.5)  # several more renders of an unchanged ledger
-    assert len(loop.written()) == 1
-
-    roll_out(release, owner, signers)  # the candidate takes stage 1's share
-    loop.wait_for(lambda: len(loop.written()) == 2, "the render after the rollout")
-
-    new_sha256 = loop.written()[1][1]
-    assert new_sha256 != sha256
-    assert new_sha256 == litellm.config_sha256(config.read_text())
-    names = dict(Backend.objects.values_list("pk", "name"))
-    weights = {
-        names[int(entry["model_info"]["id"].rsplit("-", 1)[1])]: entry["litellm_params"]["weight"]
-        for entry in yaml.safe_load(config.read_text())["model_list"]
-    }
-    assert weights == {"kb-assistant-live": 9500, "kb-assistant-canary": 500}
-
-
 def test_a_failed_render_keeps_the_last_config_and_the_loop_goes_on(tmp_path, sync_loop):
     config = tmp_path / "gateway" / "config.yaml"
     config.parent.mkdir()
@@ -173,9 +142,20 @@ def _expected_ids() -> list[str]:
     return sorted(entry["model_info"]["id"] for entry in yaml.safe_load(_rendered())["model_list"])
 
 
+def _weights(config: Path) -> dict[str, int]:
+    """Backend name -> the weight the file gives it."""
+    names = dict(Backend.objects.values_list("pk", "name"))
+    return {
+        names[int(entry["model_info"]["id"].rsplit("-", 1)[1])]: entry["litellm_params"]["weight"]
+        for entry in yaml.safe_load(config.read_text())["model_list"]
+    }
+
+
 def test_a_rollout_reaches_a_real_proxy_through_sync_and_the_supervisor(
     world, release, owner, signers, fake_backends, tmp_path, sync_loop
 ):
+    """One test for the chain, as it is slow (a proxy start is 13 to 40 s, twice): what
+    sync writes, when it writes again, and what the proxy then holds and serves."""
     gateway_python()  # says `make install-gateway` when LiteLLM is missing
     for backend, fake in zip(
         (world.live_backend, world.candidate_backend), fake_backends, strict=True
@@ -187,6 +167,14 @@ def test_a_rollout_reaches_a_real_proxy_through_sync_and_the_supervisor(
     config = tmp_path / "gateway" / "config.yaml"
     loop = sync_loop(config)
     loop.wait_for(lambda: len(loop.written()) == 1, "the first render")
+
+    [(path, first)] = loop.written()
+    assert path == str(config)
+    assert config.read_text() == _rendered()
+    assert first == litellm.config_sha256(config.read_text())
+    # The proxy may run as another user: the file (no credential in it) is readable by all.
+    assert config.stat().st_mode & 0o044 == 0o044
+    assert _weights(config) == {"kb-assistant-live": 10000}
 
     master_key = "sk-compose-test-key"
     port = free_port()
@@ -216,15 +204,16 @@ def test_a_rollout_reaches_a_real_proxy_through_sync_and_the_supervisor(
             time.sleep(0.5)
 
     try:
-        before = _expected_ids()
-        assert len(before) == 1  # the live backend alone
-        proxy_holds(before, "the proxy on the first config")
+        proxy_holds(_expected_ids(), "the proxy on the first config")
+        # The ledger did not change while the proxy started: many renders, no new file.
+        assert len(loop.written()) == 1
 
-        roll_out(release, owner, signers)
+        roll_out(release, owner, signers)  # the candidate takes stage 1's share
         loop.wait_for(lambda: len(loop.written()) == 2, "the render after the rollout")
-        after = _expected_ids()
-        assert len(after) == 2  # the candidate joins with its stage's share
-        proxy_holds(after, "the proxy restarted on the new config")
+        second = loop.written()[1][1]
+        assert second == litellm.config_sha256(config.read_text()) != first
+        assert _weights(config) == {"kb-assistant-live": 9500, "kb-assistant-canary": 500}
+        proxy_holds(_expected_ids(), "the proxy restarted on the new config")
 
         with httpx.Client(
             base_url=base_url, headers={"Authorization": f"Bearer {master_key}"}, timeout=120
@@ -237,7 +226,6 @@ def test_a_rollout_reaches_a_real_proxy_through_sync_and_the_supervisor(
                 for _ in range(10)
             ]
         assert codes == [200] * 10, _tail(log)
-        [first, second] = [sha256 for _, sha256 in loop.written()]
         assert f"changed: sha256 {first} -> {second}; restarting" in log.read_text()
     finally:
         with contextlib.suppress(ProcessLookupError):
