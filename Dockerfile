@@ -28,12 +28,14 @@ COPY . .
 
 # Collect and compress the static files (the manifest storage is the default
 # when DEBUG is off). The settings need a non-development key to import; the
-# throw-away DATA_DIR keeps build-time folders out of the image.
+# throw-away DATA_DIR keeps build-time folders out of the image. /gateway is where
+# compose mounts the gateway's config volume (gateway-sync): a new volume takes the
+# owner of the folder it is mounted on, so the app's user can write the file.
 RUN DATA_DIR=/tmp/build-data DEBUG=false SECRET_KEY=build-only \
         python manage.py collectstatic --noinput \
     && rm -rf /tmp/build-data \
-    && mkdir -p /app/var \
-    && chown ledger:ledger /app/var
+    && mkdir -p /app/var /gateway \
+    && chown ledger:ledger /app/var /gateway
 
 USER ledger
 

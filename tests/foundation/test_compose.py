@@ -21,7 +21,8 @@ SETTINGS = ROOT / "config" / "settings.py"
 
 BACKING_SERVICES = ("postgres", "redis", "minio")
 APP_SERVICES = ("web", "worker", "beat")
-LONG_RUNNING_SERVICES = BACKING_SERVICES + APP_SERVICES
+GATEWAY_SERVICES = ("gateway", "gateway-sync")
+LONG_RUNNING_SERVICES = BACKING_SERVICES + APP_SERVICES + GATEWAY_SERVICES
 PRODUCTION_VARIABLES = (
     "DATABASE_URL",
     "CELERY_BROKER_URL",
@@ -35,6 +36,16 @@ PRODUCTION_VARIABLES = (
 # Top-level keys of the version 3 file format; Compose v1 rejects anything else
 # (such as `name:`) apart from `x-` extension fields.
 COMPOSE_V3_TOP_LEVEL_KEYS = {"version", "services", "networks", "volumes", "secrets", "configs"}
+# name[:tag]@sha256:<64 hex>: Docker pulls by the digest, which no one can move.
+PINNED_IMAGE = re.compile(
+    r"(?P<name>[^@\s]+?)(?::(?P<tag>[^@:/\s]+))?@sha256:(?P<digest>[0-9a-f]{64})"
+)
+# Gateway environment that is a switch or a placeholder, never a credential.
+GATEWAY_PLAIN_VALUES = {
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "LITELLM_TELEMETRY_DISABLED": "true",
+    "GATEWAY_KEYLESS_API_KEY": "no-key",
+}
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +75,10 @@ def _depends_on(service: dict) -> dict[str, str]:
         name: (options or {}).get("condition", "service_started")
         for name, options in depends_on.items()
     }
+
+
+def _pinned(image: str) -> re.Match[str] | None:
+    return PINNED_IMAGE.fullmatch(image)
 
 
 def _healthcheck_command(service: dict) -> str:
@@ -105,13 +120,36 @@ def test_compose_file_uses_only_keys_compose_v1_accepts(compose):
     assert str(compose.get("version", "3.8")).startswith("3")
 
 
-@pytest.mark.parametrize("name", [*BACKING_SERVICES, "createbucket"])
-def test_backing_service_images_are_pinned_to_a_version_tag(services, name):
+def test_every_image_is_pulled_by_its_digest_or_built_from_the_dockerfile(services):
+    """A tag can be moved to other bytes; a digest cannot. Only the app's own image,
+    built here, has none."""
+    for name, service in services.items():
+        if "build" in service:
+            continue
+        image = service["image"]
+        assert _pinned(image), f"{name}: {image!r} is not name:tag@sha256:<64 hex>"
+
+
+@pytest.mark.parametrize("name", [*BACKING_SERVICES, "createbucket", "gateway"])
+def test_pinned_images_keep_a_version_tag_for_people(services, name):
     image = services[name]["image"]
-    repository, _, tag = image.rpartition(":")
-    assert repository and "/" not in tag, f"{name}: {image!r} has no tag"
-    assert tag not in {"", "latest"}, f"{name}: {image!r} is not pinned"
-    assert re.match(r"\d|RELEASE\.", tag), f"{name}: {image!r} tag is not a version"
+    pinned = _pinned(image)
+    assert pinned and pinned["tag"], f"{name}: {image!r} has no tag beside its digest"
+    assert pinned["tag"] != "latest", f"{name}: {image!r}"
+    assert re.match(r"v?\d|RELEASE\.", pinned["tag"]), f"{name}: {image!r} tag is not a version"
+
+
+def test_each_digest_names_where_it_was_read(services):
+    """The comment above each pinned image names its public source (no digest here was
+    pulled: Docker does not run on the project's machines)."""
+    text = COMPOSE_FILE.read_text()
+    for name, service in services.items():
+        if "build" in service:
+            continue
+        before = text[: text.index(f"image: {service['image']}")]
+        comment = before.rsplit(f"\n  {name}:\n", 1)[-1]
+        assert re.search(r"#.*\b[\w.-]+/[\w.-]+\b", comment), f"{name}: no source named"
+        assert re.search(r"commit [0-9a-f]{7}", comment), f"{name}: no commit named"
 
 
 @pytest.mark.parametrize("name", [*APP_SERVICES, "migrate"])
@@ -292,3 +330,96 @@ def test_dockerfile_does_not_run_as_root():
     users = [arguments for keyword, arguments in _dockerfile_instructions() if keyword == "USER"]
     assert users, "no USER line: the container would run as root"
     assert users[-1].split(":")[0] not in {"root", "0"}
+
+
+# --- The LLM gateway: a LiteLLM proxy fed by gateway-sync -------------------------
+
+
+def _gateway_config_path(services: dict) -> str:
+    return _environment(services["gateway-sync"])["GATEWAY_CONFIG"]
+
+
+def _volume_mounts(service: dict) -> dict[str, tuple[str, str]]:
+    """Named volume or host path -> (folder in the container, mode)."""
+    mounts = {}
+    for volume in service.get("volumes") or []:
+        source, target, *mode = volume.split(":")
+        mounts[source] = (target, mode[0] if mode else "rw")
+    return mounts
+
+
+def test_the_gateway_runs_litellms_image_under_the_supervisor(services):
+    gateway = services["gateway"]
+    assert _pinned(gateway["image"])["name"] == "ghcr.io/berriai/litellm"
+    assert gateway["entrypoint"] == ["python3", "/opt/gateway/supervise.py"]
+    mounts = _volume_mounts(gateway)
+    assert mounts["./docker/gateway/supervise.py"] == ("/opt/gateway/supervise.py", "ro")
+    command = gateway["command"]
+    supervisor_args, proxy = command[: command.index("--")], command[command.index("--") + 1 :]
+    assert proxy[0] == "litellm"
+    # The supervisor watches the very file the proxy reads, the one gateway-sync writes.
+    config = _gateway_config_path(services)
+    assert supervisor_args == ["--config", config]
+    assert proxy[proxy.index("--config") + 1] == config
+    assert proxy[proxy.index("--port") + 1] == "4000"
+
+
+def test_gateway_sync_renders_the_config_from_the_app_image_into_the_shared_volume(
+    compose, services
+):
+    sync, gateway = services["gateway-sync"], services["gateway"]
+    assert sync["build"]["context"] in {".", "./"}
+    assert sync["command"] == ["python", "docker/gateway/sync.py"]
+    assert '"render_gateway", output=' in (ROOT / "docker" / "gateway" / "sync.py").read_text()
+    folder = str(Path(_gateway_config_path(services)).parent)
+    assert _volume_mounts(sync)["gateway-config"] == (folder, "rw")
+    assert _volume_mounts(gateway)["gateway-config"] == (folder, "ro")
+    assert "gateway-config" in compose["volumes"]
+    assert _depends_on(sync)["migrate"] == "service_completed_successfully"
+    # The app's user writes the file: the image gives it the folder the volume is mounted on.
+    runs = " ".join(
+        arguments for keyword, arguments in _dockerfile_instructions() if keyword == "RUN"
+    )
+    assert re.search(rf"mkdir -p [^&]*{folder}\b", runs)
+    assert re.search(rf"chown ledger:ledger [^&]*{folder}\b", runs)
+
+
+def test_the_gateway_starts_once_the_first_config_is_written(services):
+    assert _depends_on(services["gateway"]) == {"gateway-sync": "service_healthy"}
+    assert (
+        _healthcheck_command(services["gateway-sync"])
+        == f"test -s {_gateway_config_path(services)}"
+    )
+    assert "/health/liveliness" in _healthcheck_command(services["gateway"])
+
+
+def test_the_gateway_runs_offline_and_without_the_apps_database(services):
+    environment = _environment(services["gateway"])
+    assert environment["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+    assert environment["LITELLM_TELEMETRY_DISABLED"] == "true"
+    # LiteLLM with a DATABASE_URL reaches for Prisma and its downloaded engines.
+    assert "DATABASE_URL" not in environment
+    assert not set(environment) & set(PRODUCTION_VARIABLES)
+    assert "secrets" not in services["gateway"], "the ledger's signing key is not the gateway's"
+
+
+def test_the_gateway_holds_no_credential_only_references_to_them(services):
+    from releases.gateway.litellm import KEYLESS_API_KEY_ENV, MASTER_KEY_ENV
+
+    gateway = services["gateway"]
+    environment = _environment(gateway)
+    for name, value in environment.items():
+        if name in GATEWAY_PLAIN_VALUES:
+            assert value == GATEWAY_PLAIN_VALUES[name], name
+        else:
+            assert re.fullmatch(rf"\$\{{{name}(:?[-?].*)?\}}", value), f"{name}={value!r}"
+    # The names the rendered config gives (os.environ/NAME) are the ones set here.
+    assert re.fullmatch(rf"\$\{{{MASTER_KEY_ENV}:\?.*\}}", environment[MASTER_KEY_ENV])
+    assert KEYLESS_API_KEY_ENV in environment
+    # Each backend's key comes from a file kept out of git and of the image.
+    [env_file] = gateway["env_file"]
+    assert env_file == "${GATEWAY_ENV_FILE:-./secrets/gateway.env}"
+
+
+def test_the_gateway_is_published_on_loopback_only(services):
+    assert services["gateway"]["ports"] == ["127.0.0.1:${GATEWAY_PORT:-4000}:4000"]
