@@ -284,7 +284,7 @@ def demo_document() -> dict[str, Any]:
             ),
         ],
         "runtimes": _demo_runtimes(),
-        "services": _demo_services(),
+        "services": [_with_gateway_policies(service) for service in _demo_services()],
     }
 
 
@@ -473,6 +473,112 @@ def _revision(number: int, asset: str, runtime: str, context: int, gateway: str,
         "gateway_policy_version": gateway,
         **extra,
     }
+
+
+# Task types that must never degrade silently (releases' playbooks): they stop or go to
+# a person; the others go to the async queue or stop with a message.
+_NEVER_DEGRADE = {"sql", "tool-use", "finance", "contracts"}
+_QUEUED = {"summarization", "translation", "code-review"}
+# Policy names used beyond the revisions of the file (a release of the demo names them).
+_MORE_POLICIES = {"support-summarizer": ["gw-2026.02"]}
+
+
+def demo_policy(
+    slug: str, tenants: list[str], task_types: list[str], *, tier: str, label: str = ""
+) -> dict[str, Any]:
+    """A gateway policy document the service's tier accepts: every limit, each tenant's
+    quota, a degradation per task type, egress stated. Later versions differ a little
+    from earlier ones, as real ones do."""
+    newer = label >= "gw-2026.02"
+    production = tier == "production"
+    degradation: dict[str, Any] = {}
+    for task in task_types:
+        if task in _NEVER_DEGRADE:
+            degradation[task] = (
+                {"action": "human_review"}
+                if task == "tool-use"
+                else {
+                    "action": "stop",
+                    "message": "The data assistant is busy; nothing was run. "
+                    "Try again in a few minutes.",
+                }
+            )
+        elif task in _QUEUED:
+            degradation[task] = {"action": "async_queue"}
+        else:
+            degradation[task] = {
+                "action": "stop",
+                "message": f"{slug} is busy; please try again in a minute.",
+            }
+    return {
+        "limits": {
+            "max_input_tokens": 16384 if production else 8192,
+            # kb-assistant's 2026.02 policy cuts answers shorter: its diff shows it.
+            "max_output_tokens": 1024 if (newer and slug == "kb-assistant") else 2048,
+            "timeout_s": 60,
+            "stream_timeout_s": 30,
+            "max_parallel_requests": 96 if newer else 64,
+        },
+        "tenants": [
+            {
+                "name": tenant,
+                "rpm": 600 if index == 0 else 300,
+                "tpm": 200000 if index == 0 else 100000,
+                "max_parallel_requests": 16,
+                **(
+                    {"budget": {"amount": 500, "currency": "USD", "period_days": 30}}
+                    if production
+                    else {}
+                ),
+            }
+            for index, tenant in enumerate(tenants)
+        ],
+        "degradation": degradation,
+        "retries": {"num_retries": 2, "allowed_fails": 3, "cooldown_s": 30},
+        "egress": {"external_fallback_allowed": False},
+    }
+
+
+def _policy_names(service: dict[str, Any]) -> list[str]:
+    """The names of the service's policies in the order they came, each once."""
+    names: list[str] = []
+    for name in [r["gateway_policy_version"] for r in service["revisions"]] + _MORE_POLICIES.get(
+        service["slug"], []
+    ):
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def policy_label(slug: str, name: str) -> str:
+    """The version label (`v3`) of the demo policy called `name` (`gw-2026.02`)."""
+    service = next(s for s in _demo_services() if s["slug"] == slug)
+    return f"v{_policy_names(service).index(name) + 1}"
+
+
+def _with_gateway_policies(service: dict[str, Any]) -> dict[str, Any]:
+    """The service with a policy version per policy its revisions name, in order; each
+    revision then names its version (`v2`), the name (`gw-2026.01`) kept in the note."""
+    names = _policy_names(service)
+    service["gateway_policies"] = [
+        {
+            "version": number,
+            "note": f"Policy {name.removeprefix('gw-')}.",
+            "document": demo_policy(
+                service["slug"],
+                service["tenants"],
+                service["task_types"],
+                tier=service["tier"],
+                label=name,
+            ),
+        }
+        for number, name in enumerate(names, start=1)
+    ]
+    for revision in service["revisions"]:
+        revision["gateway_policy_version"] = (
+            f"v{names.index(revision['gateway_policy_version']) + 1}"
+        )
+    return service
 
 
 def _demo_services() -> list[dict[str, Any]]:

@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from ledger import services as ledger_services
 from ledger.demo.evidence import LOADTEST_DIR
+from ledger.demo.registry import policy_label
 from ledger.engines import Engine
 from ledger.models import LoadTestReport, Revision, Service
 from releases import policy
@@ -296,7 +297,7 @@ def seed_releases() -> int:
     wider = ledger_services.new_revision_from(
         live,
         actor=None,
-        gateway_policy_version="gw-2026.02",
+        gateway_policy_version=policy_label("support-summarizer", "gw-2026.02"),
         notes="Gateway policy 2026.02: a larger per-tenant queue for the support shift change.",
     )
     approved = _submitted(

@@ -20,14 +20,17 @@ nothing is added when the demo rollouts exist.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 from typing import Any
 
 from django.utils import timezone
 
 from ledger import services as ledger_services
+from ledger.demo.registry import demo_policy
 from ledger.demo.run_evidence import seed_run_evidence
 from ledger.models import Revision, Service, TaskType
+from ledger.services.gateway_policies import create_gateway_policy
 from releases.demo.releases import (
     METRICS_ALL,
     VERIFICATION_SET,
@@ -139,10 +142,20 @@ def _rolled_back(people: dict[str, Any]) -> None:
     kb = Service.objects.select_related("live_revision").get(slug="kb-assistant")
     live = kb.live_revision
     assert live is not None
+    stricter = copy.deepcopy(live.gateway_policy.document)
+    for tenant in stricter["tenants"]:
+        if tenant["name"] == "sales":
+            tenant.update(rpm=60, tpm=20000)
+    version = create_gateway_policy(
+        kb,
+        actor=None,
+        document=stricter,
+        note="Policy 2026.03: stricter per-tenant rate limits for the sales tenant.",
+    )
     policy = ledger_services.new_revision_from(
         live,
         actor=None,
-        gateway_policy_version="gw-2026.03",
+        gateway_policy_version=version.label,
         notes="Gateway policy 2026.03: stricter per-tenant rate limits.",
     )
     _evidence(
@@ -207,13 +220,24 @@ def _stable_service(people: dict[str, Any]) -> None:
         slo_tpot_ms=80,
         task_types=list(TaskType.objects.filter(slug="chat")),
     )
+    faq_policy = create_gateway_policy(
+        faq,
+        actor=None,
+        document=demo_policy(
+            faq.slug,
+            faq.tenants,
+            list(faq.task_types.values_list("slug", flat=True)),
+            tier=faq.tier,
+        ),
+        note="What the support widget's FAQ answers may use.",
+    )
     r1 = ledger_services.create_revision(
         faq,
         actor=None,
         model_asset=first.model_asset,
         runtime=first.runtime,
         context_limit=first.context_limit,
-        gateway_policy_version=first.gateway_policy_version,
+        gateway_policy_version=faq_policy.label,
         notes="First revision: the summarizer's model answering FAQs.",
     )
     ledger_services.set_live_revision(faq, r1, actor=None, reason="registered what runs")
@@ -223,7 +247,7 @@ def _stable_service(people: dict[str, Any]) -> None:
         model_asset=second.model_asset,
         runtime=second.runtime,
         context_limit=second.context_limit,
-        gateway_policy_version=second.gateway_policy_version,
+        gateway_policy_version=faq_policy.label,
         notes="The summarizer's newer model.",
     )
     for revision in (r1, r2):

@@ -41,9 +41,28 @@ def test_seed_demo_makes_releases_in_every_state_once():
     assert emergency.overdue
     assert "overdue since" in emergency.gate("signoffs")["reason"]
 
+    # Every demo policy says what its tier needs: no release of the demo is held by it.
+    for release in Release.objects.all():
+        gate = gates.assess(release).gate("gateway_policy")
+        assert gate is None or gate["status"] == "pass", (release.service.slug, gate)
+
     call_command("seed_demo", "--quiet-logins")
     assert Release.objects.count() == 8
     assert verify_chain().ok
+
+
+def test_every_live_demo_revision_runs_a_policy_with_limits_tenants_and_degradation():
+    from ledger.models import Service
+
+    call_command("seed_demo", "--quiet-logins")
+
+    for service in Service.objects.select_related("live_revision__gateway_policy"):
+        document = service.live_revision.gateway_policy.document
+        assert document is not None, service.slug
+        assert set(document["limits"]) >= {"max_input_tokens", "max_output_tokens"}, service.slug
+        assert [t["name"] for t in document["tenants"]] == service.tenants, service.slug
+        served = set(service.task_types.values_list("slug", flat=True))
+        assert set(document["degradation"]) == served, service.slug
 
 
 def test_seed_demo_shows_every_variant_of_the_incident_screen(client):
