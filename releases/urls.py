@@ -6,7 +6,6 @@ from django.urls import path
 from releases.audit.views import audit, webhooks
 from releases.gateway.views import policy as gateway_policy
 from releases.governance.views import (
-    incident,
     release_detail,
     release_form,
     release_list,
@@ -14,7 +13,7 @@ from releases.governance.views import (
     rollout,
     verification,
 )
-from releases.overview.views import catalog, service
+from releases.overview.views import catalog, incident, service
 from releases.reviews.views import reviews
 
 app_name = "releases"

@@ -25,10 +25,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.models import Service
+from ledger.models import GatewayPolicy, Service
 from releases.gateway.litellm import (
     Deployment,
     ServiceRoute,
+    deployment_id,
     render_config,
     render_yaml,
     split_weights,
@@ -124,3 +125,62 @@ def service_config_yaml(
     if draft:
         route = dataclasses.replace(route, policy=document)
     return render_yaml(render_config([route]))
+
+
+@dataclass(frozen=True)
+class WeightInForce:
+    deployment: str  # model_info.id, as the running gateway names it
+    backend: str
+    candidate: bool
+    share_pct: float
+
+
+@dataclass(frozen=True)
+class ServiceGateway:
+    """What the gateway should be doing for one service now (the incident screen's block)."""
+
+    policy: GatewayPolicy | None
+    limits: dict[str, Any]
+    weights: list[WeightInForce]
+    fallbacks: list[dict[str, str]]
+    # Per task type the service serves: its rule of the policy, or None when not stated.
+    degradation: list[tuple[str, dict[str, Any] | None]]
+    routed: bool
+
+
+def service_gateway(service: Service, task_types: Iterable[str]) -> ServiceGateway:
+    """The block for `service` (its live revision and policy loaded), in the four queries
+    of `gateway()` plus one for the backends' names."""
+    live = service.live_revision
+    policy = live.gateway_policy if live is not None else None
+    document = (policy.document if policy is not None else None) or {}
+    routes = gateway([service.slug]).routes if live is not None else []
+    weights: list[WeightInForce] = []
+    if routes:
+        deployments = routes[0].deployments
+        total = sum(d.weight for d in deployments) or 1
+        found = {
+            pk: (name, revision_id)
+            for pk, name, revision_id in Backend.objects.filter(
+                pk__in=[d.backend_id for d in deployments]
+            ).values_list("pk", "name", "revision_id")
+        }
+        weights = [
+            WeightInForce(
+                deployment=deployment_id(service.slug, d.backend_id),
+                backend=found[d.backend_id][0],
+                candidate=found[d.backend_id][1] != live.pk,
+                share_pct=round(100 * d.weight / total, 1),
+            )
+            for d in deployments
+            if d.weight > 0
+        ]
+    rules = document.get("degradation", {})
+    return ServiceGateway(
+        policy=policy,
+        limits=document.get("limits", {}),
+        weights=weights,
+        fallbacks=document.get("fallbacks", []),
+        degradation=[(task, rules.get(task)) for task in task_types],
+        routed=bool(routes),
+    )

@@ -206,7 +206,11 @@ def _incident_services() -> QuerySet[Service]:
         state__in=(RollbackEvent.State.VERIFYING, RollbackEvent.State.AWAITING_CONFIRMATION),
     ).order_by("-started_at", "-pk")
     return Service.objects.select_related(
-        "team", "runbook", "live_revision__model_asset", "live_revision__runtime"
+        "team",
+        "runbook",
+        "live_revision__model_asset",
+        "live_revision__runtime",
+        "live_revision__gateway_policy",
     ).annotate(
         # An aggregate in a subquery: on the service row itself it would GROUP BY
         # every column of six joined tables, which PostgreSQL plans slowly.

@@ -1,6 +1,7 @@
 """The SRE's incident screen: one page, readable on a phone under stress, that says what
-is live, where a rollback goes and whether it is safe, and what to check first; and the
-search that leads to it."""
+is live, where a rollback goes and whether it is safe, what the gateway should be doing,
+and what to check first; and the search that leads to it. It reads the governance and
+gateway rooms, so it lives here."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from django.views.decorators.http import require_GET
 from ledger import queries as ledger_queries
 from ledger.models import Service
 from lib.actors import AuthenticatedHttpRequest
+from lib.aggregates import split
 from lib.pages import wants_fragment
 from releases import permissions
+from releases.gateway.queries import service_gateway
 from releases.governance import playbooks
 from releases.governance.queries.incident import changed_revision_labels, incident, incident_service
 
@@ -36,6 +39,7 @@ def incident_screen(request: AuthenticatedHttpRequest, slug: str) -> HttpRespons
         "incident": screen,
         "service": service,
         "live": service.live_revision,
+        "gateway": service_gateway(service, split(getattr(service, "task_type_list", ""))),
         "modes": playbooks.FAILURE_MODES,
         "symptom": symptom,
         "can_roll_back": permissions.can_record_rollback(request.user, service),
