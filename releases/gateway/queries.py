@@ -156,7 +156,7 @@ def service_gateway(service: Service, task_types: Iterable[str]) -> ServiceGatew
     document = (policy.document if policy is not None else None) or {}
     routes = gateway([service.slug]).routes if live is not None else []
     weights: list[WeightInForce] = []
-    if routes:
+    if routes and live is not None:
         deployments = routes[0].deployments
         total = sum(d.weight for d in deployments) or 1
         found = {
