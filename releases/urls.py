@@ -4,6 +4,7 @@ the root as `home` in config/urls.py). URL names equal the view functions."""
 from django.urls import path
 
 from releases.audit.views import audit, webhooks
+from releases.gateway import views as gateway_views
 from releases.governance.views import (
     incident,
     release_detail,
@@ -44,6 +45,7 @@ urlpatterns = [
         rollback.unauthorized_reconcile,
         name="unauthorized_reconcile",
     ),
+    path("services/<slug:slug>/gateway/check/", gateway_views.gateway_check, name="gateway_check"),
     path("services/<slug:slug>/runbook/", rollback.runbook, name="runbook"),
     path(
         "services/<slug:slug>/runbook/playbooks/<slug:mode>/",
