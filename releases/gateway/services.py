@@ -167,6 +167,7 @@ def record_check(
     rows = {row.service_id: row for row in GatewayCheck.objects.all()}
     previous = {slug: rows[pk].state for slug, (pk, _revision) in live.items() if pk in rows}
     unchanged, changed, created = [], [], []
+    row_reason = reason if running is None else ""
     for slug, differences in found.items():
         pk = live[slug][0]
         state, listed = _state(differences), list(differences or [])
@@ -179,7 +180,7 @@ def record_check(
                     since=now,
                     checked_at=now,
                     found=listed,
-                    reason=reason if running is None else "",
+                    reason=row_reason,
                 )
             )
         elif row.state == state and row.found == listed:
@@ -187,15 +188,25 @@ def record_check(
             row.checked_at = now
         else:
             row.state, row.since, row.checked_at, row.found = state, now, now, listed
-            row.reason = reason if running is None else ""
+            row.reason = row_reason
             changed.append(row)
     if unchanged:
         # Still unknown: the newest reason (refused, then timed out) is the one shown.
         also = {"reason": reason} if running is None else {}
         GatewayCheck.objects.filter(pk__in=unchanged).update(checked_at=now, **also)
-    if changed:
+    # A row that changed to in sync or unknown reads as every other one of that state: one
+    # UPDATE for each (a bulk_update of 2,000 rows in CASE WHENs took seconds); only the
+    # drifted ones differ row by row.
+    for state in (GatewayCheck.State.IN_SYNC, GatewayCheck.State.UNKNOWN):
+        same = [row.pk for row in changed if row.state == state]
+        if same:
+            GatewayCheck.objects.filter(pk__in=same).update(
+                state=state, since=now, checked_at=now, found=[], reason=row_reason
+            )
+    drifted_rows = [row for row in changed if row.state == GatewayCheck.State.DRIFTED]
+    if drifted_rows:
         GatewayCheck.objects.bulk_update(
-            changed, ["state", "since", "checked_at", "found", "reason"]
+            drifted_rows, ["state", "since", "checked_at", "found", "reason"]
         )
     if created:
         GatewayCheck.objects.bulk_create(created)
