@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import http.server
+import json
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -386,3 +387,47 @@ def test_the_ledger_checks_a_real_proxy(
         "the ledger says 7500"
     ) in " ".join(page.split())
     assert "gateway drifted" in page
+
+
+# -- the button -----------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_button_checks_now_and_goes_back_to_the_page_it_came_from(world, checking, client, sre):
+    live = litellm.deployment_id("kb-assistant", world.live_backend.pk)
+    body = json.dumps({"data": _reports_with(**{live: 3000})}).encode()
+    client.force_login(sre)
+    url = reverse("releases:gateway_check", args=["kb-assistant"])
+
+    with answering(200, body) as gateway_url:
+        checking.GATEWAY_URL = gateway_url
+        from_incident = client.post(url, {"back": "incident"})
+        from_service = client.post(url, follow=True)
+
+    assert from_incident.status_code == 302
+    assert from_incident["Location"] == "/services/kb-assistant/incident/#gateway-check"
+    assert from_service.redirect_chain == [("/services/kb-assistant/#gateway-check", 302)]
+    page = " ".join(from_service.content.decode().split())
+    assert "The gateway does not route kb-assistant as the ledger says." in page
+    assert (
+        f"the gateway serves kb-assistant with weight 3000 on deployment {live}; "
+        "the ledger says 10000"
+    ) in page
+    assert 'data-gateway="drifted"' in page
+    [finding] = _open_gateway_findings()
+    # Who asked is on the Events of what the check found.
+    assert Event.objects.get(action="service.unauthorized_change").actor == sre
+    assert Event.objects.get(action="gateway.check_drifted").actor == sre
+    assert finding.kind == "gateway"
+
+
+@pytest.mark.django_db
+def test_the_button_refuses_a_get_and_people_without_the_rollback_permission(
+    world, checking, client, outsider
+):
+    url = reverse("releases:gateway_check", args=["kb-assistant"])
+    client.force_login(outsider)
+
+    assert client.get(url).status_code == 405
+    assert client.post(url).status_code == 403
+    assert not GatewayCheck.objects.exists()
