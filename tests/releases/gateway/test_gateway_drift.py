@@ -431,3 +431,17 @@ def test_the_button_refuses_a_get_and_people_without_the_rollback_permission(
     assert client.get(url).status_code == 405
     assert client.post(url).status_code == 403
     assert not GatewayCheck.objects.exists()
+
+
+def test_check_deploy_warns_of_a_gateway_url_the_check_may_not_reach(settings):
+    from releases.checks import gateway_is_an_allowed_host
+
+    settings.GATEWAY_URL = "http://192.0.2.10:4000"
+    [warning] = gateway_is_an_allowed_host()
+    assert warning.id == "releases.W002"
+    assert "192.0.2.10 is not in REPLAY_ALLOWED_HOSTS" in warning.msg
+
+    settings.GATEWAY_URL = "http://127.0.0.1:4000"
+    assert gateway_is_an_allowed_host() == []
+    settings.GATEWAY_URL = ""
+    assert gateway_is_an_allowed_host() == []
