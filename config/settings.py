@@ -684,6 +684,38 @@ CELERY_BEAT_SCHEDULE["record-unauthorized-changes"] = {
     "schedule": float(RELEASES_DRIFT_EVERY_MINUTES * 60),
 }
 
+# Is the gateway doing it? (releases/gateway/services.py, docs/gateway.md): every
+# GATEWAY_CHECK_EVERY_MINUTES the running LiteLLM proxy's GET /model/info at GATEWAY_URL
+# (unset: no check) is compared with the config the ledger renders, sending
+# GATEWAY_API_KEY (or GATEWAY_API_KEY_FILE; the proxy's master key or a key allowed
+# /model/info) only to a host REPLAY_ALLOWED_HOSTS admits. A difference that outlasts
+# GATEWAY_DRIFT_GRACE_SECONDS (the deployer's time to apply a new config and restart the
+# proxy) is an unauthorized change of kind gateway.
+GATEWAY_URL = env_str("GATEWAY_URL").rstrip("/")
+GATEWAY_API_KEY = env_str("GATEWAY_API_KEY")
+GATEWAY_CHECK_EVERY_MINUTES = env_int("GATEWAY_CHECK_EVERY_MINUTES", 5)
+GATEWAY_TIMEOUT_SECONDS = env_int("GATEWAY_TIMEOUT_SECONDS", 10)
+GATEWAY_DRIFT_GRACE_SECONDS = env_int("GATEWAY_DRIFT_GRACE_SECONDS", 300)
+if GATEWAY_URL and not GATEWAY_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured(
+        f"GATEWAY_URL={GATEWAY_URL!r} is not an http:// or https:// URL (the LiteLLM proxy's "
+        "base, e.g. http://gateway:4000)."
+    )
+for _name, _value in (
+    ("GATEWAY_CHECK_EVERY_MINUTES", GATEWAY_CHECK_EVERY_MINUTES),
+    ("GATEWAY_TIMEOUT_SECONDS", GATEWAY_TIMEOUT_SECONDS),
+):
+    if _value < 1:
+        raise ImproperlyConfigured(f"{_name}={_value} must be at least 1.")
+if GATEWAY_DRIFT_GRACE_SECONDS < 0:
+    raise ImproperlyConfigured(
+        f"GATEWAY_DRIFT_GRACE_SECONDS={GATEWAY_DRIFT_GRACE_SECONDS} must be 0 or more."
+    )
+CELERY_BEAT_SCHEDULE["check-gateway"] = {
+    "task": "check_gateway",
+    "schedule": float(GATEWAY_CHECK_EVERY_MINUTES * 60),
+}
+
 # Periodic reviews (releases/reviews/services/periodic_reviews.py, docs/reviews.md): the daily
 # sweep at REVIEWS_SWEEP_HOUR:30 (CELERY_TIMEZONE; after the metrics scrape at 00:05)
 # raises a review of each service whose cadence is due or whose behaviour drifted. A

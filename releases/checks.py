@@ -29,3 +29,26 @@ def webhooks_have_their_own_allow_list(
             id="releases.W001",
         )
     ]
+
+
+@register(Tags.security, deploy=True)
+def gateway_is_an_allowed_host(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The gateway check connects only where replay may (`releases.gateway.services`): a
+    GATEWAY_URL outside REPLAY_ALLOWED_HOSTS would leave every service *unknown*."""
+    from replay.outbound import DestinationPolicy, base_url_problem
+
+    if not settings.GATEWAY_URL:
+        return []
+    policy = DestinationPolicy(
+        settings.REPLAY_ALLOWED_HOSTS, setting="REPLAY_ALLOWED_HOSTS", purpose="the gateway check"
+    )
+    problem = base_url_problem(settings.GATEWAY_URL, policy)
+    if not problem:
+        return []
+    return [
+        CheckWarning(
+            f"GATEWAY_URL={settings.GATEWAY_URL} cannot be checked: {problem}",
+            hint="Add the gateway's host (and port) to REPLAY_ALLOWED_HOSTS.",
+            id="releases.W002",
+        )
+    ]

@@ -4,6 +4,7 @@ the root as `home` in config/urls.py). URL names equal the view functions."""
 from django.urls import path
 
 from releases.audit.views import audit, webhooks
+from releases.gateway.views import check as gateway_check
 from releases.gateway.views import policy as gateway_policy
 from releases.governance.views import (
     release_detail,
@@ -54,6 +55,7 @@ urlpatterns = [
         gateway_policy.gateway_policy_version,
         name="gateway_policy_version",
     ),
+    path("services/<slug:slug>/gateway/check/", gateway_check.gateway_check, name="gateway_check"),
     path("services/<slug:slug>/runbook/", rollback.runbook, name="runbook"),
     path(
         "services/<slug:slug>/runbook/playbooks/<slug:mode>/",

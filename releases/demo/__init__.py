@@ -1,8 +1,10 @@
-"""The demo's releases, rollouts and periodic reviews, built through the same verbs as
-the pages (`manage.py seed_demo` runs them after the ledger's and replay's demo)."""
+"""The demo's releases, rollouts, periodic reviews and a drifted gateway, built through
+the same verbs as the pages (`manage.py seed_demo` runs them after the ledger's and
+replay's demo)."""
 
+from releases.demo.gateway import seed_gateway_drift
 from releases.demo.releases import seed_releases
 from releases.demo.reviews import seed_reviews
 from releases.demo.rollouts import seed_rollouts
 
-__all__ = ["seed_releases", "seed_reviews", "seed_rollouts"]
+__all__ = ["seed_gateway_drift", "seed_releases", "seed_reviews", "seed_rollouts"]

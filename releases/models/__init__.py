@@ -1,5 +1,6 @@
 from releases.models.calendar import BlackoutWindow, StandardChangeTemplate
 from releases.models.exports import Export
+from releases.models.gateway_checks import GatewayCheck
 from releases.models.periodic_reviews import (
     Review,
     ReviewAction,
@@ -17,6 +18,7 @@ __all__ = [
     "Comment",
     "Delivery",
     "Export",
+    "GatewayCheck",
     "Observation",
     "ReadinessRecord",
     "Release",

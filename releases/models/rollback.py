@@ -102,16 +102,25 @@ class RollbackEvent(ChoiceLabels, models.Model):
 
 
 class UnauthorizedChange(models.Model):
-    """A probe found a backend of the live revision serving something else.
+    """Something serves a live service otherwise than the ledger says.
 
-    It stays on the service page and the incident screen until someone reconciles
-    it: a release that registers what is running, a rollback, or a note saying how
-    the backend was put back.
+    Of kind *engine*, a probe found a backend of the live revision serving something
+    else (`backend` and `probe` say which); of kind *gateway*, the running LLM gateway
+    routes the service otherwise than the config the ledger renders
+    (`releases.gateway.services`: deployments, weights, limits), one open finding per
+    service at a time. It stays on the service page and the incident screen until
+    someone reconciles it: a release that registers what is running, a rollback, or a
+    note saying how it was put back.
     """
+
+    class Kind(models.TextChoices):
+        ENGINE = "engine", _("Engine")
+        GATEWAY = "gateway", _("Gateway")
 
     service = models.ForeignKey(
         "ledger.Service", on_delete=models.CASCADE, related_name="unauthorized_changes"
     )
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.ENGINE)
     backend = models.ForeignKey(
         "replay.Backend", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -135,6 +144,17 @@ class UnauthorizedChange(models.Model):
             models.CheckConstraint(
                 condition=Q(reconciled_at__isnull=True) | ~Q(reconciliation=""),
                 name="releases_unauthorizedchange_reconciled_says_how",
+            ),
+            models.CheckConstraint(
+                condition=Q(kind__in=["engine", "gateway"]),
+                name="releases_unauthorizedchange_kind_valid",
+            ),
+            # The gateway check opens one finding per service and adds to nothing while
+            # it is open: two checks at once cannot open two.
+            models.UniqueConstraint(
+                fields=["service"],
+                condition=Q(kind="gateway", reconciled_at__isnull=True),
+                name="releases_unauthorizedchange_one_open_gateway",
             ),
         ]
         indexes = [

@@ -11,7 +11,14 @@ from django.utils import timezone
 from ledger.chain import verify_chain
 from ledger.models import Event
 from releases.governance import gates
-from releases.models import Release, Review, ReviewAction, RollbackEvent
+from releases.models import (
+    GatewayCheck,
+    Release,
+    Review,
+    ReviewAction,
+    RollbackEvent,
+    UnauthorizedChange,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -171,3 +178,23 @@ def test_the_demos_backends_are_not_monitored_and_verify_now_says_why(client):
     page = client.get("/services/support-faq/incident/").content.decode()
     assert "no enabled backend serves it" in page
     assert Event.objects.filter(action="replay.backend_updated").count() == demo.count()
+
+
+def test_seed_demo_leaves_one_service_with_a_drifted_gateway(client):
+    """dataagent-sql's emergency rollout was never applied to the gateway: an open finding
+    of kind gateway, read as sentences on its incident screen; every other service was
+    in sync when the demo recorded it."""
+    call_command("seed_demo", "--quiet-logins")
+    call_command("seed_demo", "--quiet-logins")  # idempotent: still one finding
+
+    [finding] = UnauthorizedChange.objects.filter(kind="gateway")
+    assert finding.service.slug == "dataagent-sql" and finding.reconciled_at is None
+    assert {item["what"] for item in finding.found} == {"weight", "deployment"}
+    states = dict(GatewayCheck.objects.values_list("service__slug", "state"))
+    assert states.pop("dataagent-sql") == "drifted"
+    assert set(states.values()) == {"in_sync"}
+
+    client.force_login(get_user_model().objects.get(username="sre"))
+    page = " ".join(client.get("/services/dataagent-sql/incident/").content.decode().split())
+    assert "the gateway serves dataagent-sql with weight 10000 on deployment" in page
+    assert 'data-gateway="drifted"' in page

@@ -110,6 +110,8 @@ class Finding:
     open_count: int
     detected_at: dt.datetime | None
     found: list
+    # engine (a probe of a backend) or gateway (the running gateway's routes).
+    kind: str = UnauthorizedChange.Kind.ENGINE
 
 
 @dataclass(frozen=True)
@@ -208,6 +210,7 @@ def _incident_services() -> QuerySet[Service]:
     return Service.objects.select_related(
         "team",
         "runbook",
+        "gateway_check",
         "live_revision__model_asset",
         "live_revision__runtime",
         "live_revision__gateway_policy",
@@ -223,7 +226,9 @@ def _incident_services() -> QuerySet[Service]:
         ),
         newest_finding=Subquery(
             # The window counts every open finding before LIMIT keeps the newest.
-            findings.values(row=JSONObject(open=Window(Count("pk")), at="detected_at"))[:1]
+            findings.values(
+                row=JSONObject(open=Window(Count("pk")), at="detected_at", kind="kind")
+            )[:1]
         ),
         # Not in the object: SQLite would put a JSON column there as a string.
         newest_finding_found=Subquery(findings.values("found")[:1], output_field=JSONField()),
@@ -377,6 +382,7 @@ def incident(service: Service, *, symptom: str = "", now: dt.datetime | None = N
                 finding["open"],
                 _moment(finding["at"]),
                 service.newest_finding_found or [],  # type: ignore[attr-defined]
+                finding.get("kind") or UnauthorizedChange.Kind.ENGINE,
             )
             if finding
             else None

@@ -145,7 +145,15 @@ class IncidentRolloutSerializer(serializers.Serializer):
 class UnauthorizedSerializer(serializers.Serializer):
     open = serializers.IntegerField(help_text="Open unauthorized-change findings.")
     detected_at = serializers.DateTimeField(allow_null=True)
-    found = serializers.JSONField(help_text="The newest finding: [{what, registered, reported}].")
+    kind = serializers.ChoiceField(
+        choices=["engine", "gateway"],
+        help_text="The newest finding's: engine (a probe of a backend) or gateway (the running "
+        "gateway's routes).",
+    )
+    found = serializers.JSONField(
+        help_text="The newest finding: engine [{what, registered, reported}], gateway "
+        "[{deployment, what, ledger, gateway}]."
+    )
 
 
 class PlaybookSerializer(serializers.Serializer):
@@ -249,6 +257,7 @@ class IncidentSerializer(serializers.Serializer):
                 {
                     "open": finding.open_count,
                     "detected_at": finding.detected_at,
+                    "kind": finding.kind,
                     "found": finding.found,
                 }
                 if finding

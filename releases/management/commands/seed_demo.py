@@ -26,7 +26,7 @@ from ledger.demo.run_evidence import seed_fleet_run_evidence, seed_run_evidence
 from ledger.models import Event, Service
 from ledger.roles import Role
 from ledger.services import accounts
-from releases.demo import seed_releases, seed_reviews, seed_rollouts
+from releases.demo import seed_gateway_drift, seed_releases, seed_reviews, seed_rollouts
 from replay.demo import seed_replay, unmonitor_demo_backends
 
 DEMO_PASSWORD = "demo"  # noqa: S105 - printed on purpose: demo logins for a local run
@@ -152,6 +152,11 @@ class Command(BaseCommand):
             f"demo rollouts and rollbacks: {rollouts} added"
             if rollouts
             else "demo rollouts and rollbacks: kept as they are"
+        )
+        # Before the demo backends are disabled: the gateway then routes them.
+        drifted = seed_gateway_drift()
+        self.stdout.write(
+            f"demo gateway: {drifted} service drifted" if drifted else "demo gateway: kept as it is"
         )
         reviews = seed_reviews()
         self.stdout.write(

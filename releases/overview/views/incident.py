@@ -43,6 +43,7 @@ def incident_screen(request: AuthenticatedHttpRequest, slug: str) -> HttpRespons
         "modes": playbooks.FAILURE_MODES,
         "symptom": symptom,
         "can_roll_back": permissions.can_record_rollback(request.user, service),
+        "can_check_gateway": permissions.can_reconcile(request.user, service),
         "can_verify": screen.plan.target is not None
         and permissions.can_verify_rollback_target(request.user, service),
     }

@@ -49,6 +49,7 @@ def _service_for_page(slug: str) -> Service:
             "live_revision__model_asset__license",
             "live_revision__runtime",
             "live_revision__gateway_policy",
+            "gateway_check",
         ),
         slug=slug,
     )

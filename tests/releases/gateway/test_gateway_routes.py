@@ -119,7 +119,9 @@ def test_the_policy_in_force_is_the_live_revisions_version(world, owner):
     revision = ledger_services.new_revision_from(
         world.live, actor=owner, gateway_policy_version="v2"
     )
-    assert gateway().routes[0].policy is None  # v1: the name the live revision carried
+    # v1, the live revision's, until the revision naming v2 is live.
+    assert gateway().routes[0].policy == world.live.gateway_policy.document
+    assert gateway().routes[0].policy != document
 
     ledger_services.set_live_revision(world.service, revision, actor=None, reason="policy")
     BackendFactory(name="kb-assistant-v2", revision=revision)
