@@ -18,7 +18,11 @@ from django.utils.dateparse import parse_date, parse_datetime
 from ledger.exports.bundle import write_bundle
 from lib.storable import offset_problem
 from releases.audit.records import RECORD_TYPES, AuditFilters
-from releases.audit.services.exports import bundle_record_files, record_chunks
+from releases.audit.services.exports import (
+    bundle_record_files,
+    bundle_revision_ids,
+    record_chunks,
+)
 
 
 def _moment(name: str, text: str) -> dt.datetime:
@@ -91,6 +95,7 @@ class Command(BaseCommand):
                     until=until,
                     service=service,
                     records=bundle_record_files(filters),
+                    revision_ids=bundle_revision_ids(filters),
                 )
             partial.replace(output)  # nothing half written under the real name
             self.stdout.write(
