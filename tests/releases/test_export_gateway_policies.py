@@ -202,3 +202,16 @@ def test_the_audit_page_lists_revisions_and_policy_versions(client, auditor, rel
     # A release filter keeps only what matching releases name: none here.
     counts = {record.key: count for record, count in engine.context["counts"]}
     assert (counts["revisions"], counts["gateway_policies"]) == (0, 0)
+
+
+def test_the_change_record_names_both_policy_versions(client, auditor, release):
+    client.force_login(auditor)
+
+    response = client.get(reverse("releases:change_record", args=[release.pk]))
+
+    html = response.content.decode()
+    start = html.index('<dd id="gateway-policy">')
+    shown = html[start : html.index("</dd>", start)]
+    sha = release.to_revision.gateway_policy.sha256
+    assert shown.startswith('<dd id="gateway-policy">r1: gw-1 <span class="badge warn">unknown')
+    assert f'r3: v2 <code title="{sha}">{sha[:19]}…</code>' in shown
