@@ -1,5 +1,6 @@
 """Export a period's records for an auditor: CSV or JSON Lines files (one per record type
-of `releases.audit.records`: releases, sign-offs, waivers, events), or an evidence bundle that
+of `releases.audit.records`: releases, sign-offs, waivers, rollbacks, reviews, revisions,
+gateway policy versions, events), or an evidence bundle that
 proves itself offline (ledger/exports/). Streams: memory does not grow with the period.
 The same writers build the exports requested on the Audit page and the API.
 
