@@ -1,9 +1,11 @@
 """A revision as a CycloneDX 1.6 ML-BOM: the model asset as a `machine-learning-model`
 component (hashes, license, lineage, tokenizer and chat template, a model card), the
-runtime image as a `container` pinned by digest, the engine as a `framework`.
+runtime image as a `container` pinned by digest, the engine as a `framework`, and the
+gateway policy version it runs with as a `data` component of data type `configuration`.
 
-cyclonedx-python-lib builds and serializes everything except `modelCard`, which it has no
-model for yet; that part is added to the serialized document as plain data. The BOM is
+cyclonedx-python-lib builds and serializes everything except `modelCard` and a data
+component's `data`, which it has no model for yet; those parts are added to the
+serialized document as plain data. The BOM is
 deterministic for a revision (serial number from its fingerprint, timestamp from when it
 was created), so its digest can be pinned in an evidence bundle.
 """
@@ -30,7 +32,8 @@ from cyclonedx.output.json import JsonV1Dot6
 from cyclonedx.spdx import is_supported_id
 
 from ledger import queries
-from ledger.models import LoadTestReport, ModelAsset, Revision
+from ledger.chain import canonical_json
+from ledger.models import GatewayPolicy, LoadTestReport, ModelAsset, Revision
 from ledger.validators import parse_image
 
 MEDIA_TYPE = "application/vnd.cyclonedx+json; version=1.6"
@@ -113,6 +116,54 @@ def _data_component(ref: str, name: str, digest: str, version: str = "") -> Comp
     )
 
 
+def _policy_component(policy: GatewayPolicy, *, ref: str, service: str) -> Component:
+    """The gateway policy version as a `data` component: CycloneDX 1.6 gives data
+    components a `data[].type` of `configuration` ("parameters or settings that may be
+    used by other components"), which is what a gateway policy is to the service: the
+    limits, quotas and fallbacks the gateway applies in front of it. (`formulation`
+    says how a component was made, not what it runs with; a bare property on the root
+    would carry no hash.) Its version is the label revisions name it by; its hash the
+    sha256 of the document's canonical JSON, the text `_policy_data` attaches. A version
+    recorded by name only has no document, so no hash: a property says it is unknown."""
+    return Component(
+        type=ComponentType.DATA,
+        bom_ref=ref,
+        name=f"{service} gateway policy",
+        version=policy.label,
+        hashes=_sha256(policy.sha256) if policy.known else [],
+        properties=[
+            Property(name="ledger:gateway_policy_version", value=str(policy.version)),
+            Property(name="ledger:gateway_policy_known", value="true" if policy.known else "false"),
+        ],
+    )
+
+
+def _policy_data(policy: GatewayPolicy, *, service: str) -> list[dict[str, Any]]:
+    """The component's CycloneDX `data`: the document itself, as the canonical JSON its
+    hash was computed over, so the BOM alone can be checked."""
+    data: dict[str, Any] = {
+        "type": "configuration",
+        "name": f"{service} gateway policy {policy.label}",
+    }
+    if policy.known:
+        data["contents"] = {
+            "attachment": {
+                "contentType": "application/json",
+                "content": canonical_json(policy.document),
+            }
+        }
+        data["description"] = (
+            "What the LLM gateway enforces in front of the service: limits, tenant quotas, "
+            "fallbacks, degradation per task type, retries and egress."
+        )
+    else:
+        data["description"] = (
+            "Recorded by name only, before gateway policies were versioned: the document "
+            "is unknown."
+        )
+    return [data]
+
+
 def _model_card(revision: Revision, reports: list[LoadTestReport]) -> dict[str, Any]:
     """CycloneDX 1.6 `modelCard`: what the registry knows, nothing invented."""
     asset = revision.model_asset
@@ -153,6 +204,8 @@ def revision_bom(revision: Revision) -> dict[str, Any]:
     tokenizer_ref = f"tokenizer:{asset.pk}"
     template_ref = f"chat-template:{asset.pk}"
     root_ref = f"revision:{revision.pk}"
+    policy = revision.gateway_policy
+    policy_ref = f"gateway-policy:{policy.pk}"
     components = [
         _asset_component(asset, ref=model_ref, with_lineage=True),
         _data_component(
@@ -180,6 +233,7 @@ def revision_bom(revision: Revision) -> dict[str, Any]:
             name=runtime.engine,
             version=runtime.engine_version,
         ),
+        _policy_component(policy, ref=policy_ref, service=revision.service.slug),
     ]
     root = Component(
         type=ComponentType.APPLICATION,
@@ -203,7 +257,8 @@ def revision_bom(revision: Revision) -> dict[str, Any]:
             Dependency(
                 ref=root.bom_ref,
                 dependencies=[
-                    Dependency(ref=by_ref[r].bom_ref) for r in (model_ref, image_ref, engine_ref)
+                    Dependency(ref=by_ref[r].bom_ref)
+                    for r in (model_ref, image_ref, engine_ref, policy_ref)
                 ],
             ),
             Dependency(
@@ -223,4 +278,6 @@ def revision_bom(revision: Revision) -> dict[str, Any]:
     for component in document["components"]:
         if component.get("bom-ref") == model_ref:
             component["modelCard"] = _model_card(revision, reports)
+        elif component.get("bom-ref") == policy_ref:
+            component["data"] = _policy_data(policy, service=revision.service.slug)
     return document

@@ -19,7 +19,10 @@ the first thing that does not match:
    after the event up to which the signed statement says the ledger found every
    signature valid (`signatures_checked_through`, the export's checkpoint), or every
    one with --all-signatures;
-5. that the exported event records are the chain's events, and the chain head.
+5. that the exported event records are the chain's events, and the chain head;
+6. that each gateway policy version the records carry with a document hashes to the
+   sha256 its record names, and that the bundle's copy of it (`gateway-policies/`) is
+   that same document.
 Exit status: 0 verified with a pinned key, 1 a mismatch (printed), 2 the bundle could
 not be read (or no key was given), 3 consistent with the key the bundle carries but not
 checked against one you trust (--trust-bundle-key: anyone who re-signs a bundle can put
@@ -59,6 +62,7 @@ STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 UNSIGNED = {"attestation.dsse.json", "signing-key.pem"}
 SEGMENT = "chain/segment.jsonl"
 RECORDS = "records/events.jsonl"
+POLICY_RECORDS = "records/gateway_policies.jsonl"
 BLOCK_BYTES = 4 << 20
 EVENT_SIGNATURE_CONTEXT = b"inference-release-ledger/event/v1 "
 PEM_BLOCK = re.compile(rb"-----BEGIN PUBLIC KEY-----.+?-----END PUBLIC KEY-----", re.DOTALL)
@@ -306,6 +310,36 @@ def _check_digest(name: str, actual: str, signed: str) -> None:
             f"{name}: sha256 {actual[:16]}… differs from the signed statement's "
             f"{signed[:16]}… (the file was changed after export)"
         )
+
+
+def check_gateway_policies(archive: zipfile.ZipFile, names: set[str]) -> int:
+    """Each known policy version's record against its document: the record's `document`
+    cell (canonical JSON) must hash to its `sha256`, and the bundle must hold the same
+    text at `gateway-policies/<service>-<label>.json`. Answers how many were checked."""
+    if POLICY_RECORDS not in names:
+        return 0
+    checked = 0
+    for number, line in enumerate(archive.read(POLICY_RECORDS).decode().splitlines(), 1):
+        record = json.loads(line)
+        if not record.get("known"):
+            continue
+        where = f"{POLICY_RECORDS} line {number} ({record.get('service')} {record.get('label')})"
+        document = record.get("document")
+        if not isinstance(document, str):
+            raise Mismatch(f"{where}: a known version without its document")
+        own = "sha256:" + hashlib.sha256(document.encode()).hexdigest()
+        if own != record.get("sha256"):
+            raise Mismatch(
+                f"{where}: the document hashes to {own[:23]}…, not the recorded "
+                f"{str(record.get('sha256'))[:23]}…"
+            )
+        path = f"gateway-policies/{record.get('service')}-{record.get('label')}.json"
+        if path not in names:
+            raise Mismatch(f"{where}: its document {path} is missing from the bundle")
+        if archive.read(path).decode() != document:
+            raise Mismatch(f"{path}: differs from the document its record carries")
+        checked += 1
+    return checked
 
 
 # ---------------------------------------------------------------- reading the large files
@@ -596,6 +630,7 @@ def verify(
         )
         streamed = frozenset({SEGMENT, RECORDS} & names)
         verify_files(archive, statement, streamed=streamed)
+        policies = check_gateway_policies(archive, names)
         signed = signed_digests(statement)
         mark = _checked_through(statement)
         signatures_from = 1 if all_signatures or mark is None else mark[0] + 1
@@ -657,6 +692,7 @@ def verify(
     return (
         f"verified: {len(statement['subject'])} files match the signed statement, {span} "
         f"recomputed and linked, {signatures}, {records} exported records in the chain, "
+        f"{policies} gateway policy documents match their records, "
         f"chain head #{head.get('sequence')}; {key_note}"
     )
 

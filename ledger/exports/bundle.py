@@ -5,7 +5,12 @@ Inside:
 - ``chain/segment.jsonl`` — every event of the period as a contiguous stretch of the
   chain, preceded by the event just before it, each with exactly the fields its hash
   covers, so `scripts/verify_bundle.py` can recompute every hash and link;
-- ``boms/`` — the CycloneDX ML-BOM of every revision the period's events mention;
+- ``boms/`` — the CycloneDX ML-BOM of every revision the period's events mention (and
+  of those the higher apps' records name);
+- ``gateway-policies/`` — the document of each gateway policy version those revisions
+  run with, as the canonical JSON its recorded sha256 was computed over (so the file's
+  digest in the manifest *is* the version's sha256); a version recorded by name only has
+  no document and no file;
 - ``evidence/`` — the raw load-test files those events mention, named by digest, each
   once however many reports share it;
 - ``manifest.json`` — every file with its sha256 and size, the chain head at export time,
@@ -49,7 +54,7 @@ from ledger.exports.events import (
     segment_records,
 )
 from ledger.exports.tabular import jsonl_lines
-from ledger.models import Event, LoadTestReport, Revision
+from ledger.models import Event, GatewayPolicy, LoadTestReport, Revision
 
 FORMAT = "inference-release-ledger.bundle/1"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -63,6 +68,12 @@ class RecordFile:
 
     path: str
     lines: Callable[[], Iterable[str]]
+
+
+def policy_path(service: str, label: str) -> str:
+    """Where a bundle keeps a gateway policy version's document (the verifier reads the
+    same name from the version's record)."""
+    return f"gateway-policies/{service}-{label}.json"
 
 
 # A regular file, rw-r--r--, in the external attributes' high half (the Unix mode).
@@ -129,6 +140,7 @@ def write_bundle(
     events: QuerySet[Event] | None = None,
     filters: dict[str, Any] | None = None,
     on_file: Callable[[str], None] | None = None,
+    revision_ids: Iterable[int] = (),
 ) -> dict[str, Any]:
     """Write the bundle to `out`; answer its manifest.
 
@@ -136,6 +148,8 @@ def write_bundle(
     `service` if given); the chain segment is always the whole period, so it stays
     contiguous. `filters` are recorded in the manifest and the signed predicate
     (default: the service). `on_file(path)` is told each file once it is written.
+    `revision_ids`: revisions to give a BOM (and their policy's document) besides those
+    the events mention.
     """
     if events is None:
         events = period_events(since, until, service=service)
@@ -153,8 +167,9 @@ def write_bundle(
         segment = _encoded(canonical_json(r) + "\n" for r in segment_records(since, until))
         _write(archive, written, "chain/segment.jsonl", segment)
         revisions = Revision.objects.with_parts().filter(
-            pk__in=mentioned_ids(events, "ledger.revision")
+            pk__in={*mentioned_ids(events, "ledger.revision"), *revision_ids}
         )
+        policies: dict[int, tuple[str, GatewayPolicy]] = {}
         for revision in revisions.order_by("pk"):
             text = json.dumps(revision_bom(revision), indent=2, sort_keys=True)
             _write(
@@ -163,6 +178,15 @@ def write_bundle(
                 f"boms/{revision.service.slug}-{revision.label}.cdx.json",
                 [text.encode()],
             )
+            policies[revision.gateway_policy_id] = (revision.service.slug, revision.gateway_policy)
+        for slug, policy in sorted(policies.values(), key=lambda item: item[1].pk):
+            if policy.known:
+                _write(
+                    archive,
+                    written,
+                    policy_path(slug, policy.label),
+                    [canonical_json(policy.document).encode()],
+                )
         reports = LoadTestReport.objects.filter(
             pk__in=mentioned_ids(events, "ledger.loadtestreport")
         ).order_by("pk")

@@ -11,6 +11,11 @@ nothing else to change.
 Filters on a type that has no such field follow its release: a sign-off or a waiver
 matches "change kind: model upgrade" when its release does; an event matches when its
 subject is a release that does (events of other subjects then drop out).
+
+Revisions and gateway policy versions are records of what the others name: the
+revisions of the selection are those its releases and rollbacks name (from, to,
+rollback target) and, unless a release filter is set, those made in the period; the
+policy versions are the ones those revisions run with, whenever they were recorded.
 """
 
 from __future__ import annotations
@@ -20,12 +25,21 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from django.db.models import CharField, Q, QuerySet
+from django.db.models import (
+    BooleanField,
+    CharField,
+    ExpressionWrapper,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+)
 from django.db.models.functions import Cast
 from django.utils.translation import gettext_lazy as _
 
+from ledger.chain import canonical_json
 from ledger.exports.events import EVENT_COLUMNS, event_rows
-from ledger.models import Event
+from ledger.models import Event, GatewayPolicy, Revision
 from releases.models import Release, Review, ReviewTrigger, RollbackEvent, SignOff, Waiver
 
 if TYPE_CHECKING:
@@ -124,6 +138,33 @@ def _reviews(filters: AuditFilters) -> QuerySet[Review]:
         # A review belongs to a service, never to a release: no release filter matches it.
         reviews = reviews.none()
     return reviews
+
+
+def _revisions(filters: AuditFilters) -> QuerySet[Revision]:
+    releases = _releases(filters)
+    rollbacks = _rollbacks(filters)
+    # `pk IN (SELECT from_revision_id …)`: a release with no from-revision adds a NULL,
+    # which matches nothing.
+    named = (
+        Q(pk__in=releases.values("from_revision"))
+        | Q(pk__in=releases.values("to_revision"))
+        | Q(pk__in=releases.values("rollback_target"))
+        | Q(pk__in=rollbacks.values("from_revision"))
+        | Q(pk__in=rollbacks.values("to_revision"))
+    )
+    if not filters.narrows_releases:
+        # As the events do: a release filter keeps only what releases name.
+        made = filters.period_q("created_at")
+        if filters.service:
+            made &= Q(service__slug=filters.service)
+        if filters.tier:
+            made &= Q(service__tier=filters.tier)
+        named |= made
+    return Revision.objects.filter(named)
+
+
+def _gateway_policies(filters: AuditFilters) -> QuerySet[GatewayPolicy]:
+    return GatewayPolicy.objects.filter(pk__in=_revisions(filters).values("gateway_policy"))
 
 
 def _events(filters: AuditFilters) -> QuerySet[Event]:
@@ -282,6 +323,78 @@ def _review_rows(reviews: QuerySet[Review]) -> Iterator[tuple[Any, ...]]:
     return rows_of(columns)(reviews)
 
 
+# `gateway_policy_known` and the event's columns are annotations (`_revision_rows`,
+# `_gateway_policy_rows`).
+REVISION_COLUMNS = (
+    Column("id", "pk"),
+    Column("service", "service__slug"),
+    revision("revision", "number"),
+    Column("fingerprint", "fingerprint"),
+    Column("model_asset", "model_asset__name"),
+    Column("runtime", "runtime__image"),
+    Column("context_limit", "context_limit"),
+    Column("gateway_policy", "gateway_policy__label"),
+    Column("gateway_policy_known", "gateway_policy_known"),
+    Column("gateway_policy_sha256", "gateway_policy__sha256"),
+    revision("based_on", "based_on__number"),
+    Column("created_by", "created_by__username"),
+    Column("created_at", "created_at"),
+    Column("served_at", "served_at"),
+)
+
+
+def _known(prefix: str = "") -> ExpressionWrapper:
+    """A policy version is known when it has a document (SQL NULL when recorded by
+    name only)."""
+    return ExpressionWrapper(Q(**{f"{prefix}document__isnull": False}), output_field=BooleanField())
+
+
+def _revision_rows(revisions: QuerySet[Revision]) -> Iterator[tuple[Any, ...]]:
+    return rows_of(REVISION_COLUMNS)(
+        revisions.annotate(gateway_policy_known=_known("gateway_policy__"))
+    )
+
+
+def _document(document: Any) -> str | None:
+    """The document as the canonical JSON its sha256 was computed over, so that the
+    cell itself can be hashed and compared; None when the version is unknown."""
+    return None if document is None else canonical_json(document)
+
+
+GATEWAY_POLICY_COLUMNS = (
+    Column("id", "pk"),
+    Column("service", "service__slug"),
+    Column("version", "version"),
+    Column("label", "label"),
+    Column("known", "document_known"),
+    Column("sha256", "sha256"),
+    Column("document", "document", _document),
+    Column("note", "note"),
+    Column("created_by", "created_by__username"),
+    Column("created_at", "created_at"),
+    Column("event_sequence", "event_sequence"),
+    Column("event_hash", "event_hash"),
+)
+GATEWAY_POLICY_SUBJECT = GatewayPolicy._meta.label_lower  # as ledger.chain.subject_of names it
+
+
+def _gateway_policy_rows(policies: QuerySet[GatewayPolicy]) -> Iterator[tuple[Any, ...]]:
+    # The Event that recorded the version (versions migrated from the free names of
+    # before had none: their columns are empty). ledger_event_subject_idx answers it.
+    created = Event.objects.filter(
+        subject_type=GATEWAY_POLICY_SUBJECT,
+        subject_id=Cast(OuterRef("pk"), output_field=CharField()),
+        action="gateway_policy.created",
+    ).order_by("sequence")
+    return rows_of(GATEWAY_POLICY_COLUMNS)(
+        policies.annotate(
+            document_known=_known(),
+            event_sequence=Subquery(created.values("sequence")[:1]),
+            event_hash=Subquery(created.values("hash")[:1]),
+        )
+    )
+
+
 EVENTS = tuple(Column(name, name) for name in EVENT_COLUMNS)  # headers only: rows are ledger's
 
 
@@ -372,6 +485,26 @@ RECORD_TYPES: dict[str, RecordType] = {
             page_related=("service", "assignee", "concluded_by"),
             page_order=("-raised_at", "-id"),
             period_field="raised_at",
+        ),
+        RecordType(
+            key="revisions",
+            label=_("Revisions"),
+            singular=_("revision"),
+            queryset=_revisions,
+            spec=REVISION_COLUMNS,
+            rows=_revision_rows,
+            page_related=("service", "gateway_policy", "created_by"),
+            page_order=("-created_at", "-id"),
+        ),
+        RecordType(
+            key="gateway_policies",
+            label=_("Gateway policies"),
+            singular=_("gateway policy version"),
+            queryset=_gateway_policies,
+            spec=GATEWAY_POLICY_COLUMNS,
+            rows=_gateway_policy_rows,
+            page_related=("service", "created_by"),
+            page_order=("-created_at", "-id"),
         ),
         RecordType(
             key="events",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -23,6 +24,10 @@ from tests.ledger.factories import (
 pytestmark = pytest.mark.django_db
 
 VALIDATOR = JsonStrictValidator(SchemaVersion.V1_6)
+POLICY = {
+    "limits": {"max_input_tokens": 8192, "max_output_tokens": 1024, "timeout_s": 60},
+    "egress": {"external_fallback_allowed": False},
+}
 
 
 def _valid(document: dict) -> None:
@@ -88,7 +93,53 @@ def test_the_bom_validates_against_cyclonedx_1_6_and_names_every_part(revision):
     root = document["metadata"]["component"]
     assert {"name": "ledger:fingerprint", "value": revision.fingerprint} in root["properties"]
     depends = {d["ref"]: set(d.get("dependsOn", [])) for d in document["dependencies"]}
-    assert depends[root["bom-ref"]] == {model["bom-ref"], image["bom-ref"], engine["bom-ref"]}
+    policy = data["kb-assistant gateway policy"]
+    assert depends[root["bom-ref"]] == {
+        model["bom-ref"],
+        image["bom-ref"],
+        engine["bom-ref"],
+        policy["bom-ref"],
+    }
+
+
+def test_the_bom_names_a_known_policy_version_with_its_hash_and_document(team, owner):
+    service = ServiceFactory(slug="kb-assistant", team=team)
+    policy = services.create_gateway_policy(service, actor=owner, document=POLICY)
+    made = RevisionFactory(service=service, gateway_policy_version=policy.label)
+
+    document = revision_bom(Revision.objects.with_parts().get(pk=made.pk))
+
+    _valid(document)
+    component = next(c for c in document["components"] if c["bom-ref"].startswith("gateway-"))
+    assert (component["type"], component["name"], component["version"]) == (
+        "data",
+        "kb-assistant gateway policy",
+        "v1",
+    )
+    assert component["hashes"] == [
+        {"alg": "SHA-256", "content": policy.sha256.removeprefix("sha256:")}
+    ]
+    [data] = component["data"]
+    assert data["type"] == "configuration"
+    attached = data["contents"]["attachment"]["content"]
+    # The attachment is the text the hash was computed over: the BOM checks itself.
+    assert "sha256:" + hashlib.sha256(attached.encode()).hexdigest() == policy.sha256
+    assert json.loads(attached) == POLICY
+    root = document["metadata"]["component"]
+    assert {"name": "ledger:gateway_policy_version", "value": "v1"} in root["properties"]
+
+
+def test_the_bom_names_an_unknown_policy_version_without_a_hash(revision):
+    document = revision_bom(revision)
+
+    _valid(document)
+    component = next(c for c in document["components"] if c["bom-ref"].startswith("gateway-"))
+    assert component["version"] == "gw-1"
+    assert "hashes" not in component
+    assert {"name": "ledger:gateway_policy_known", "value": "false"} in component["properties"]
+    [data] = component["data"]
+    assert data["type"] == "configuration" and "contents" not in data
+    assert "unknown" in data["description"]
 
 
 def test_the_bom_is_the_same_document_each_time(revision):

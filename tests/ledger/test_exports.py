@@ -25,6 +25,7 @@ from django.core.management import CommandError, call_command
 
 from ledger import services, signing
 from ledger.chain import append_event, canonical_json
+from ledger.exports.bundle import write_bundle
 from ledger.models import Event
 from tests.ledger.evidence.conftest import import_file, sample_asset, sample_runtime
 from tests.ledger.factories import RevisionFactory, ServiceFactory
@@ -160,6 +161,31 @@ def test_a_bundle_verifies_offline_with_the_pinned_key(history, tmp_path, key_fi
     assert f"boms/kb-assistant-{history.label}.cdx.json" in names
     report = history.loadtest_reports.get()
     assert any(n.startswith(f"evidence/{report.raw_sha256}") for n in names)
+
+
+def test_a_revision_the_events_mention_brings_its_policy_document(team, owner, tmp_path):
+    """The ledger's own bundle, without the higher apps' records: the policy version a
+    BOM names is in the bundle as the canonical JSON its sha256 covers."""
+    document = {
+        "limits": {"max_input_tokens": 4096},
+        "egress": {"external_fallback_allowed": False},
+    }
+    with time_machine.travel(OCT + dt.timedelta(days=2), tick=False):
+        service = ServiceFactory(slug="kb-assistant", team=team)
+        policy = services.create_gateway_policy(service, actor=owner, document=document)
+        RevisionFactory(service=service, gateway_policy_version=policy.label)
+    out = io.BytesIO()
+
+    write_bundle(out, since=OCT, until=NOV)
+
+    with zipfile.ZipFile(out) as archive:
+        text = archive.read("gateway-policies/kb-assistant-v1.json")
+        files = json.loads(archive.read("manifest.json"))["files"]
+    assert "sha256:" + hashlib.sha256(text).hexdigest() == policy.sha256
+    assert json.loads(text) == document
+    assert {"path": "gateway-policies/kb-assistant-v1.json", "sha256": policy.sha256[7:]} in [
+        {"path": f["path"], "sha256": f["sha256"]} for f in files
+    ]
 
 
 def test_the_verify_bundle_command_says_the_same(history, tmp_path, key_file):

@@ -76,6 +76,9 @@ def test_counts_per_record_type_follow_the_filters(client, auditor, record):
         "waivers": 1,
         "rollbacks": 0,
         "reviews": 0,
+        # The release's from and to revisions, and the one policy version both run with.
+        "revisions": 2,
+        "gateway_policies": 1,
         "events": Event.objects.filter(service=record["kb"].service).count(),
     }
     # Sign-offs, waivers and events follow their release's change kind.
@@ -88,6 +91,8 @@ def test_counts_per_record_type_follow_the_filters(client, auditor, record):
         "waivers": 0,
         "rollbacks": 0,
         "reviews": 0,
+        "revisions": 2,
+        "gateway_policies": 1,
         "events": draft_events,
     }
     assert _counts(november)["releases"] == 1
@@ -159,9 +164,9 @@ def test_the_page_reads_in_a_constant_number_of_queries(
     client.force_login(auditor)
     client.get(reverse("releases:audit"))  # the session and the user's roles, cached
 
-    # session, user, groups (roles), 6 counts (releases, sign-offs, waivers, rollbacks,
-    # reviews, events), the page's count, the page's rows
-    with django_assert_num_queries(11):
+    # session, user, groups (roles), 8 counts (releases, sign-offs, waivers, rollbacks,
+    # reviews, revisions, gateway policies, events), the page's count, the page's rows
+    with django_assert_num_queries(13):
         response = client.get(reverse("releases:audit"), {"type": "releases"})
     assert response.status_code == 200
 

@@ -120,9 +120,11 @@ def test_csv_has_one_file_per_record_type_spreadsheet_safe(auditor, october):
     archive = _zip(export)
     assert sorted(archive.namelist()) == [
         "events.csv",
+        "gateway_policies.csv",
         "manifest.json",
         "releases.csv",
         "reviews.csv",
+        "revisions.csv",
         "rollbacks.csv",
         "signoffs.csv",
         "waivers.csv",
@@ -468,8 +470,10 @@ def test_the_command_writes_a_file_per_record_type_and_bundles_them(october, tmp
 
     assert sorted(p.name for p in out.iterdir()) == [
         "events.csv",
+        "gateway_policies.csv",
         "releases.csv",
         "reviews.csv",
+        "revisions.csv",
         "rollbacks.csv",
         "signoffs.csv",
         "waivers.csv",

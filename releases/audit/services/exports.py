@@ -261,14 +261,24 @@ def bundle_record_files(filters: AuditFilters) -> list[RecordFile]:
     return [_jsonl_file(r, filters) for key, r in RECORD_TYPES.items() if key != "events"]
 
 
+def bundle_revision_ids(filters: AuditFilters) -> list[int]:
+    """The revisions the records name: each gets its BOM in the bundle, and its gateway
+    policy version's document beside it, as do those the events mention."""
+    revisions = RECORD_TYPES["revisions"].queryset(filters)
+    return list(revisions.order_by("pk").values_list("pk", flat=True))
+
+
 def _write_bundle(out: IO[bytes], export: Export, filters: AuditFilters) -> tuple[int, str]:
     events = RECORD_TYPES["events"].queryset(filters)
+    revision_ids = bundle_revision_ids(filters)
     # The files the bundle will hold: one per record type, the chain segment, a BOM
-    # per revision and a raw file per load-test report the events mention.
+    # per revision (and about as many policy documents, fewer when revisions share
+    # one) and a raw file per load-test report the events mention.
+    revisions = {*mentioned_ids(events, "ledger.revision"), *revision_ids}
     expected = (
         len(RECORD_TYPES)
         + 1
-        + len(mentioned_ids(events, "ledger.revision"))
+        + 2 * len(revisions)
         + len(mentioned_ids(events, "ledger.loadtestreport"))
     )
     progress = _Progress(export.pk, total=expected)
@@ -282,6 +292,7 @@ def _write_bundle(out: IO[bytes], export: Export, filters: AuditFilters) -> tupl
         events=events,
         filters=dict(export.filters),
         on_file=lambda path: progress.advance(1, f"wrote {path}"),
+        revision_ids=revision_ids,
     )
     head = manifest["chain_head"]
     return head["sequence"], head["hash"]
@@ -442,6 +453,7 @@ __all__ = [
     "ExportNotReady",
     "build_export",
     "bundle_record_files",
+    "bundle_revision_ids",
     "download_link",
     "filters_of",
     "open_signed_download",

@@ -1,5 +1,6 @@
 """Export a period's records for an auditor: CSV or JSON Lines files (one per record type
-of `releases.audit.records`: releases, sign-offs, waivers, events), or an evidence bundle that
+of `releases.audit.records`: releases, sign-offs, waivers, rollbacks, reviews, revisions,
+gateway policy versions, events), or an evidence bundle that
 proves itself offline (ledger/exports/). Streams: memory does not grow with the period.
 The same writers build the exports requested on the Audit page and the API.
 
@@ -18,7 +19,11 @@ from django.utils.dateparse import parse_date, parse_datetime
 from ledger.exports.bundle import write_bundle
 from lib.storable import offset_problem
 from releases.audit.records import RECORD_TYPES, AuditFilters
-from releases.audit.services.exports import bundle_record_files, record_chunks
+from releases.audit.services.exports import (
+    bundle_record_files,
+    bundle_revision_ids,
+    record_chunks,
+)
 
 
 def _moment(name: str, text: str) -> dt.datetime:
@@ -91,6 +96,7 @@ class Command(BaseCommand):
                     until=until,
                     service=service,
                     records=bundle_record_files(filters),
+                    revision_ids=bundle_revision_ids(filters),
                 )
             partial.replace(output)  # nothing half written under the real name
             self.stdout.write(
