@@ -55,6 +55,11 @@ urlpatterns = [
         gateway_policy.gateway_policy_version,
         name="gateway_policy_version",
     ),
+    path(
+        "services/<slug:slug>/gateway-policy/<int:version>/release/",
+        gateway_policy.gateway_policy_release,
+        name="gateway_policy_release",
+    ),
     path("services/<slug:slug>/gateway/check/", gateway_check.gateway_check, name="gateway_check"),
     path("services/<slug:slug>/runbook/", rollback.runbook, name="runbook"),
     path(

@@ -21,11 +21,17 @@ from django.db.models import Max
 from ledger import gateway_policy as policy_document
 from ledger import permissions
 from ledger.chain import append_event
-from ledger.models import GatewayPolicy, Service, TaskType
+from ledger.models import GatewayPolicy, Revision, Service, TaskType
 from ledger.validators import validate_name_token
 from lib.actors import Actor
 
-__all__ = ["create_gateway_policy", "created_payload", "document_problems", "policy_named"]
+__all__ = [
+    "create_gateway_policy",
+    "created_payload",
+    "document_problems",
+    "policy_named",
+    "revision_running",
+]
 
 VERSION_LABEL = re.compile(r"^v(\d+)$")
 NAMED_BY_A_REVISION = "Named by a revision; its document is not recorded."
@@ -189,4 +195,42 @@ def policy_named(
         label=label,
         document=None,
         note=note,
+    )
+
+
+@transaction.atomic
+def revision_running(policy: GatewayPolicy, *, actor: Actor) -> Revision:
+    """A revision of the service like its live one but running `policy`: the candidate of
+    a policy change (a routing release). One already made is reused, so asking twice
+    files no second copy."""
+    service = Service.objects.select_related("live_revision").get(pk=policy.service_id)
+    live = service.live_revision
+    if live is None:
+        raise ValidationError(
+            f"{service.slug} has no live revision: a policy change needs one to start from."
+        )
+    if live.gateway_policy_id == policy.pk:
+        raise ValidationError(
+            f"{policy.label} is already in force on {service.slug}: there is nothing to release."
+        )
+    existing = (
+        Revision.objects.filter(
+            service=service,
+            gateway_policy=policy,
+            model_asset_id=live.model_asset_id,
+            runtime_id=live.runtime_id,
+            context_limit=live.context_limit,
+        )
+        .order_by("-number")
+        .first()
+    )
+    if existing is not None:
+        return existing
+    from ledger.services.registry import new_revision_from  # registry imports this module
+
+    return new_revision_from(
+        live,
+        actor=actor,
+        gateway_policy_version=policy.label,
+        notes=f"{live.label} running gateway policy {policy.label}.",
     )

@@ -11,15 +11,22 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
 from ledger.models import GatewayPolicy, Revision, Service
 from ledger.permissions import can_edit_team_objects
 from ledger.queries.policy_diff import policy_changes
-from ledger.services.gateway_policies import create_gateway_policy, document_problems
+from ledger.services.gateway_policies import (
+    create_gateway_policy,
+    document_problems,
+    revision_running,
+)
 from lib.actors import AuthenticatedHttpRequest
+from lib.http import post_only
 from lib.pages import apply_errors, paginate
+from releases import permissions
 from releases.gateway.forms.policy import GatewayPolicyForm
 from releases.gateway.queries import service_config_yaml
 
@@ -124,6 +131,9 @@ def gateway_policy_version(
             "policy": found,
             "in_force": in_force,
             "revisions": revisions[:50],
+            "can_file": in_force is not None
+            and in_force.pk != found.pk
+            and permissions.can_file_release(request.user, service),
             "changes": (
                 policy_changes(in_force.document, found.document)
                 if in_force is not None and in_force.pk != found.pk
@@ -131,3 +141,28 @@ def gateway_policy_version(
             ),
         },
     )
+
+
+@login_required
+@post_only(
+    "files a routing release for a gateway policy version", page="releases:gateway_policy_version"
+)
+def gateway_policy_release(
+    request: AuthenticatedHttpRequest, slug: str, version: int
+) -> HttpResponse:
+    """A policy change is a routing release: make (or find) the revision like the live one
+    running this version, and open the release form on it."""
+    service = _service(slug)
+    if not permissions.can_file_release(request.user, service):
+        raise PermissionDenied(
+            _("Only model owners of team %(team)s file releases of %(service)s.")
+            % {"team": service.team.slug, "service": service.slug}
+        )
+    found = get_object_or_404(GatewayPolicy, service=service, version=version)
+    try:
+        candidate = revision_running(found, actor=request.user)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+        return redirect("releases:gateway_policy_version", slug=slug, version=version)
+    target = reverse("releases:release_new", args=[slug])
+    return redirect(f"{target}?to_revision={candidate.pk}&change_kind=routing")

@@ -21,7 +21,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
-from ledger.models import Service
+from ledger.models import Revision, Service
 from lib.actors import AuthenticatedHttpRequest
 from lib.pages import apply_errors, wants_fragment
 from releases import permissions
@@ -101,7 +101,11 @@ def _context(
 def release_new(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     """File a release of `slug`: the whole form; the first save makes the draft."""
     service = _service_for_filing(request, slug)
-    form = ReleaseForm(request.POST if request.method == "POST" else None, service=service)
+    form = ReleaseForm(
+        request.POST if request.method == "POST" else None,
+        service=service,
+        initial=_chosen(request, service),
+    )
     if request.method == "POST" and form.is_valid():
         try:
             release = services.create_release(
@@ -123,6 +127,19 @@ def release_new(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     return render(
         request, "releases/release_form.html", _context(request, form, service, None), status=status
     )
+
+
+def _chosen(request: AuthenticatedHttpRequest, service: Service) -> dict[str, Any]:
+    """What a link into the form chose already (`?to_revision=<id>&change_kind=routing`,
+    as the gateway policy page sends): kept only when it names a revision of the service
+    and a change kind that exists."""
+    chosen: dict[str, Any] = {}
+    revision = request.GET.get("to_revision", "")
+    if revision.isdigit() and Revision.objects.filter(service=service, pk=int(revision)).exists():
+        chosen["to_revision"] = int(revision)
+    if request.GET.get("change_kind") in Release.ChangeKind.values:
+        chosen["change_kind"] = request.GET["change_kind"]
+    return chosen
 
 
 @require_http_methods(["GET", "POST"])

@@ -6,8 +6,12 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from ledger.models import Event, GatewayPolicy
-from tests.releases.factories import build_world
+from ledger import services as ledger_services
+from ledger.models import Event, GatewayPolicy, Revision, TaskType
+from ledger.services.gateway_policies import create_gateway_policy
+from releases.gateway.queries import gateway
+from tests.ledger.factories import RevisionFactory
+from tests.releases.factories import build_world, complete_policy
 from tests.replay.factories import BackendFactory
 
 pytestmark = pytest.mark.django_db
@@ -112,8 +116,6 @@ def test_a_refused_document_names_the_path_and_writes_nothing(client, owner, wor
 
 
 def test_a_stop_without_a_message_is_refused_on_its_field(client, owner, world):
-    from ledger.models import TaskType
-
     world.service.task_types.add(
         TaskType.objects.get_or_create(slug="sql", defaults={"name": "SQL"})[0]
     )
@@ -150,8 +152,6 @@ def test_a_version_page_answers_404_for_a_version_that_does_not_exist(client, ow
 
 
 def test_an_unknown_version_says_so(client, owner, world):
-    from tests.ledger.factories import RevisionFactory
-
     revision = RevisionFactory(service=world.service, gateway_policy_version="gw-2026.03")
     client.force_login(owner)
 
@@ -165,3 +165,47 @@ def test_an_unknown_version_says_so(client, owner, world):
     text = page.content.decode()
     assert "Recorded by name only: its document is unknown" in text
     assert revision.label in text
+
+
+def test_a_policy_version_goes_out_as_a_routing_release_and_going_back_restores_the_old_one(
+    client, owner, world
+):
+
+    stricter = complete_policy(world.service)
+    stricter["limits"]["max_output_tokens"] = 256
+    v2 = create_gateway_policy(world.service, actor=None, document=stricter)
+    client.force_login(owner)
+    url = reverse("releases:gateway_policy_release", args=["kb-assistant", v2.version])
+
+    first = client.post(url)
+    again = client.post(url)
+
+    assert first.status_code == again.status_code == 302
+    assert first["Location"] == again["Location"]  # one candidate, not two
+    form = client.get(first["Location"]).context["form"]
+    candidate = form.initial["to_revision"]
+    assert form.initial["change_kind"] == "routing"
+    revision = Revision.objects.get(pk=candidate)
+    assert revision.gateway_policy == v2
+    assert (revision.model_asset_id, revision.runtime_id) == (
+        world.live.model_asset_id,
+        world.live.runtime_id,
+    )
+    # Live, it renders v2; the rollback target (the live one before) renders v1 again.
+    ledger_services.set_live_revision(world.service, revision, actor=None, reason="released")
+    BackendFactory(name="kb-v2", revision=revision)
+    assert gateway(["kb-assistant"]).routes[0].policy["limits"]["max_output_tokens"] == 256
+    ledger_services.set_live_revision(world.service, world.live, actor=None, reason="rolled back")
+    assert gateway(["kb-assistant"]).routes[0].policy["limits"]["max_output_tokens"] == 1024
+
+
+def test_the_version_in_force_offers_no_release(client, owner, world):
+    client.force_login(owner)
+    url = reverse("releases:gateway_policy_release", args=["kb-assistant", 1])
+
+    response = client.post(url, follow=True)
+
+    assert "v1 is already in force on kb-assistant: there is nothing to release." in (
+        response.content.decode()
+    )
+    assert client.get(url).status_code == 405
