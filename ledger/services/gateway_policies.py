@@ -17,6 +17,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxLengthValidator
 from django.db import transaction
 from django.db.models import Max
+from django.utils.translation import gettext as _
 
 from ledger import gateway_policy as policy_document
 from ledger import permissions
@@ -207,11 +208,13 @@ def revision_running(policy: GatewayPolicy, *, actor: Actor) -> Revision:
     live = service.live_revision
     if live is None:
         raise ValidationError(
-            f"{service.slug} has no live revision: a policy change needs one to start from."
+            _("%(service)s has no live revision: a policy change needs one to start from.")
+            % {"service": service.slug}
         )
     if live.gateway_policy_id == policy.pk:
         raise ValidationError(
-            f"{policy.label} is already in force on {service.slug}: there is nothing to release."
+            _("%(label)s is already in force on %(service)s: there is nothing to release.")
+            % {"label": policy.label, "service": service.slug}
         )
     existing = (
         Revision.objects.filter(

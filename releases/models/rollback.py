@@ -101,7 +101,7 @@ class RollbackEvent(ChoiceLabels, models.Model):
         return self.finished_at - self.started_at if self.finished_at else None
 
 
-class UnauthorizedChange(models.Model):
+class UnauthorizedChange(ChoiceLabels, models.Model):
     """Something serves a live service otherwise than the ledger says.
 
     Of kind *engine*, a probe found a backend of the live revision serving something

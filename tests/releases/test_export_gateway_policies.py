@@ -45,17 +45,23 @@ POLICY = {
 
 @pytest.fixture
 def release(team, owner):
-    """kb-assistant's live r1 runs gw-1, recorded by name only (unknown); v2, recorded in
+    """kb-assistant's live r3 runs gw-1, recorded by name only (unknown); v2, recorded in
     September with a document, is what the October release's candidate runs with."""
-    with time_machine.travel(OCT + dt.timedelta(days=3), tick=False):
-        world = build_world(team)
+    with time_machine.travel(SEP - dt.timedelta(days=1), tick=False):
+        world = build_world(team)  # before the period: its r1, r2 and v1 are not in it
     with time_machine.travel(SEP, tick=False):
         ledger_services.create_gateway_policy(world.service, actor=owner, document=POLICY)
     with time_machine.travel(OCT + dt.timedelta(days=4), tick=False):
+        # The world's revisions run its complete v1; the live one here names gw-1 only.
+        live = RevisionFactory(
+            service=world.service, runtime=world.live.runtime, gateway_policy_version="gw-1"
+        )
+        ledger_services.set_live_revision(world.service, live, actor=None, reason="by name")
+        world.service.refresh_from_db()
         candidate = RevisionFactory(
             service=world.service, runtime=world.live.runtime, gateway_policy_version="v2"
         )
-        return file_release(dataclasses.replace(world, candidate=candidate), owner)
+        return file_release(dataclasses.replace(world, live=live, candidate=candidate), owner)
 
 
 def _export(auditor, fmt: str) -> Export:
@@ -121,8 +127,8 @@ def test_the_csv_carries_the_same_records(auditor, release):
     )
     manifest = json.loads(archive.read("manifest.json"))
     assert manifest["records"]["gateway_policies"] == 2
-    # r1 and r3, which the release names, and r2, made in the period.
-    assert manifest["records"]["revisions"] == 3
+    # r3 and r4, which the release names (r1 and r2 were made before the period).
+    assert manifest["records"]["revisions"] == 2
 
 
 def test_the_bundle_carries_each_known_document_and_verifies_offline(auditor, release, tmp_path):
@@ -149,7 +155,7 @@ def test_the_bundle_carries_each_known_document_and_verifies_offline(auditor, re
     bom = json.loads(archive.read(f"boms/kb-assistant-{candidate.label}.cdx.json"))
     policy = next(c for c in bom["components"] if c["bom-ref"].startswith("gateway-"))
     assert policy["version"] == "v2"
-    assert "boms/kb-assistant-r1.cdx.json" in names
+    assert "boms/kb-assistant-r3.cdx.json" in names
     key = tmp_path / "key.pem"
     key.write_text(signing.public_key_pem())
     result = subprocess.run(
@@ -195,7 +201,7 @@ def test_the_audit_page_lists_revisions_and_policy_versions(client, auditor, rel
 
     body = revisions.content.decode()
     assert revisions.status_code == 200
-    assert "kb-assistant r3" in body and "v2 <code" in body and "unknown" in body
+    assert "kb-assistant r4" in body and "v2 <code" in body and "unknown" in body
     body = policies.content.decode()
     assert "kb-assistant v2" in body and "kb-assistant gw-1" in body
     assert "recorded by name only" in body
@@ -213,5 +219,5 @@ def test_the_change_record_names_both_policy_versions(client, auditor, release):
     start = html.index('<dd id="gateway-policy">')
     shown = html[start : html.index("</dd>", start)]
     sha = release.to_revision.gateway_policy.sha256
-    assert shown.startswith('<dd id="gateway-policy">r1: gw-1 <span class="badge warn">unknown')
-    assert f'r3: v2 <code title="{sha}">{sha[:19]}…</code>' in shown
+    assert shown.startswith('<dd id="gateway-policy">r3: gw-1 <span class="badge warn">unknown')
+    assert f'r4: v2 <code title="{sha}">{sha[:19]}…</code>' in shown
