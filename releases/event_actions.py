@@ -13,6 +13,7 @@ ACTION_LABELS: dict[str, StrOrPromise] = {
     "export.failed": _("Export failed"),
     "export.ready": _("Export ready"),
     "export.requested": _("Export requested"),
+    "gateway.config_changed": _("Gateway config changed"),
     "release.aborted": _("Rollout aborted"),
     "release.approval_voided": _("Approval voided"),
     "release.approved": _("Release approved"),

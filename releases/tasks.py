@@ -2,7 +2,8 @@
 rooms, and importing them here registers them with the worker."""
 
 from releases.audit import tasks as audit_tasks
+from releases.gateway import tasks as gateway_tasks
 from releases.governance import tasks as governance_tasks
 from releases.reviews import tasks as reviews_tasks
 
-__all__ = ["audit_tasks", "governance_tasks", "reviews_tasks"]
+__all__ = ["audit_tasks", "gateway_tasks", "governance_tasks", "reviews_tasks"]

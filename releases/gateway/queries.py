@@ -23,7 +23,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ledger.models import Service
+from django.db.models import Max
+
+from ledger.models import Event, Service
+from releases.gateway import litellm
 from releases.gateway.litellm import Deployment, ServiceRoute, split_weights
 from releases.governance.queries.rollout import carrying_traffic
 from releases.models import Release, Stage
@@ -101,3 +104,39 @@ def gateway(slugs: Iterable[str] | None = None) -> Gateway:
         deployments = [_deployment(b, weights[b.pk]) for b in live_side + candidate_side]
         routes.append(ServiceRoute(service.slug, deployments, live.gateway_policy.document))
     return Gateway(routes=routes, unrouted=unrouted)
+
+
+# The action of the Event that records a service's rendered config after a change.
+CONFIG_CHANGED = "gateway.config_changed"
+
+
+def service_texts(found: Gateway) -> dict[str, str]:
+    """Each routed service's own config text, as `GET /api/services/{slug}/gateway/litellm/`
+    answers it (a service's part does not depend on the others')."""
+    return {
+        route.slug: litellm.render_yaml(litellm.render_config([route])) for route in found.routes
+    }
+
+
+def config_sha256s(slugs: Iterable[str]) -> dict[str, str | None]:
+    """The sha256 of each named service's config text now (its `X-Config-SHA256`); None
+    for a service the gateway has no route for (the endpoint answers 404)."""
+    wanted = list(slugs)
+    texts = service_texts(gateway(wanted))
+    return {slug: litellm.config_sha256(texts[slug]) if slug in texts else None for slug in wanted}
+
+
+def recorded_sha256s(service_ids: Iterable[int]) -> dict[int, str | None]:
+    """The sha256 each service's last `gateway.config_changed` Event recorded (None: no
+    route then, or none recorded yet). Two queries, however many services."""
+    last = (
+        Event.objects.filter(action=CONFIG_CHANGED, service_id__in=list(service_ids))
+        .values("service_id")
+        .annotate(sequence=Max("sequence"))
+        .values_list("sequence", flat=True)
+    )
+    recorded: dict[int, str | None] = {}
+    for event in Event.objects.filter(sequence__in=list(last)).only("service_id", "payload"):
+        assert event.service_id is not None  # filtered above
+        recorded[event.service_id] = event.payload_data.get("sha256")
+    return recorded
