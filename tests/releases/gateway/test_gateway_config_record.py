@@ -13,14 +13,18 @@ import yaml
 from django.conf import settings
 from django.db import transaction
 
+from ledger import services as ledger_services
 from ledger.models import Event
 from releases.audit.services import webhooks
+from releases.gateway import litellm
+from releases.gateway.queries import gateway
 from releases.gateway.services import record_config_changes
 from releases.governance import services
 from releases.models import Release, RollbackEvent, Stage
 from replay import services as replay_services
 from replay.models import Backend
 from tests.releases.factories import approve, observe
+from tests.replay.factories import BackendFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -253,3 +257,27 @@ def test_the_webhook_carries_the_config_change_and_only_it(
     assert body["data"]["payload"]["previous_sha256"] is None
     assert body["data"]["payload"]["cause"]["action"] == "release.rollout_started"
     assert body["data"]["payload"]["url"].endswith(CONFIG_URL)
+
+
+def test_a_live_revision_set_with_a_new_policy_version_records_its_limits(
+    world, owner, record, served
+):
+    document = {"limits": {"max_input_tokens": 4096, "timeout_s": 30}}
+    ledger_services.create_gateway_policy(world.service, actor=owner, document=document)
+    revision = ledger_services.new_revision_from(
+        world.live, actor=owner, gateway_policy_version="v2"
+    )
+    BackendFactory(name="kb-assistant-v2", revision=revision)
+
+    [changed] = record(
+        ledger_services.set_live_revision, world.service, revision, actor=None, reason="policy"
+    )
+
+    assert changed.payload_data["cause"]["action"] == "service.live_revision_changed"
+    sha, weights = served()
+    assert (changed.payload_data["sha256"], weights) == (sha, {"kb-assistant-v2": 10_000})
+    config = yaml.safe_load(
+        litellm.render_yaml(litellm.render_config(gateway(["kb-assistant"]).routes))
+    )
+    assert config["model_list"][0]["model_info"]["max_input_tokens"] == 4096
+    assert config["model_list"][0]["litellm_params"]["timeout"] == 30
