@@ -128,7 +128,7 @@ def _check(label: str) -> tuple[float, int, Any]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from releases.gateway.services import check_gateway
+    from releases.gateway.services.checks import check_gateway
 
     with CaptureQueriesContext(connection) as captured:
         started, started_cpu = time.perf_counter(), time.process_time()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, models, transaction
+from django.dispatch import Signal
 from django.utils import timezone
 
 from ledger import signing
@@ -22,6 +23,11 @@ from lib import metrics
 from lib.actors import Actor
 
 GENESIS_HASH = "0" * 64
+# Sent with `events=[Event, …]` once they are inserted, inside the appending transaction:
+# an app above the ledger that must act on some actions (the gateway records its config
+# after a routing change) listens here, as the ledger knows no action of an app above it.
+# A receiver only queues work on commit; it does not write.
+events_appended = Signal()
 # Any constant works; it only has to be the same for every writer of the chain.
 _CHAIN_LOCK_KEY = 7_031_460_221
 
@@ -216,6 +222,7 @@ def append_events(entries: Sequence[NewEvent], *, actor: Actor) -> list[Event]:
         transaction.on_commit(
             functools.partial(metrics.CHAIN_APPENDS.labels(action=action).inc, count)
         )
+    events_appended.send(sender=Event, events=events)
     return events
 
 

@@ -29,14 +29,18 @@ class ReleasesConfig(AppConfig):
 
     def ready(self) -> None:
         from ledger import event_actions, locks, queries
+        from ledger.chain import events_appended
         from releases import checks  # noqa: F401 - registers the deployment checks
         from releases.event_actions import ACTION_LABELS
+        from releases.gateway.services.config_record import queue_config_record
         from releases.governance.queries.rollout_shares import rollout_shares
         from releases.locks import referenced_by_release_past_draft
 
         locks.register(referenced_by_release_past_draft)
         event_actions.register(ACTION_LABELS)
         queries.register_share_reader(rollout_shares)
+        # After a change of routing, the gateway's config is recorded (and announced).
+        events_appended.connect(queue_config_record, dispatch_uid="gateway_config_record")
         from lib import metrics
         from releases.reviews.queries.reviews import review_work_counts
 

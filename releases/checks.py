@@ -33,7 +33,7 @@ def webhooks_have_their_own_allow_list(
 
 @register(Tags.security, deploy=True)
 def gateway_is_an_allowed_host(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """The gateway check connects only where replay may (`releases.gateway.services`): a
+    """The gateway check connects only where replay may (`releases.gateway.services.checks`): a
     GATEWAY_URL outside REPLAY_ALLOWED_HOSTS would leave every service *unknown*."""
     from replay.outbound import DestinationPolicy, base_url_problem
 

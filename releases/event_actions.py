@@ -16,6 +16,7 @@ ACTION_LABELS: dict[str, StrOrPromise] = {
     "gateway.check_drifted": _("Gateway drift found"),
     "gateway.check_in_sync": _("Gateway in sync with the ledger"),
     "gateway.check_unknown": _("Gateway could not be read"),
+    "gateway.config_changed": _("Gateway config changed"),
     "release.aborted": _("Rollout aborted"),
     "release.approval_voided": _("Approval voided"),
     "release.approved": _("Release approved"),

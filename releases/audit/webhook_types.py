@@ -26,6 +26,9 @@ EVENT_TYPES: dict[str, EventType] = {
     "rollback.recorded": EventType("Rollback recorded", ("rollback.recorded",)),
     "review.raised": EventType("Review raised", ("review.raised",)),
     "review.overdue": EventType("Review overdue", ("review.overdue",)),
+    "gateway.config_changed": EventType(
+        "Gateway config changed (deploy it)", ("gateway.config_changed",)
+    ),
 }
 
 CHOICES = [(key, kind.label) for key, kind in EVENT_TYPES.items()]

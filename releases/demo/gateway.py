@@ -1,7 +1,7 @@
 """A demo gateway that has not applied dataagent-sql's rollout: the deployer missed the
 emergency release's config, so the gateway still sends all of dataagent-sql to its live
 backend and none to the candidate's. Recorded through the check's own verb
-(`releases.gateway.services.record_check`) with what a LiteLLM proxy on that older config
+(`releases.gateway.services.checks.record_check`) with what a LiteLLM proxy on that older config
 would report, once ten minutes ago (first seen) and once now (past the grace: an
 unauthorized change of kind gateway, open on the incident screen and the service page).
 Every other demo service is recorded in sync; with no gateway configured those rows read
@@ -17,9 +17,9 @@ from typing import Any
 
 from django.utils import timezone
 
-from releases.gateway import services
 from releases.gateway.litellm import render_config
 from releases.gateway.queries import gateway
+from releases.gateway.services import checks as services
 from releases.models import UnauthorizedChange
 
 DRIFTED = "dataagent-sql"

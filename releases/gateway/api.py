@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 
 from ledger.models import Service
 from releases.gateway import litellm
-from releases.gateway.queries import gateway
+from releases.gateway.queries import gateway, service_texts
 
 
 class YAMLRenderer(renderers.BaseRenderer):
@@ -101,9 +101,10 @@ class ServiceGatewayConfigView(APIView):
     def get(self, request: Request, slug: str) -> Response:
         if not Service.objects.filter(slug=slug).exists():
             raise exceptions.NotFound(f"There is no service {slug!r}.")
-        routes = gateway([slug]).routes
-        if not routes:
+        # The text whose sha256 the gateway.config_changed Events record.
+        text = service_texts(gateway([slug])).get(slug)
+        if text is None:
             raise exceptions.NotFound(
                 f"Nothing of {slug} is live on an enabled backend: the gateway has no route."
             )
-        return _answer(request, litellm.render_yaml(litellm.render_config(routes)))
+        return _answer(request, text)

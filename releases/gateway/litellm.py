@@ -258,9 +258,17 @@ def render_config(routes: Iterable[ServiceRoute]) -> dict[str, Any]:
     }
 
 
+# libyaml's emitter when PyYAML was built with it: the same text as the pure-Python one
+# (the representer is the same; tests/releases/gateway/test_litellm_render.py compares
+# them), six times faster: 2,000 services took 1.5 s in pure Python (bench/gateway_render.py).
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def render_yaml(config: dict[str, Any]) -> str:
     """The config as the text the proxy reads (``litellm --config``), keys in render order."""
-    return yaml.safe_dump(config, sort_keys=False, default_flow_style=False, allow_unicode=True)
+    return yaml.dump(
+        config, Dumper=_DUMPER, sort_keys=False, default_flow_style=False, allow_unicode=True
+    )
 
 
 def config_sha256(text: str) -> str:

@@ -25,7 +25,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.models import GatewayPolicy, Service
+from django.db.models import Max, Q
+
+from ledger.models import Event, GatewayPolicy, Service
+from releases.gateway import litellm
 from releases.gateway.litellm import (
     Deployment,
     ServiceRoute,
@@ -66,49 +69,66 @@ def _deployment(backend: Backend, weight: int) -> Deployment:
 
 
 def gateway(slugs: Iterable[str] | None = None) -> Gateway:
-    """The routes of every live service (or of those named), in slug order."""
-    services_read = Service.objects.filter(live_revision__isnull=False).select_related(
-        "live_revision__gateway_policy"
-    )
+    """The routes of every live service (or of those named), in slug order.
+
+    Only the columns a route needs, and plain rows rather than model instances where
+    there are thousands: at 2,000 services building full Service, Revision and policy
+    instances took most of a second (bench/gateway_render.py)."""
+    services_read = Service.objects.filter(live_revision__isnull=False)
     if slugs is not None:
         services_read = services_read.filter(slug__in=list(slugs))
-    services = list(services_read.order_by("slug"))
+    services = list(
+        services_read.order_by("slug").values_list(
+            "pk", "slug", "live_revision_id", "live_revision__gateway_policy__document"
+        )
+    )
+    # The later reads name the services by a subquery, not by thousands of ids as
+    # parameters (psycopg spent a fifth of a second splitting such a query).
+    rolling_read = Release.objects.filter(
+        service__in=services_read.values("pk"), state=Release.State.ROLLING_OUT
+    )
     rolling = {
         release.service_id: release
-        for release in Release.objects.filter(
-            service__in=services, state=Release.State.ROLLING_OUT
-        ).order_by("pk")
+        for release in rolling_read.only("pk", "service_id", "to_revision_id", "state").order_by(
+            "pk"
+        )
     }
     stages: dict[int, list[Stage]] = defaultdict(list)
-    for stage in Stage.objects.filter(release__in=rolling.values()).order_by("number"):
+    for stage in (
+        Stage.objects.filter(release__in=rolling_read.values("pk"))
+        .only("pk", "release_id", "number", "traffic_pct", "state")
+        .order_by("number")
+    ):
         stages[stage.release_id].append(stage)
-    revision_ids = {s.live_revision_id for s in services}
-    revision_ids |= {r.to_revision_id for r in rolling.values()}
     backends: dict[int, list[Backend]] = defaultdict(list)
-    for backend in Backend.objects.filter(revision_id__in=revision_ids, enabled=True).order_by(
-        "pk"
+    for backend in (
+        Backend.objects.filter(
+            Q(revision__in=services_read.values("live_revision_id"))
+            | Q(revision__in=rolling_read.values("to_revision_id")),
+            enabled=True,
+        )
+        .only("pk", "revision_id", "base_url", "model_name", "credential_env")
+        .order_by("pk")
     ):
         backends[backend.revision_id].append(backend)
 
     routes, unrouted = [], []
-    for service in services:
-        live = service.live_revision
-        assert live is not None  # filtered above
-        release = rolling.get(service.pk)
+    for service_id, slug, live_id, policy in services:
+        release = rolling.get(service_id)
         candidate = release.to_revision_id if release else None
         share = candidate_share(release, stages[release.pk] if release else [])
-        live_side = backends[live.pk]
-        candidate_side = backends[candidate] if candidate and candidate != live.pk else []
+        live_side = backends[live_id]
+        candidate_side = backends[candidate] if candidate and candidate != live_id else []
         if not candidate_side:
             share = 0.0
         elif not live_side:
             share = 100.0
         if not live_side and not candidate_side:
-            unrouted.append(service.slug)
+            unrouted.append(slug)
             continue
         weights = split_weights(share, [b.pk for b in live_side], [b.pk for b in candidate_side])
         deployments = [_deployment(b, weights[b.pk]) for b in live_side + candidate_side]
-        routes.append(ServiceRoute(service.slug, deployments, live.gateway_policy.document))
+        routes.append(ServiceRoute(slug, deployments, policy))
     return Gateway(routes=routes, unrouted=unrouted)
 
 
@@ -184,3 +204,39 @@ def service_gateway(service: Service, task_types: Iterable[str]) -> ServiceGatew
         degradation=[(task, rules.get(task)) for task in task_types],
         routed=bool(routes),
     )
+
+
+# The action of the Event that records a service's rendered config after a change.
+CONFIG_CHANGED = "gateway.config_changed"
+
+
+def service_texts(found: Gateway) -> dict[str, str]:
+    """Each routed service's own config text, as `GET /api/services/{slug}/gateway/litellm/`
+    answers it (a service's part does not depend on the others')."""
+    return {
+        route.slug: litellm.render_yaml(litellm.render_config([route])) for route in found.routes
+    }
+
+
+def config_sha256s(slugs: Iterable[str]) -> dict[str, str | None]:
+    """The sha256 of each named service's config text now (its `X-Config-SHA256`); None
+    for a service the gateway has no route for (the endpoint answers 404)."""
+    wanted = list(slugs)
+    texts = service_texts(gateway(wanted))
+    return {slug: litellm.config_sha256(texts[slug]) if slug in texts else None for slug in wanted}
+
+
+def recorded_sha256s(service_ids: Iterable[int]) -> dict[int, str | None]:
+    """The sha256 each service's last `gateway.config_changed` Event recorded (None: no
+    route then, or none recorded yet). Two queries, however many services."""
+    last = (
+        Event.objects.filter(action=CONFIG_CHANGED, service_id__in=list(service_ids))
+        .values("service_id")
+        .annotate(sequence=Max("sequence"))
+        .values_list("sequence", flat=True)
+    )
+    recorded: dict[int, str | None] = {}
+    for event in Event.objects.filter(sequence__in=list(last)).only("service_id", "payload"):
+        assert event.service_id is not None  # filtered above
+        recorded[event.service_id] = event.payload_data.get("sha256")
+    return recorded

@@ -1,7 +1,11 @@
-"""The gateway's Celery task: is the running gateway doing what the ledger renders?
+"""The gateway room's Celery tasks. Their names are a public API (verb_noun).
 
-A beat entry (`check-gateway`, every GATEWAY_CHECK_EVERY_MINUTES) runs it; the verb takes
-a singleton lock, so two ticks at once check once. Its name is a public API (verb_noun).
+- `check_gateway`: is the running gateway doing what the ledger renders? A beat entry
+  (`check-gateway`, every GATEWAY_CHECK_EVERY_MINUTES) runs it; the verb takes a
+  singleton lock, so two ticks at once check once.
+- `record_gateway_config`: record a service's rendered config after a change of
+  routing. Idempotent: a config already recorded is not recorded again, so
+  ``acks_late`` is safe.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ import logging
 
 from celery import shared_task
 
-from releases.gateway import services
+from releases.gateway.services import checks, config_record
 
 logger = logging.getLogger(__name__)
 
@@ -18,7 +22,7 @@ logger = logging.getLogger(__name__)
 @shared_task(name="check_gateway", acks_late=True)
 def check_gateway() -> str | None:
     """Periodic: compare the running gateway with the rendered config, record the outcome."""
-    outcome = services.check_gateway()
+    outcome = checks.check_gateway()
     if outcome is None:
         logger.info("check_gateway: no GATEWAY_URL, or another check is running")
         return None
@@ -31,3 +35,11 @@ def check_gateway() -> str | None:
         f": {outcome.reason}" if outcome.reason else "",
     )
     return outcome.state
+
+
+@shared_task(name="record_gateway_config", acks_late=True)
+def record_gateway_config(causes: list[list[int]]) -> int:
+    """`causes`: [service id, id of the Event that may have re-routed it], … ."""
+    recorded = config_record.record_config_changes((service, event) for service, event in causes)
+    logger.info("record_gateway_config: %d of %d services changed", len(recorded), len(causes))
+    return len(recorded)

@@ -1,5 +1,5 @@
 """What the latest check of the running LLM gateway found for each live service
-(`releases.gateway.services.check_gateway`): one row per service, rewritten by every
+(`releases.gateway.services.checks.check_gateway`): one row per service, rewritten by every
 check, so the table holds as many rows as there are live services, never a history (the
 changes of state are Events)."""
 

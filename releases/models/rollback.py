@@ -107,7 +107,7 @@ class UnauthorizedChange(ChoiceLabels, models.Model):
     Of kind *engine*, a probe found a backend of the live revision serving something
     else (`backend` and `probe` say which); of kind *gateway*, the running LLM gateway
     routes the service otherwise than the config the ledger renders
-    (`releases.gateway.services`: deployments, weights, limits), one open finding per
+    (`releases.gateway.services.checks`: deployments, weights, limits), one open finding per
     service at a time. It stays on the service page and the incident screen until
     someone reconciles it: a release that registers what is running, a rollback, or a
     note saying how it was put back.

@@ -265,8 +265,9 @@ def test_the_screen_and_the_api_ask_a_bounded_number_of_queries(
     # The session and its user instead of the token, the reader's permissions (whether
     # to offer "Record rollback") and roles (whether to offer "Verify now"); what the
     # gateway should be doing (the services, rolling releases and their stages, the
-    # backends, as the rendered config reads them, and the backends' names).
-    with django_assert_max_num_queries(21):
+    # backends, as the rendered config reads them, and the backends' names), and the
+    # reader's roles once more (may they check the gateway now).
+    with django_assert_max_num_queries(22):
         client.get(reverse("releases:incident", args=["kb-assistant"]))
 
 

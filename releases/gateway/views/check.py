@@ -13,7 +13,7 @@ from ledger.models import Service
 from lib.actors import AuthenticatedHttpRequest
 from lib.http import post_only
 from releases import permissions
-from releases.gateway import services
+from releases.gateway.services import checks as services
 
 
 @post_only("checks the running gateway", page="releases:service_detail")

@@ -24,9 +24,10 @@ import time_machine
 from django.urls import reverse
 
 from ledger.models import Event
-from releases.gateway import litellm, services
+from releases.gateway import litellm
 from releases.gateway.drift import compare, not_routed
 from releases.gateway.queries import gateway
+from releases.gateway.services import checks as services
 from releases.governance import services as governance
 from releases.models import GatewayCheck, Stage, UnauthorizedChange
 from replay.models import Backend

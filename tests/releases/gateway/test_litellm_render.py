@@ -179,6 +179,23 @@ def test_the_same_routes_give_the_same_bytes_in_any_order():
     ]
 
 
+def test_libyamls_emitter_writes_the_same_text_as_pyyamls_own():
+    # render_yaml uses libyaml's emitter for speed; the recorded sha256s must not depend
+    # on which one a machine has.
+    with_text = ServiceRoute(
+        "kb-ünïcode",
+        [_deployment(7, 9000, "KB_VLLM_KEY"), _deployment(3, 1000)],
+        {**POLICY, "fallbacks": [{"on": "error", "to_service": "a-long-name-" + "x" * 90}]},
+    )
+    config = render_config([_kb_assistant(), with_text])
+    config["router_settings"]["note"] = 'colons: quotes\' "and" # hashes, 0.5, yes, null, 1e3'
+
+    assert yaml.__with_libyaml__
+    assert render_yaml(config) == yaml.safe_dump(
+        config, sort_keys=False, default_flow_style=False, allow_unicode=True
+    )
+
+
 def test_a_change_of_weight_changes_the_hash():
     before = render_yaml(render_config([_kb_assistant()]))
     promoted = ServiceRoute("kb-assistant", [_deployment(7, 5000), _deployment(3, 5000)], POLICY)
