@@ -91,3 +91,34 @@ def test_a_playbook_opens_with_one_tap(live_server, browser, world, sre):
     expect(playbook.get_by_role("heading", name="Diagnose, in this order")).to_be_visible()
     expect(playbook.locator("ol").first).to_contain_text("Gateway queue")
     context.close()
+
+
+def test_on_a_phone_the_gateway_block_is_one_tap_away_with_or_without_javascript(
+    live_server, browser, world, release, owner, signers, sre
+):
+    roll_out(release, owner, signers)
+    for javascript in (True, False):
+        context = browser.new_context(java_script_enabled=javascript, viewport=PHONE)
+        try:
+            page = context.new_page()
+            log_in(page, live_server, sre)
+            page.goto(f"{live_server.url}/services/kb-assistant/incident/")
+            jump = page.get_by_role("navigation", name="On this screen")
+            link = jump.get_by_role("link", name="Gateway", exact=True)
+            assert _bottom(link) <= PHONE["height"]
+            block = page.locator("#gateway")
+
+            link.click()
+
+            heading = page.get_by_role("heading", name="What the gateway should be doing")
+            expect(heading).to_be_in_viewport()
+            expect(block).to_contain_text("95.0 % kb-assistant-live")
+            expect(block).to_contain_text("5.0 % kb-assistant-canary candidate")
+            expect(block).to_contain_text("input ≤ 8192 · output ≤ 1024 tokens")
+            expect(block.get_by_role("link", name="v1")).to_have_attribute(
+                "href", "/services/kb-assistant/gateway-policy/1/"
+            )
+            assert no_sideways_scroll(page), f"sideways scroll with javascript={javascript}"
+            screenshot(page, f"incident-gateway-block-js-{javascript}")
+        finally:
+            context.close()
