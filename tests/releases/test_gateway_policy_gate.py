@@ -153,7 +153,7 @@ def test_experimental_is_advisory_and_holds_nothing_back(team, owner):
 
     gate = assessment.gate("gateway_policy")
     assert gate["status"] == "advisory"
-    assert gate["reason"].startswith("advisory on a experimental service: limits lack")
+    assert gate["reason"].startswith("advisory on the experimental tier: limits lack")
     assert "tenant(s) support, sales of the service have no quota" in gate["reason"]
     assert assessment.failing() == []
 

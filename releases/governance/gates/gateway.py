@@ -129,5 +129,5 @@ def _verdict(inputs: Inputs, problems: list[str], refs: list[EvidenceRef]) -> Ve
         return "pass", "", refs
     reason = "; ".join(problems) + "."
     if inputs.tier in policy.ADVISORY_GATEWAY_TIERS:
-        return "advisory", f"advisory on a {inputs.tier} service: {reason}", refs
+        return "advisory", f"advisory on the {inputs.tier} tier: {reason}", refs
     return "fail", reason, refs
