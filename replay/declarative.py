@@ -238,6 +238,7 @@ BACKEND = Section(
         "idle_timeout_s": Key("decimal"),
         "total_timeout_s": Key("decimal"),
         "enabled": Key("bool"),
+        "routed": Key("bool"),
         "schedules": Key("entries", section=SCHEDULE),
     },
     identity=("name",),
@@ -251,6 +252,7 @@ DEFAULTS: dict[str, Any] = {
     "idle_timeout_s": 30,
     "total_timeout_s": 300,
     "enabled": True,
+    "routed": True,
     "schedules": [],
 }
 _TIMEOUTS = ("connect_timeout_s", "first_token_timeout_s", "idle_timeout_s", "total_timeout_s")
@@ -272,6 +274,7 @@ def backend_view(backend: Backend) -> dict[str, Any]:
         "credential_env": backend.credential_env,
         "concurrency_limit": backend.concurrency_limit,
         "enabled": backend.enabled,
+        "routed": backend.routed,
     }
     for name in _TIMEOUTS:
         view[name] = _number(getattr(backend, name))

@@ -45,7 +45,17 @@ class Backend(ChoiceLabels, models.Model):
     first_token_timeout_s = models.FloatField(default=30, validators=[MinValueValidator(0.1)])
     idle_timeout_s = models.FloatField(default=30, validators=[MinValueValidator(0.1)])
     total_timeout_s = models.FloatField(default=300, validators=[MinValueValidator(1)])
-    enabled = models.BooleanField(default=True)
+    enabled = models.BooleanField(
+        default=True, help_text=_("Replay probes it, replays against it and verifies with it.")
+    )
+    routed = models.BooleanField(
+        _("routed by the gateway"),
+        default=True,
+        help_text=_(
+            "The gateway sends it its share of its revision's traffic (the rendered LiteLLM "
+            "config lists it). Untick to take it out of the gateway, e.g. to drain it."
+        ),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -64,6 +74,7 @@ class Backend(ChoiceLabels, models.Model):
         "idle_timeout_s",
         "total_timeout_s",
         "enabled",
+        "routed",
     )
 
     class Meta:

@@ -105,6 +105,6 @@ class ServiceGatewayConfigView(APIView):
         text = service_texts(gateway([slug])).get(slug)
         if text is None:
             raise exceptions.NotFound(
-                f"Nothing of {slug} is live on an enabled backend: the gateway has no route."
+                f"Nothing of {slug} is live on a routed backend: the gateway has no route."
             )
         return _answer(request, text)

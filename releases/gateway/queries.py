@@ -1,13 +1,14 @@
 """What the gateway should be doing now, read from the ledger: each live service's
 backends, weighted by the rollout in force, and its gateway policy in force.
 
-- The live revision's enabled backends carry the traffic; while a release rolls out,
-  its candidate's enabled backends carry the share of the stage carrying traffic
+- The live revision's routed backends carry the traffic (`Backend.routed`, apart from
+  replay's `enabled`: a backend replay does not monitor still serves); while a release
+  rolls out, its candidate's routed backends carry the share of the stage carrying traffic
   (`queries.rollout.carrying_traffic`: observing, held or breached — a hold or a
   breach keeps the share until a person or the analysis acts). A promotion changes
   the share at once; an abort or a rollback ends the rollout, and the candidate gets
   nothing.
-- A side with no enabled backend cannot carry its share: a candidate with none gets
+- A side with no routed backend cannot carry its share: a candidate with none gets
   nothing (its share stays on the live backends), and a service whose live revision
   has none sends everything to the candidate's; a service with no backend at all is
   left out, and `Gateway.unrouted` names it.
@@ -46,7 +47,7 @@ from replay.models import Backend
 @dataclass(frozen=True)
 class Gateway:
     routes: list[ServiceRoute]
-    # Live services with no enabled backend: the gateway cannot send them anything.
+    # Live services with no routed backend: the gateway cannot send them anything.
     unrouted: list[str]
 
 
@@ -105,7 +106,7 @@ def gateway(slugs: Iterable[str] | None = None) -> Gateway:
         Backend.objects.filter(
             Q(revision__in=services_read.values("live_revision_id"))
             | Q(revision__in=rolling_read.values("to_revision_id")),
-            enabled=True,
+            routed=True,
         )
         .only("pk", "revision_id", "base_url", "model_name", "credential_env")
         .order_by("pk")
@@ -137,7 +138,7 @@ def service_config_yaml(
 ) -> str | None:
     """The part of the rendered gateway config for one service, as the API serves it;
     with `draft`, as it would be with `document` as the policy in force. None when the
-    gateway routes nothing to the service (not live, or no enabled backend)."""
+    gateway routes nothing to the service (not live, or no routed backend)."""
     routes = gateway([slug]).routes
     if not routes:
         return None

@@ -58,6 +58,22 @@ def test_seed_demo_makes_releases_in_every_state_once():
     assert verify_chain().ok
 
 
+def test_the_demo_gateway_routes_the_rolling_out_candidate_at_its_stage_share():
+    """The demo's backends are not monitored (nothing serves their port) but routed."""
+    from releases.gateway.queries import gateway
+    from replay.models import Backend
+
+    call_command("seed_demo", "--quiet-logins")
+
+    [route] = gateway(["dataagent-sql"]).routes
+    release = Release.objects.get(service__slug="dataagent-sql", state="rolling_out")
+    candidate = set(
+        Backend.objects.filter(revision=release.to_revision_id).values_list("pk", flat=True)
+    )
+    shares = {d.backend_id in candidate: d.weight for d in route.deployments}
+    assert shares == {False: 9_000, True: 1_000}  # the stage carrying traffic: 10 %
+
+
 def test_every_live_demo_revision_runs_a_policy_with_limits_tenants_and_degradation():
     from ledger.models import Service
 

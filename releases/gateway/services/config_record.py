@@ -2,7 +2,7 @@
 
 A verb that changes what the gateway should route (a rollout starting, a promotion,
 an abort, a rollback, a release reaching 100 %, a live revision set, a backend added,
-enabled or disabled) appends its Event before its transaction ends, often before the
+routed or taken out of the gateway) appends its Event before its transaction ends, often before the
 rest of the change is written (a promotion records `release.promoted`, then starts the
 next stage), and the chain is append-only: the config's sha256 cannot be written into
 that Event once the change is complete. So:
@@ -49,7 +49,7 @@ ROUTING_ACTIONS: frozenset[str] = frozenset(
         "service.live_revision_changed",
         "revision.updated",  # a revision's gateway policy (a candidate's, before it serves)
         "replay.backend_created",
-        "replay.backend_updated",  # enabled, disabled, moved, pointed at another revision
+        "replay.backend_updated",  # routed or not, moved, pointed at another revision
         "release.rollout_started",
         "release.stage_started",
         "release.promoted",

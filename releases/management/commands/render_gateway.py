@@ -33,7 +33,7 @@ class Command(BaseCommand):
         text = litellm.render_yaml(litellm.render_config(found.routes))
         sha256 = litellm.config_sha256(text)
         for slug in found.unrouted:
-            self.stderr.write(f"{slug}: live, but no enabled backend serves it; not routed.")
+            self.stderr.write(f"{slug}: live, but no routed backend serves it; not routed.")
         if not options["output"]:
             self.stdout.write(text, ending="")
             return

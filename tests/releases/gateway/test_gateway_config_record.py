@@ -193,11 +193,11 @@ def test_a_backend_switched_off_and_on_is_recorded_each_time(
     start(record, release, owner, signers)
     canary = world.candidate_backend
 
-    [off] = record(replay_services.update_backend, canary, actor=owner, enabled=False)
+    [off] = record(replay_services.update_backend, canary, actor=owner, routed=False)
     assert served() == (off.payload_data["sha256"], {"kb-assistant-live": 10_000})
     assert off.payload_data["cause"]["action"] == "replay.backend_updated"
 
-    [on] = record(replay_services.update_backend, canary, actor=owner, enabled=True)
+    [on] = record(replay_services.update_backend, canary, actor=owner, routed=True)
     sha, weights = served()
     assert on.payload_data["sha256"] == sha
     assert weights == {"kb-assistant-live": 9_500, "kb-assistant-canary": 500}
@@ -208,7 +208,7 @@ def test_a_service_left_with_no_route_records_none(world, owner, record):
     [first] = record(replay_services.update_backend, world.live_backend, actor=owner, name="kb-1")
     assert first.payload_data["previous_sha256"] is None
 
-    [off] = record(replay_services.update_backend, world.live_backend, actor=owner, enabled=False)
+    [off] = record(replay_services.update_backend, world.live_backend, actor=owner, routed=False)
 
     # The endpoint answers 404 now: the gateway has nothing to route for it.
     assert off.payload_data["sha256"] is None

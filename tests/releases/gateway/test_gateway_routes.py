@@ -86,7 +86,7 @@ def test_a_rollback_takes_the_candidate_to_zero(world, release, owner, signers, 
 def test_weights_are_split_over_several_backends_of_each_side(world, release, owner, signers):
     BackendFactory(name="kb-assistant-live-2", revision=world.live)
     BackendFactory(name="kb-assistant-canary-2", revision=world.candidate)
-    BackendFactory(name="kb-assistant-off", revision=world.live, enabled=False)
+    BackendFactory(name="kb-assistant-off", revision=world.live, routed=False)
     roll_out(release, owner, signers)
 
     assert weights() == {
@@ -97,15 +97,15 @@ def test_weights_are_split_over_several_backends_of_each_side(world, release, ow
     }
 
 
-def test_a_candidate_with_no_enabled_backend_gets_nothing(world, release, owner, signers):
-    Backend.objects.filter(pk=world.candidate_backend.pk).update(enabled=False)
+def test_a_candidate_with_no_routed_backend_gets_nothing(world, release, owner, signers):
+    Backend.objects.filter(pk=world.candidate_backend.pk).update(routed=False)
     roll_out(release, owner, signers)
 
     assert weights() == {"kb-assistant-live": 10_000}
 
 
 def test_a_live_service_with_no_backend_is_named_unrouted(world):
-    Backend.objects.filter(revision=world.live).update(enabled=False)
+    Backend.objects.filter(revision=world.live).update(routed=False)
 
     found = gateway()
 
@@ -243,3 +243,11 @@ def test_render_gateway_names_an_unwritable_output(world, tmp_path):
 
     with pytest.raises(CommandError, match=r"--output .*file/config.yaml"):
         call_command("render_gateway", output=str(blocker / "config.yaml"))
+
+
+def test_a_backend_replay_does_not_monitor_still_serves_and_one_not_routed_does_not(world):
+    Backend.objects.filter(pk=world.live_backend.pk).update(enabled=False)
+    assert weights() == {"kb-assistant-live": 10_000}
+
+    Backend.objects.filter(pk=world.live_backend.pk).update(routed=False)
+    assert gateway().unrouted == ["kb-assistant"]
