@@ -11,8 +11,10 @@ whole middleware and view stack, no network; settings as deployed:
 SRE), the API (a token) and `serving/?at=`: median, p95 and worst time over
 `--requests` requests after a warm-up, and the SQL queries of one request.
 
-Targets: the incident screen and its API under 30 ms median with at most 12 queries
-(the API; the page adds the session, its user and the reader's permissions);
+Targets: the incident screen and its API under 30 ms median with at most 17 queries
+(the API: 12, and since issue 29 five more for what the gateway should be doing, the
+rendered config's four reads and the backends' names; the page adds the session, its
+user and the reader's permissions);
 `serving/?at=` under 20 ms; gunicorn (`--workers` processes) serving the incident API
 to `--clients` concurrent clients on loopback for `--seconds` answers every request
 with 200. Each client is its own caller with its own token (`bench-client-NN`): one
@@ -45,7 +47,7 @@ import releases_pages  # noqa: E402  (the sibling benchmark's seeding)
 
 SCREEN_MS = 30
 SERVING_MS = 20
-API_QUERIES = 12
+API_QUERIES = 17
 
 
 def _busy_service():

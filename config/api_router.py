@@ -11,9 +11,9 @@ from ledger.api import run_evidence as ledger_run_evidence
 from ledger.api import signing as ledger_signing
 from releases.audit.api import exports as releases_exports
 from releases.gateway import api as releases_gateway
-from releases.governance.api import incident as releases_incident
 from releases.governance.api import releases as releases_api
 from releases.governance.api import rollbacks as releases_rollbacks
+from releases.overview.api import incident as releases_incident
 from releases.reviews.api import reviews as releases_reviews
 from replay.api import backends as replay_backends
 from replay.api import runs as replay_runs

@@ -7,6 +7,7 @@ from django.contrib import admin
 from releases.models import (
     BlackoutWindow,
     Comment,
+    GatewayCheck,
     Release,
     SignOff,
     StandardChangeTemplate,
@@ -80,3 +81,12 @@ class StandardChangeTemplateAdmin(_ReadOnly):
 @admin.register(Comment)
 class CommentAdmin(_ReadOnly):
     list_display = ["release", "author", "created_at"]
+
+
+@admin.register(GatewayCheck)
+class GatewayCheckAdmin(_ReadOnly):
+    """What the last check of the running gateway found per service (rewritten by each)."""
+
+    list_display = ["service", "state", "checked_at", "since"]
+    list_filter = ["state"]
+    search_fields = ["service__slug"]

@@ -254,8 +254,9 @@ def test_the_screen_and_the_api_ask_a_bounded_number_of_queries(
     # and the revision that served before (no plan is in force here); the revisions
     # rolled back off the service; health's backends, probes and runs; the target's
     # reports, capabilities (for the diff) and last verification, and what verifying it
-    # now would use; the changes of the window; the people to call.
-    with django_assert_max_num_queries(14):
+    # now would use; the changes of the window; the people to call; what the gateway
+    # should be doing (its four reads of the rendered config and the backends' names).
+    with django_assert_max_num_queries(19):
         response = client.get(
             "/api/services/kb-assistant/incident/", HTTP_AUTHORIZATION=f"Token {token.key}"
         )

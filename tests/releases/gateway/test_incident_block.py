@@ -5,6 +5,7 @@ rendered on the server (no JavaScript needed)."""
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from ledger.models import TaskType
@@ -49,3 +50,24 @@ def test_during_a_rollout_the_candidate_carries_its_stages_share(
         '<strong>5.0 %</strong> kb-assistant-canary <span class="badge info">candidate</span>'
         in block
     )
+
+
+def test_the_incident_api_carries_the_same_block(client, sre, world, release, owner, signers):
+    roll_out(release, owner, signers)
+    client.force_login(sre)
+
+    gateway = client.get(reverse("api:service_incident", args=["kb-assistant"])).json()["gateway"]
+
+    assert (gateway["policy"], gateway["policy_known"], gateway["routed"]) == ("v1", True, True)
+    assert gateway["limits"]["max_input_tokens"] == 8192
+    shares = {w["backend"]: (w["share_pct"], w["candidate"]) for w in gateway["weights"]}
+    assert shares == {"kb-assistant-live": (95.0, False), "kb-assistant-canary": (5.0, True)}
+    # Never checked: unknown, never in sync.
+    assert gateway["check"] == {"state": "unknown", "checked_at": None, "stale": True}
+
+
+def test_the_last_gateway_checks_are_read_in_the_admin(client, world):
+    admin = get_user_model().objects.create_superuser("root-admin", "root@example.com", "x")
+    client.force_login(admin)
+
+    assert client.get("/admin/releases/gatewaycheck/").status_code == 200
