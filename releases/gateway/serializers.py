@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from ledger.models import Service
@@ -14,7 +15,9 @@ from releases.models import GatewayCheck
 
 
 class WeightSerializer(serializers.Serializer):
-    deployment = serializers.CharField(help_text="model_info.id, as the running gateway names it")
+    deployment = serializers.CharField(
+        help_text=_("model_info.id, as the running gateway names it")
+    )
     backend = serializers.CharField()
     candidate = serializers.BooleanField()
     share_pct = serializers.FloatField()
@@ -24,7 +27,7 @@ class DegradationRuleSerializer(serializers.Serializer):
     task_type = serializers.CharField()
     rule = serializers.JSONField(
         allow_null=True,
-        help_text="The policy's rule ({action, to_service?, message?}); null: not stated.",
+        help_text=_("The policy's rule ({action, to_service?, message?}); null: not stated."),
     )
 
 
@@ -32,18 +35,20 @@ class GatewayCheckSerializer(serializers.Serializer):
     state = serializers.ChoiceField(choices=GatewayCheck.State.values)
     checked_at = serializers.DateTimeField(allow_null=True)
     stale = serializers.BooleanField(
-        help_text="The last check is too old to say what the gateway does now."
+        help_text=_("The last check is too old to say what the gateway does now.")
     )
 
 
 class ServiceGatewaySerializer(serializers.Serializer):
-    policy = serializers.CharField(allow_null=True, help_text="The version in force (its label).")
+    policy = serializers.CharField(
+        allow_null=True, help_text=_("The version in force (its label).")
+    )
     policy_known = serializers.BooleanField()
     limits = serializers.JSONField()
     weights = WeightSerializer(many=True)
     fallbacks = serializers.JSONField()
     degradation = DegradationRuleSerializer(many=True)
-    routed = serializers.BooleanField(help_text="False: the gateway routes nothing here.")
+    routed = serializers.BooleanField(help_text=_("False: the gateway routes nothing here."))
     check = GatewayCheckSerializer()
 
     @staticmethod

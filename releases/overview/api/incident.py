@@ -3,6 +3,7 @@ should be doing included (it reads the gateway room, hence this room)."""
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions
 from rest_framework.request import Request
@@ -18,7 +19,7 @@ from releases.governance.serializers.incident import IncidentSerializer
 
 
 class IncidentWithGatewaySerializer(IncidentSerializer):
-    gateway = ServiceGatewaySerializer(help_text="What the gateway should be doing, and is it.")
+    gateway = ServiceGatewaySerializer(help_text=_("What the gateway should be doing, and is it."))
 
 
 class IncidentView(APIView):
