@@ -66,23 +66,43 @@ def policy() -> DestinationPolicy:
     )
 
 
-async def _get(url: str, key: str, timeout: float) -> httpx.Response:
+class _TooLarge(Exception):
+    pass
+
+
+async def _get(url: str, key: str, timeout: float, limit: int) -> tuple[int, bytes]:
+    """The status and, for a 200, the body: read in parts, never more than `limit` bytes."""
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    async with guarded_client(timeout=httpx.Timeout(timeout), policy=policy()) as client:
-        return await client.get(url, headers=headers)
+    async with (
+        guarded_client(timeout=httpx.Timeout(timeout), policy=policy()) as client,
+        client.stream("GET", url, headers=headers) as response,
+    ):
+        if response.status_code != 200:
+            return response.status_code, b""
+        body = bytearray()
+        async for part in response.aiter_bytes():
+            body += part
+            if len(body) > limit:
+                raise _TooLarge
+        return 200, bytes(body)
 
 
 def read_model_info(base_url: str, key: str, *, timeout: float) -> list[dict[str, Any]]:
     """The ``data`` of the proxy's ``/model/info``: one entry per deployment it routes."""
     url = base_url.rstrip("/") + MODEL_INFO_PATH
+    limit_mb = settings.GATEWAY_MAX_RESPONSE_MB
     try:
-        response = asyncio.run(_get(url, key, timeout))
+        status, content = asyncio.run(_get(url, key, timeout, limit_mb * 1024 * 1024))
     except httpx.HTTPError as error:
         raise GatewayUnreadable(f"{url}: {type(error).__name__}: {error}"[:500]) from error
-    if response.status_code != 200:
-        raise GatewayUnreadable(f"{url} answered HTTP {response.status_code}")
+    except _TooLarge as error:
+        raise GatewayUnreadable(
+            f"{url} answered more than {limit_mb} MB (GATEWAY_MAX_RESPONSE_MB); not read"
+        ) from error
+    if status != 200:
+        raise GatewayUnreadable(f"{url} answered HTTP {status}")
     try:
-        data = orjson.loads(response.content)["data"]
+        data = orjson.loads(content)["data"]
     except (orjson.JSONDecodeError, KeyError, TypeError) as error:
         raise GatewayUnreadable(f"{url} did not answer the JSON of /model/info") from error
     if not isinstance(data, list) or not all(isinstance(entry, dict) for entry in data):

@@ -299,11 +299,14 @@ def answering(status: int, body: bytes) -> Iterator[str]:
         (404, b'{"detail": "Not Found"}', "answered HTTP 404"),
         (200, b"<html>proxy error</html>", "did not answer the JSON of /model/info"),
         (200, b'{"data": {"kb-assistant": 1}}', "did not answer a list of deployments"),
+        # GATEWAY_MAX_RESPONSE_MB is 1 here: a body past it is not read to its end.
+        (200, b'{"data": [' + b'{"x": 1},' * 200_000 + b"{}]}", "answered more than 1 MB"),
     ],
 )
 def test_an_unreadable_gateway_is_unknown_never_in_sync(
     world, checking, client, sre, status, body, says
 ):
+    checking.GATEWAY_MAX_RESPONSE_MB = 1
     services.record_check(as_litellm_reports(_rendered()))  # it was in sync
     with contextlib.ExitStack() as stack:
         if status is not None:
