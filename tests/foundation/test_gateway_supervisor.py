@@ -8,6 +8,7 @@ tests/releases/gateway/test_compose_gateway.py runs it in front of a real LiteLL
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import signal
@@ -79,6 +80,8 @@ class Run:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            # A group of its own, the proxy it starts included: the teardown ends both.
+            start_new_session=True,
         )
 
     def lines(self) -> list[str]:
@@ -103,9 +106,10 @@ def run(tmp_path) -> Iterator[Callable[..., Run]]:
 
     yield start
     for each in runs:
-        if each.process.poll() is None:
-            each.process.kill()
-            each.process.wait()
+        # The whole group: killing only the supervisor would leave its proxy running.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(each.process.pid, signal.SIGKILL)
+        each.process.wait()
 
 
 def test_the_proxy_starts_once_gateway_sync_has_written_the_file(run):
