@@ -145,6 +145,12 @@ def service_config_yaml(
     route = routes[0]
     if draft:
         route = dataclasses.replace(route, policy=document)
+    return route_text(route)
+
+
+def route_text(route: ServiceRoute) -> str:
+    """One service's config text, as `GET /api/services/{slug}/gateway/litellm/` answers
+    it (a service's part does not depend on the others')."""
     return render_yaml(render_config([route]))
 
 
@@ -212,11 +218,8 @@ CONFIG_CHANGED = "gateway.config_changed"
 
 
 def service_texts(found: Gateway) -> dict[str, str]:
-    """Each routed service's own config text, as `GET /api/services/{slug}/gateway/litellm/`
-    answers it (a service's part does not depend on the others')."""
-    return {
-        route.slug: litellm.render_yaml(litellm.render_config([route])) for route in found.routes
-    }
+    """Each routed service's own config text (`route_text`)."""
+    return {route.slug: route_text(route) for route in found.routes}
 
 
 def config_sha256s(slugs: Iterable[str]) -> dict[str, str | None]:
