@@ -72,6 +72,7 @@ from ledger.serializers import (
 )
 from ledger.serializers.serving import ServingQuerySerializer, ServingSerializer
 from lib.api import DomainVerbMixin
+from lib.ids import row_id
 
 
 @extend_schema(summary="The authenticated caller and the roles it holds")
@@ -605,9 +606,9 @@ class RevisionViewSet(RegistryViewSet):
     )
     @action(detail=True, methods=["get"], url_path=r"diff/(?P<other_id>[0-9]+)")
     def diff(self, request: Request, pk: str = "", other_id: str = "") -> Response:
-        if not pk.isdigit():
-            raise exceptions.NotFound(f"There is no revision {pk}.")
-        ids = [int(pk), int(other_id)]  # the route only matches digits for other_id
+        ids = [row_id(pk), row_id(other_id)]
+        if None in ids:
+            raise exceptions.NotFound(f"There is no revision {pk if ids[0] is None else other_id}.")
         found = {revision.pk: revision for revision in self.get_queryset().filter(pk__in=ids)}
         missing = [str(number) for number in dict.fromkeys(ids) if number not in found]
         if missing:

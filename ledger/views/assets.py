@@ -27,6 +27,7 @@ from ledger.permissions import (
 )
 from lib.actors import AuthenticatedHttpRequest
 from lib.http import post_only
+from lib.ids import row_id
 from lib.pages import apply_errors, changed_values, paginate, render_field, render_form, render_list
 
 
@@ -81,9 +82,10 @@ def asset_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 
 def _prefill(pk: str | None) -> dict:
     """'New asset from this one': every field but the artifact's own revision."""
-    if not pk or not pk.isdigit():
+    found = row_id(pk)
+    if found is None:
         return {}
-    source = ModelAsset.objects.filter(pk=int(pk)).first()
+    source = ModelAsset.objects.filter(pk=found).first()
     if source is None:
         return {}
     attnames = {f.name: f.attname for f in ModelAsset._meta.concrete_fields}

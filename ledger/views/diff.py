@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET
 
 from ledger import queries
 from ledger.models import Revision, Service
+from lib.ids import row_id
 
 
 def _revision_pair(slug: str, a: int, b: int) -> tuple[Revision, Revision]:
@@ -52,8 +53,7 @@ def revision_diff(request: HttpRequest, slug: str, a: int, b: int) -> HttpRespon
 
 def _number(value: str | None) -> int | None:
     """A revision number as typed: 3 or r3."""
-    value = (value or "").strip().removeprefix("r")
-    return int(value) if value.isdigit() else None
+    return row_id((value or "").strip().removeprefix("r"))
 
 
 @require_GET

@@ -24,6 +24,7 @@ from ledger.views._common import service_for_edit
 from ledger.views.loadtests import revision_evidence
 from lib.actors import AuthenticatedHttpRequest
 from lib.http import post_only
+from lib.ids import row_id
 from lib.pages import apply_errors, render_field, render_form
 
 COMPONENT_LABELS = {
@@ -112,11 +113,12 @@ def revision_new_from(request: AuthenticatedHttpRequest, slug: str, number: int)
 
 def _copy_source(service: Service, number: str | None) -> Revision | None:
     """The revision named by `?from=<number>`, when it is one of this service's."""
-    if not number or not number.isdigit() or len(number) > 9:
+    found = row_id(number)
+    if found is None:
         return None
     return (
         service.revisions.select_related("model_asset__team", "runtime")
-        .filter(number=int(number))
+        .filter(number=found)
         .first()
     )
 

@@ -15,6 +15,7 @@ from django_htmx.http import HttpResponseClientRefresh
 
 from lib.actors import AuthenticatedHttpRequest
 from lib.charts import figure_spec
+from lib.ids import row_id
 from lib.pages import paginate, render_list, wants_fragment
 from replay import charts, queries, services
 from replay.filters import ResultFilter, RunListFilter
@@ -188,7 +189,8 @@ def run_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
     for side, value in ids.items():
         if not value:
             continue
-        if not value.isdigit():
+        number = row_id(value)
+        if number is None:
             problems.append(
                 _("Run %(side)s: %(value)s is not a run number.")
                 % {"side": side.upper(), "value": repr(value)}
@@ -196,7 +198,7 @@ def run_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
             continue
         run = (
             Run.objects.select_related("sample_set", "backend", "revision__service")
-            .filter(pk=int(value))
+            .filter(pk=number)
             .first()
         )
         if run is None:

@@ -23,6 +23,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from ledger.models import Revision, Service
 from lib.actors import AuthenticatedHttpRequest
+from lib.ids import row_id
 from lib.pages import apply_errors, wants_fragment
 from releases import permissions
 from releases.governance import gates as release_gates
@@ -134,9 +135,9 @@ def _chosen(request: AuthenticatedHttpRequest, service: Service) -> dict[str, An
     as the gateway policy page sends): kept only when it names a revision of the service
     and a change kind that exists."""
     chosen: dict[str, Any] = {}
-    revision = request.GET.get("to_revision", "")
-    if revision.isdigit() and Revision.objects.filter(service=service, pk=int(revision)).exists():
-        chosen["to_revision"] = int(revision)
+    revision = row_id(request.GET.get("to_revision"))
+    if revision is not None and Revision.objects.filter(service=service, pk=revision).exists():
+        chosen["to_revision"] = revision
     if request.GET.get("change_kind") in Release.ChangeKind.values:
         chosen["change_kind"] = request.GET["change_kind"]
     return chosen
