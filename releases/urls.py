@@ -6,6 +6,7 @@ from django.urls import path
 from releases.audit.views import audit, webhooks
 from releases.gateway.views import check as gateway_check
 from releases.gateway.views import policy as gateway_policy
+from releases.gateway.views import release_policy
 from releases.governance.views import (
     release_detail,
     release_form,
@@ -74,11 +75,17 @@ urlpatterns = [
     ),
     path("search/", incident.search, name="search"),
     path("services/<slug:slug>/releases/new/", release_form.release_new, name="release_new"),
+    path(
+        "services/<slug:slug>/releases/new/gateway-policy/",
+        release_policy.release_new_policy,
+        name="release_new_policy",
+    ),
     path("releases/", release_list.release_list, name="release_list"),
     path("releases/new/", release_list.release_new_pick, name="release_new_pick"),
     path("releases/waiting/", release_list.waiting_for_me, name="waiting_for_me"),
     path("releases/<int:pk>/", release_detail.release_detail, name="release_detail"),
     path("releases/<int:pk>/edit/", release_form.release_edit, name="release_edit"),
+    path("releases/<int:pk>/gateway-policy/", release_policy.release_policy, name="release_policy"),
     path("releases/<int:pk>/gates/", release_form.release_gates_panel, name="release_gates_panel"),
     path("releases/<int:pk>/signoffs/", release_detail.release_signoff, name="release_signoff"),
     path("releases/<int:pk>/waivers/", release_detail.release_waiver, name="release_waiver"),

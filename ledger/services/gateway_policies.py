@@ -200,29 +200,37 @@ def policy_named(
 
 
 @transaction.atomic
-def revision_running(policy: GatewayPolicy, *, actor: Actor) -> Revision:
-    """A revision of the service like its live one but running `policy`: the candidate of
-    a policy change (a routing release). One already made is reused, so asking twice
-    files no second copy."""
+def revision_running(
+    policy: GatewayPolicy, *, actor: Actor, base: Revision | None = None
+) -> Revision:
+    """A revision of the service like `base` (its live one unless named) but running
+    `policy`: the candidate of a policy change (a routing release), or of a release whose
+    candidate changes its policy too. One already made is reused, so asking twice files
+    no second copy."""
     service = Service.objects.select_related("live_revision").get(pk=policy.service_id)
-    live = service.live_revision
-    if live is None:
-        raise ValidationError(
-            _("%(service)s has no live revision: a policy change needs one to start from.")
-            % {"service": service.slug}
-        )
-    if live.gateway_policy_id == policy.pk:
-        raise ValidationError(
-            _("%(label)s is already in force on %(service)s: there is nothing to release.")
-            % {"label": policy.label, "service": service.slug}
-        )
+    if base is None:
+        base = service.live_revision
+        if base is None:
+            raise ValidationError(
+                _("%(service)s has no live revision: a policy change needs one to start from.")
+                % {"service": service.slug}
+            )
+    elif base.service_id != service.pk:
+        raise ValueError(f"{base.label} is not a revision of {service.slug}")
+    if base.gateway_policy_id == policy.pk:
+        if base.pk == service.live_revision_id:
+            raise ValidationError(
+                _("%(label)s is already in force on %(service)s: there is nothing to release.")
+                % {"label": policy.label, "service": service.slug}
+            )
+        return base
     existing = (
         Revision.objects.filter(
             service=service,
             gateway_policy=policy,
-            model_asset_id=live.model_asset_id,
-            runtime_id=live.runtime_id,
-            context_limit=live.context_limit,
+            model_asset_id=base.model_asset_id,
+            runtime_id=base.runtime_id,
+            context_limit=base.context_limit,
         )
         .order_by("-number")
         .first()
@@ -232,8 +240,8 @@ def revision_running(policy: GatewayPolicy, *, actor: Actor) -> Revision:
     from ledger.services.registry import new_revision_from  # registry imports this module
 
     return new_revision_from(
-        live,
+        base,
         actor=actor,
         gateway_policy_version=policy.label,
-        notes=f"{live.label} running gateway policy {policy.label}.",
+        notes=f"{base.label} running gateway policy {policy.label}.",
     )

@@ -29,6 +29,9 @@ from typing import Any
 from django.db.models import Max, Q
 
 from ledger.models import Event, GatewayPolicy, Service
+from ledger.queries.diff import Change
+from ledger.queries.policy_diff import policy_changes
+from ledger.services.gateway_policies import document_problems
 from releases.gateway import litellm
 from releases.gateway.litellm import (
     Deployment,
@@ -244,3 +247,28 @@ def recorded_sha256s(service_ids: Iterable[int]) -> dict[int, str | None]:
         assert event.service_id is not None  # filtered above
         recorded[event.service_id] = event.payload_data.get("sha256")
     return recorded
+
+
+@dataclass(frozen=True)
+class PolicyPreview:
+    """A draft policy document, judged before anything is recorded: the problems the
+    verb would refuse it for, what it changes against the version in force, and the
+    service's gateway config it would render (None when refused or routing nothing)."""
+
+    document: dict[str, Any]
+    problems: list[str]
+    changes: list[Change]
+    config: str | None
+
+
+def policy_preview(
+    service: Service, in_force: GatewayPolicy | None, document: dict[str, Any]
+) -> PolicyPreview:
+    problems = document_problems(service, document)
+    return PolicyPreview(
+        document=document,
+        problems=problems,
+        changes=policy_changes(in_force.document if in_force else None, document),
+        # A document the verb would refuse is not rendered: the renderer trusts its input.
+        config=None if problems else service_config_yaml(service.slug, document, draft=True),
+    )

@@ -33,6 +33,7 @@ def client(owner, team):
         "/services/kb/diff/?a={}&b={}",
         "/replay/runs/compare?a={}&b={}",
         "/services/kb/releases/new/?to_revision={}",
+        "/services/kb/releases/new/gateway-policy/?to_revision={}",
         "/api/revisions/{}/diff/1/",
     ],
 )

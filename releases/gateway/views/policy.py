@@ -4,8 +4,6 @@ renders and what it changes against the version in force), and each version's pa
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -18,17 +16,13 @@ from django.views.decorators.http import require_GET, require_http_methods
 from ledger.models import GatewayPolicy, Revision, Service
 from ledger.permissions import can_edit_team_objects
 from ledger.queries.policy_diff import policy_changes
-from ledger.services.gateway_policies import (
-    create_gateway_policy,
-    document_problems,
-    revision_running,
-)
+from ledger.services.gateway_policies import create_gateway_policy, revision_running
 from lib.actors import AuthenticatedHttpRequest
 from lib.http import post_only
 from lib.pages import apply_errors, paginate
 from releases import permissions
 from releases.gateway.forms.policy import GatewayPolicyForm
-from releases.gateway.queries import service_config_yaml
+from releases.gateway.queries import policy_preview, service_config_yaml
 
 
 def _service(slug: str) -> Service:
@@ -59,15 +53,16 @@ def gateway_policy(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse
         task_types=task_types,
         initial=GatewayPolicyForm.initial_from(in_force.document if in_force else None),
     )
-    draft: dict[str, Any] | None = None
-    problems: list[str] = []
+    preview = None
     if request.method == "POST" and form.is_valid():
-        draft = form.document()
-        problems = document_problems(service, draft)
+        preview = policy_preview(service, in_force, form.document())
         if request.POST.get("action") == "record":
             try:
                 version = create_gateway_policy(
-                    service, actor=request.user, document=draft, note=form.cleaned_data["note"]
+                    service,
+                    actor=request.user,
+                    document=preview.document,
+                    note=form.cleaned_data["note"],
                 )
             except ValidationError as error:
                 apply_errors(form, error)
@@ -94,19 +89,7 @@ def gateway_policy(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse
             "form": form,
             "versions": versions,
             "config": service_config_yaml(service.slug),
-            "draft": draft,
-            "draft_problems": problems,
-            # A document the verb would refuse is not rendered: the renderer trusts its input.
-            "draft_config": (
-                service_config_yaml(service.slug, draft, draft=True)
-                if draft is not None and not problems
-                else None
-            ),
-            "draft_changes": (
-                policy_changes(in_force.document if in_force else None, draft)
-                if draft is not None
-                else []
-            ),
+            "preview": preview,
         },
         status=400 if form.errors else 200,
     )

@@ -38,7 +38,10 @@ from releases.transitions import Action
 def _service_for_filing(request: AuthenticatedHttpRequest, slug: str) -> Service:
     service = get_object_or_404(
         Service.objects.select_related(
-            "team", "live_revision__model_asset", "live_revision__runtime"
+            "team",
+            "live_revision__model_asset",
+            "live_revision__runtime",
+            "live_revision__gateway_policy",
         ),
         slug=slug,
     )
@@ -52,6 +55,7 @@ def _release_for_edit(request: AuthenticatedHttpRequest, pk: int) -> Release:
             "service__team",
             "service__live_revision__model_asset",
             "service__live_revision__runtime",
+            "service__live_revision__gateway_policy",
             "from_revision",
             "to_revision",
             "filed_by",
@@ -84,7 +88,12 @@ def _context(
         release.path if release else "normal"
     )
     assessment = release_gates.assess(release) if release is not None else None
+    if form.is_bound:
+        change_kind = form.data.get("change_kind")
+    else:
+        change_kind = release.change_kind if release else form.initial.get("change_kind")
     return {
+        "change_kind": change_kind,
         "form": form,
         "service": service,
         "release": release,
@@ -158,6 +167,7 @@ def release_edit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         )
         return redirect("releases:release_detail", pk=release.pk)
     failed = _failed_samples(release)
+    candidate_before = release.to_revision_id
     form = ReleaseForm(
         request.POST if request.method == "POST" else None,
         service=service,
@@ -189,7 +199,11 @@ def release_edit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
             fresh_failures = ReleaseForm(service=service, failed=now_failed, release=release)
     context = _context(request, form, service, release, saved=saved, fresh_failures=fresh_failures)
     if wants_fragment(request):
-        return render(request, "releases/release_form.html#live", context)
+        response = render(request, "releases/release_form.html#live", context)
+        if saved and release.to_revision_id != candidate_before:
+            # The gateway policy editor beside the form reloads for the new candidate.
+            response["HX-Trigger"] = "candidate-changed"
+        return response
     status = 400 if form.is_bound and form.errors else 200
     return render(request, "releases/release_form.html", context, status=status)
 

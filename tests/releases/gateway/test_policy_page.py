@@ -68,7 +68,7 @@ def test_preview_shows_the_changes_and_the_config_and_records_nothing(client, ow
         "max_output_tokens 1024 → 512: long answers for tenants support, sales will be truncated"
         in text
     )
-    assert "max_output_tokens: 512" in response.context["draft_config"]
+    assert "max_output_tokens: 512" in response.context["preview"].config
     assert GatewayPolicy.objects.filter(service=world.service).count() == 1
 
 
