@@ -720,6 +720,31 @@ CELERY_BEAT_SCHEDULE["check-gateway"] = {
     "schedule": float(GATEWAY_CHECK_EVERY_MINUTES * 60),
 }
 
+# Closed-loop rollouts (releases/analysis/, docs/rollouts.md): every
+# ANALYSIS_TICK_SECONDS the beat measures each gray stage whose plan has an `analysis`
+# (at its own interval) through Prometheus' HTTP API at PROMETHEUS_URL (unset: every
+# tick is an error observation, never a pass), sending PROMETHEUS_BEARER_TOKEN (or
+# PROMETHEUS_BEARER_TOKEN_FILE) only to a host REPLAY_ALLOWED_HOSTS admits.
+PROMETHEUS_URL = env_str("PROMETHEUS_URL").rstrip("/")
+PROMETHEUS_BEARER_TOKEN = env_str("PROMETHEUS_BEARER_TOKEN")
+PROMETHEUS_TIMEOUT_SECONDS = env_int("PROMETHEUS_TIMEOUT_SECONDS", 10)
+ANALYSIS_TICK_SECONDS = env_int("ANALYSIS_TICK_SECONDS", 10)
+if PROMETHEUS_URL and not PROMETHEUS_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured(
+        f"PROMETHEUS_URL={PROMETHEUS_URL!r} is not an http:// or https:// URL (the "
+        "Prometheus server's base, e.g. http://prometheus:9090)."
+    )
+for _name, _value in (
+    ("PROMETHEUS_TIMEOUT_SECONDS", PROMETHEUS_TIMEOUT_SECONDS),
+    ("ANALYSIS_TICK_SECONDS", ANALYSIS_TICK_SECONDS),
+):
+    if _value < 1:
+        raise ImproperlyConfigured(f"{_name}={_value} must be at least 1.")
+CELERY_BEAT_SCHEDULE["run-analysis"] = {
+    "task": "run_analysis",
+    "schedule": float(ANALYSIS_TICK_SECONDS),
+}
+
 # Periodic reviews (releases/reviews/services/periodic_reviews.py, docs/reviews.md): the daily
 # sweep at REVIEWS_SWEEP_HOUR:30 (CELERY_TIMEZONE; after the metrics scrape at 00:05)
 # raises a review of each service whose cadence is due or whose behaviour drifted. A

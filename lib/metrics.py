@@ -102,6 +102,21 @@ REPLAY_RUNS = Counter(
     "run_failed: the run could not be carried out).",
     ["outcome"],
 )
+ANALYSIS_TICKS = Counter(
+    "ledger_analysis_ticks",
+    "Gray stages measured by the rollout analysis, by the observation's verdict "
+    "(pass, fail, inconclusive, error).",
+    ["verdict"],
+)
+ANALYSIS_ERRORS = Counter(
+    "ledger_analysis_errors",
+    "Analysis measurements that failed (Prometheus unreachable, a query error, no samples).",
+)
+ANALYSIS_ACTIONS = Counter(
+    "ledger_analysis_actions",
+    "What the rollout analysis did by itself, by action (promote, rollback, hold, stop).",
+    ["action"],
+)
 
 # Methods outside this set are counted as "other": the method is the client's text.
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})

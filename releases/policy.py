@@ -182,6 +182,18 @@ REQUIRED_GUARDS: Final[dict[str, tuple[str, ...]]] = {
     "production": ("ttft_p95_ms", "error_rate_pct", "structured_error_rate_pct"),
 }
 
+# What a stage's analysis does on a breach when its plan does not say (`on_breach`), per
+# tier: production and internal hold the stage for a person; experimental rolls back.
+ANALYSIS_ON_BREACH_DEFAULT: Final[dict[str, str]] = {
+    "production": "hold",
+    "internal": "hold",
+    "experimental": "rollback",
+}
+# The tiers whose plans may let the analysis roll back by itself (`on_breach: rollback`).
+# Going back to the live revision only narrows exposure, so every tier may; a company
+# that wants a person in every production rollback removes "production" here.
+ANALYSIS_MAY_ROLL_BACK: Final = frozenset({"production", "internal", "experimental"})
+
 # Sign-off roles per tier, and for the standard path (any tier).
 REQUIRED_SIGNOFFS: Final[dict[str, tuple[str, ...]]] = {
     "experimental": (),

@@ -58,6 +58,7 @@ DECOMMISSION_KINDS = ("tenant", "task_type", "sample_set")
 
 _TEXT = {"type": "string", "maxLength": 2000}
 _NAME = {"type": "string", "minLength": 1, "maxLength": 100}
+_PROMQL = {"type": "string", "minLength": 1, "maxLength": 4000}
 
 
 def _list_of(item: dict[str, Any], max_items: int = 200) -> dict[str, Any]:
@@ -119,6 +120,35 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                 },
                 "failure_limit": {"type": "integer", "minimum": 0, "maximum": 100},
                 "error_limit": {"type": "integer", "minimum": 0, "maximum": 100},
+                "analysis": {
+                    "type": "object",
+                    "required": ["source"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "source": {"enum": ["prometheus"]},
+                        "interval_s": {"type": "integer", "minimum": 10, "maximum": 3600},
+                        "consecutive_error_limit": {
+                            "type": "integer",
+                            "minimum": 1,
+                            "maximum": 100,
+                        },
+                        "on_breach": {"enum": ["hold", "rollback"]},
+                        "auto_promote": {"type": "boolean"},
+                        "queries": {
+                            "type": "object",
+                            "propertyNames": {"enum": list(GUARD_METRICS)},
+                            "additionalProperties": {
+                                "type": "object",
+                                "additionalProperties": False,
+                                "required": ["candidate", "baseline"],
+                                "properties": {
+                                    "candidate": _PROMQL,
+                                    "baseline": _PROMQL,
+                                },
+                            },
+                        },
+                    },
+                },
             },
         },
         20,
@@ -158,7 +188,9 @@ EXAMPLES: dict[str, str] = {
     '"classification": "degradation", "degradation": "falls back to search results"}]',
     "gray_stages": '[{"traffic_pct": 5, "observation_minutes": 60, "guards": '
     '{"ttft_p95_ms": {"max": 900, "max_increase_pct": 20, "critical": true}, '
-    '"error_rate_pct": 1, "structured_error_rate_pct": 2}, "failure_limit": 1}]',
+    '"error_rate_pct": 1, "structured_error_rate_pct": 2}, "failure_limit": 1, '
+    '"analysis": {"source": "prometheus", "interval_s": 60, "on_breach": "hold", '
+    '"auto_promote": false}}]',
     "rollback_triggers": '["p95 TTFT above 1200 ms for 10 min"]',
     "decommission_moves": '[{"kind": "tenant", "name": "support", "moved_to": "kb-assistant"}]',
     "logging_policy": '{"debug_logs": "off", "audit_logs": "on", "sensitive_retention_days": 30}',

@@ -3,6 +3,7 @@ the root as `home` in config/urls.py). URL names equal the view functions."""
 
 from django.urls import path
 
+from releases.analysis import views as analysis
 from releases.audit.views import audit, webhooks
 from releases.gateway.views import check as gateway_check
 from releases.gateway.views import policy as gateway_policy
@@ -136,6 +137,8 @@ urlpatterns = [
         rollout.rollout_action,
         name="rollout_action",
     ),
+    path("releases/<int:pk>/analysis/pause/", analysis.analysis_pause, name="analysis_pause"),
+    path("releases/<int:pk>/analysis/resume/", analysis.analysis_resume, name="analysis_resume"),
     path(
         "releases/<int:pk>/<slug:action>/",
         release_detail.release_transition,

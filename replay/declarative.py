@@ -239,6 +239,7 @@ BACKEND = Section(
         "total_timeout_s": Key("decimal"),
         "enabled": Key("bool"),
         "routed": Key("bool"),
+        "metrics_matcher": Key("text"),
         "schedules": Key("entries", section=SCHEDULE),
     },
     identity=("name",),
@@ -253,6 +254,7 @@ DEFAULTS: dict[str, Any] = {
     "total_timeout_s": 300,
     "enabled": True,
     "routed": True,
+    "metrics_matcher": "",
     "schedules": [],
 }
 _TIMEOUTS = ("connect_timeout_s", "first_token_timeout_s", "idle_timeout_s", "total_timeout_s")
@@ -275,6 +277,7 @@ def backend_view(backend: Backend) -> dict[str, Any]:
         "concurrency_limit": backend.concurrency_limit,
         "enabled": backend.enabled,
         "routed": backend.routed,
+        "metrics_matcher": backend.metrics_matcher,
     }
     for name in _TIMEOUTS:
         view[name] = _number(getattr(backend, name))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
@@ -11,6 +12,17 @@ from django.utils.translation import pgettext_lazy
 
 from ledger.engines import Engine
 from lib.choices import ChoiceLabels
+from lib.promql import Matcher, MatcherError, parse_matchers, quoted
+
+
+def validate_metrics_matcher(value: str) -> None:
+    try:
+        parse_matchers(value)
+    except MatcherError as error:
+        raise ValidationError(
+            _('%(problem)s (a PromQL matcher list, e.g. {model_name="kb-live"}).')
+            % {"problem": error}
+        ) from error
 
 
 class Backend(ChoiceLabels, models.Model):
@@ -56,6 +68,18 @@ class Backend(ChoiceLabels, models.Model):
             "config lists it). Untick to take it out of the gateway, e.g. to drain it."
         ),
     )
+    metrics_matcher = models.CharField(
+        _("Prometheus matcher"),
+        max_length=500,
+        blank=True,
+        validators=[validate_metrics_matcher],
+        help_text=_(
+            "The label matchers that select this backend's series in Prometheus, e.g. "
+            '{model_name="kb-live"} or {job="vllm", instance="10.0.0.5:8000"}. Empty: '
+            '{model_name="<its model name>"}, as vLLM and SGLang label their metrics. A gray '
+            "stage's analysis measures the candidate and the baseline with it."
+        ),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -75,6 +99,7 @@ class Backend(ChoiceLabels, models.Model):
         "total_timeout_s",
         "enabled",
         "routed",
+        "metrics_matcher",
     )
 
     class Meta:
@@ -92,6 +117,13 @@ class Backend(ChoiceLabels, models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def matchers(self) -> list[Matcher]:
+        """What selects its series in Prometheus (the stated matcher, or its model name)."""
+        if self.metrics_matcher:
+            return parse_matchers(self.metrics_matcher)
+        return [Matcher("model_name", "=", quoted(self.model_name))]
 
 
 class Probe(models.Model):

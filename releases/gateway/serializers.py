@@ -11,7 +11,7 @@ from rest_framework import serializers
 
 from ledger.models import Service
 from releases.gateway.queries import ServiceGateway
-from releases.models import GatewayCheck
+from releases.models import GatewayCheck, read_check
 
 
 class WeightSerializer(serializers.Serializer):
@@ -53,7 +53,7 @@ class ServiceGatewaySerializer(serializers.Serializer):
 
     @staticmethod
     def shape(found: ServiceGateway, service: Service, now: dt.datetime) -> dict[str, Any]:
-        check: GatewayCheck | None = getattr(service, "gateway_check", None)
+        check = read_check(getattr(service, "gateway_check", None), now)
         return {
             "policy": found.policy.label if found.policy else None,
             "policy_known": bool(found.policy and found.policy.known),
@@ -62,9 +62,5 @@ class ServiceGatewaySerializer(serializers.Serializer):
             "fallbacks": found.fallbacks,
             "degradation": [{"task_type": task, "rule": rule} for task, rule in found.degradation],
             "routed": found.routed,
-            "check": {
-                "state": check.state_at(now) if check else GatewayCheck.State.UNKNOWN,
-                "checked_at": check.checked_at if check else None,
-                "stale": check.is_stale(now) if check else True,
-            },
+            "check": {"state": check.state, "checked_at": check.checked_at, "stale": check.stale},
         }

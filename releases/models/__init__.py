@@ -1,6 +1,6 @@
 from releases.models.calendar import BlackoutWindow, StandardChangeTemplate
 from releases.models.exports import Export
-from releases.models.gateway_checks import GatewayCheck
+from releases.models.gateway_checks import CheckReading, GatewayCheck, read_check
 from releases.models.periodic_reviews import (
     Review,
     ReviewAction,
@@ -15,6 +15,7 @@ from releases.models.webhooks import Delivery, WebhookSubscription
 
 __all__ = [
     "BlackoutWindow",
+    "CheckReading",
     "Comment",
     "Delivery",
     "Export",
@@ -34,4 +35,5 @@ __all__ = [
     "UnauthorizedChange",
     "Waiver",
     "WebhookSubscription",
+    "read_check",
 ]

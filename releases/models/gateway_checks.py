@@ -6,10 +6,13 @@ changes of state are Events)."""
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from lib.choices import ChoiceLabels
@@ -69,3 +72,42 @@ class GatewayCheck(ChoiceLabels, models.Model):
     def state_at(self, now: dt.datetime) -> str:
         """The state to show at `now`: a stale row is unknown, never in sync."""
         return self.State.UNKNOWN if self.is_stale(now) else self.state
+
+
+@dataclass(frozen=True)
+class CheckReading:
+    """What a service's last check says at an instant, as every page and the API show it:
+    no check, or a stale one, is unknown (with the reason), never in sync; the
+    differences are shown only while drifted."""
+
+    state: str
+    checked_at: dt.datetime | None
+    since: dt.datetime | None
+    stale: bool
+    reason: str
+    found: list[dict[str, Any]] = field(default_factory=list)
+
+
+def read_check(check: GatewayCheck | None, now: dt.datetime) -> CheckReading:
+    if check is None:
+        return CheckReading(
+            state=GatewayCheck.State.UNKNOWN,
+            checked_at=None,
+            since=None,
+            stale=True,
+            reason=gettext("the gateway has not been checked for this service"),
+        )
+    stale = check.is_stale(now)
+    state = check.state_at(now)
+    return CheckReading(
+        state=state,
+        checked_at=check.checked_at,
+        since=check.since,
+        stale=stale,
+        reason=(
+            gettext("the last check is too old to say what the gateway does now")
+            if stale
+            else check.reason
+        ),
+        found=check.found if state == GatewayCheck.State.DRIFTED else [],
+    )

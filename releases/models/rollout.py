@@ -49,6 +49,25 @@ class Stage(ChoiceLabels, models.Model):
     error_limit = models.PositiveSmallIntegerField(
         default=2, help_text=_("Observations whose metrics source failed, tolerated.")
     )
+    analysis = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=_(
+            "The stage's analysis with its defaults: {source, interval_s, "
+            "consecutive_error_limit, on_breach, auto_promote, queries} "
+            "(releases.stage_analysis.AnalysisSpec); empty: judged from posted observations only."
+        ),
+    )
+    analysis_paused_at = models.DateTimeField(null=True, blank=True)
+    analysis_paused_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text=_("Who paused the analysis; empty when it stopped itself (the reason says why)."),
+    )
+    analysis_pause_reason = models.TextField(blank=True)
     state = models.CharField(max_length=12, choices=State.choices, default=State.PENDING)
     state_reason = models.TextField(blank=True)
     held_by = models.ForeignKey(
@@ -116,6 +135,10 @@ class Stage(ChoiceLabels, models.Model):
         return f"stage {self.number} of release #{self.release_id}"
 
     @property
+    def analysis_running(self) -> bool:
+        return bool(self.analysis) and self.analysis_paused_at is None
+
+    @property
     def is_full(self) -> bool:
         return self.traffic_pct >= 100
 
@@ -149,6 +172,21 @@ class Observation(ChoiceLabels, models.Model):
     )
     verdict = models.CharField(max_length=12, choices=Verdict.choices)
     guard_results = models.JSONField(default=list, blank=True)
+    analysis_window = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text=_(
+            "The analysis tick's window, counted from the stage's start in intervals; one "
+            "observation per window (empty for a posted observation)."
+        ),
+    )
+    measurement = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=_(
+            "How the analysis measured: the queries sent and the sha256 of each raw answer."
+        ),
+    )
     posted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
@@ -165,6 +203,12 @@ class Observation(ChoiceLabels, models.Model):
             models.CheckConstraint(
                 condition=Q(verdict__in=["pass", "fail", "inconclusive", "error"]),
                 name="releases_observation_verdict_valid",
+            ),
+            # No decision twice: one analysis observation per stage and window.
+            models.UniqueConstraint(
+                fields=["stage", "analysis_window"],
+                condition=Q(analysis_window__isnull=False),
+                name="releases_observation_one_per_window",
             ),
         ]
 

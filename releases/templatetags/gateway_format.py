@@ -12,7 +12,7 @@ from django.utils.translation import gettext as _
 
 from ledger.models import Service
 from releases.gateway.drift import DEPLOYMENT, MODEL_NAME
-from releases.models import GatewayCheck
+from releases.models import read_check
 
 register = template.Library()
 
@@ -86,27 +86,7 @@ _LABELS = {
 
 @register.simple_tag
 def gateway_state(service: Service, now: dt.datetime | None = None) -> dict[str, Any]:
-    """``{"state", "label", "checked_at", "reason", "found"}`` of the service's last check
-    (the row read with the service: ``select_related("gateway_check")``)."""
-    now = now or timezone.now()
-    check: GatewayCheck | None = getattr(service, "gateway_check", None)
-    if check is None:
-        return {
-            "state": GatewayCheck.State.UNKNOWN,
-            "label": _LABELS["unknown"](),
-            "checked_at": None,
-            "reason": _("the gateway has not been checked for this service"),
-            "found": [],
-        }
-    state = check.state_at(now)
-    reason = check.reason
-    if check.is_stale(now):
-        reason = _("the last check is too old to say what the gateway does now")
-    return {
-        "state": state,
-        "label": _LABELS[str(state)](),
-        "checked_at": check.checked_at,
-        "since": check.since,
-        "reason": reason,
-        "found": check.found if state == GatewayCheck.State.DRIFTED else [],
-    }
+    """The service's last check (read with the service: ``select_related("gateway_check")``)
+    as `read_check` says it at `now`, with its label."""
+    reading = read_check(getattr(service, "gateway_check", None), now or timezone.now())
+    return {**vars(reading), "label": _LABELS[str(reading.state)]()}

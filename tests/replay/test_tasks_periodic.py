@@ -54,6 +54,8 @@ def test_beat_runs_the_reaper_and_the_probe_sweep():
         "record_unauthorized_changes": 300.0,
         # Is the gateway doing what the ledger renders? (GATEWAY_CHECK_EVERY_MINUTES)
         "check_gateway": 300.0,
+        # The rollout analysis' tick (ANALYSIS_TICK_SECONDS); each stage at its interval.
+        "run_analysis": 10.0,
         "dispatch_webhooks": 30.0,
         # Daily, after the night's run evidence is in.
         "raise_reviews": crontab(minute=30, hour=settings.REVIEWS_SWEEP_HOUR),

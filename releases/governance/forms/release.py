@@ -488,16 +488,16 @@ class ReleaseForm(forms.Form):
             )
             if guards:
                 stage["guards"] = guards
-            for budget in ("failure_limit", "error_limit"):
-                if budget in self._stored_stage(row):
-                    stage[budget] = self._stored_stage(row)[budget]
+            for kept in ("failure_limit", "error_limit", "analysis"):
+                if kept in self._stored_stage(row):
+                    stage[kept] = self._stored_stage(row)[kept]
             stages.append(stage)
         cleaned["gray_stages"] = stages
         return cleaned
 
     def _stored_stage(self, row: int) -> dict[str, Any]:
         """The stage as saved, for what the form's row does not show (relative, critical
-        and dry-run guards, budgets: set through the API, kept by the form)."""
+        and dry-run guards, budgets, the analysis: set through the API, kept by the form)."""
         stages = self.release.gray_stages if self.release is not None else []
         if isinstance(stages, list) and row < len(stages) and isinstance(stages[row], dict):
             return stages[row]

@@ -8,6 +8,7 @@ from typing import Any
 from rest_framework import serializers
 
 from releases.governance.playbooks import FAILURE_MODES
+from releases.governance.queries.analysis import StageAnalysis, stage_analyses
 from releases.models import Observation, Release, RollbackEvent, Stage
 from releases.schemas import OBSERVATION_EXAMPLE
 
@@ -125,6 +126,56 @@ class StageSerializer(serializers.ModelSerializer):
         return counts
 
 
+class AnalysisQuerySerializer(serializers.Serializer):
+    candidate = serializers.CharField(help_text="PromQL measuring the candidate.")
+    baseline = serializers.CharField(help_text="PromQL measuring the live baseline.")
+    origin = serializers.ChoiceField(
+        choices=["plan", "default"], help_text="The plan's own query, or the engine's default."
+    )
+
+
+class StageAnalysisSerializer(serializers.Serializer):
+    stage = serializers.IntegerField()
+    source = serializers.CharField()  # type: ignore[assignment]  # a field named like Field.source
+    interval_s = serializers.IntegerField()
+    consecutive_error_limit = serializers.IntegerField()
+    on_breach = serializers.ChoiceField(choices=["hold", "rollback"])
+    auto_promote = serializers.BooleanField()
+    paused = serializers.BooleanField()
+    paused_by = serializers.CharField(allow_null=True)
+    pause_reason = serializers.CharField(allow_blank=True)
+    queries = serializers.DictField(
+        child=AnalysisQuerySerializer(),
+        help_text="Per guard metric, the PromQL that measures each side (paste it into "
+        "Prometheus).",
+    )
+    unmeasured = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Guard metrics no query measures: their guards read inconclusive.",
+    )
+    problems = serializers.ListField(child=serializers.CharField())
+
+
+def analysis_shape(analyses: list[StageAnalysis]) -> list[dict[str, Any]]:
+    shaped = []
+    for found in analyses:
+        row = found.stage_row
+        paused_by = row.analysis_paused_by if row is not None else None
+        shaped.append(
+            {
+                "stage": found.stage,
+                **{k: v for k, v in found.spec.as_dict().items() if k != "queries"},
+                "paused": found.paused,
+                "paused_by": paused_by.get_username() if paused_by is not None else None,
+                "pause_reason": row.analysis_pause_reason if row is not None else "",
+                "queries": found.queries,
+                "unmeasured": found.unmeasured,
+                "problems": found.problems,
+            }
+        )
+    return shaped
+
+
 class RolloutSerializer(serializers.Serializer):
     state = serializers.CharField(help_text="The release's state.")
     traffic_pct = serializers.FloatField(help_text="The candidate's share of traffic now.")
@@ -138,6 +189,10 @@ class RolloutSerializer(serializers.Serializer):
         allow_null=True, help_text="How long a rollback takes, by the plan."
     )
     stages = StageSerializer(many=True)
+    analysis = StageAnalysisSerializer(
+        many=True,
+        help_text="The stages judged from Prometheus: their analysis and the queries it runs.",
+    )
 
 
 class ReasonSerializer(serializers.Serializer):
@@ -258,6 +313,7 @@ def rollout_shape(release: Release, rollout: Any) -> dict[str, Any]:
             "earliest_full_at": None,
             "rollback_minutes": release.rollback_expected_minutes,
             "stages": [],
+            "analysis": analysis_shape(stage_analyses(release, [])),
         }
     current = rollout.current
     stages = [view.stage for view in rollout.stages]
@@ -271,4 +327,5 @@ def rollout_shape(release: Release, rollout: Any) -> dict[str, Any]:
         "earliest_full_at": rollout.earliest_full_at,
         "rollback_minutes": rollout.rollback_minutes,
         "stages": StageSerializer(stages, many=True, context={"counts": counts}).data,
+        "analysis": analysis_shape(stage_analyses(release, stages)),
     }

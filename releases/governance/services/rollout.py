@@ -31,12 +31,33 @@ from releases.governance.services.errors import TransitionRefused
 from releases.governance.services.readiness import refresh_readiness_on_commit
 from releases.models import Observation, Release, Stage
 from releases.schemas import validate_observation
+from releases.stage_analysis import analysis_spec
 from releases.transitions import Action
 
 # How far ahead of the ledger's clock an observation window may end (clock skew).
 CLOCK_SKEW = dt.timedelta(minutes=5)
 # Raw per-request latencies kept per side of one observation.
 MAX_RAW_VALUES = 100_000
+# The error budget of a stage with an analysis whose plan states none (the most a plan
+# may state): its own consecutive_error_limit decides instead.
+ANALYSIS_ERROR_BUDGET = 100
+
+
+def _stage_from_plan(release: Release, number: int, planned: dict[str, Any]) -> Stage:
+    analysis = analysis_spec(planned.get("analysis"), tier=release.service.tier)
+    # With an analysis, errors stop it after its consecutive_error_limit and hold the
+    # stage for a person; the plan's error budget, unless it states one, breaches nothing.
+    error_limit = guards.DEFAULT_ERROR_LIMIT if analysis is None else ANALYSIS_ERROR_BUDGET
+    return Stage(
+        release=release,
+        number=number,
+        traffic_pct=Decimal(str(planned["traffic_pct"])),
+        observation_minutes=int(planned["observation_minutes"]),
+        guards=guards.guard_specs(planned.get("guards")),
+        failure_limit=planned.get("failure_limit", guards.DEFAULT_FAILURE_LIMIT),
+        error_limit=planned.get("error_limit", error_limit),
+        analysis=analysis.as_dict() if analysis is not None else {},
+    )
 
 
 def _stages_from_plan(release: Release) -> list[Stage]:
@@ -44,18 +65,7 @@ def _stages_from_plan(release: Release) -> list[Stage]:
     if not plan:
         # No gray plan (an experimental release may have none): full traffic in one step.
         plan = [{"traffic_pct": 100, "observation_minutes": 1}]
-    return [
-        Stage(
-            release=release,
-            number=number,
-            traffic_pct=Decimal(str(stage["traffic_pct"])),
-            observation_minutes=int(stage["observation_minutes"]),
-            guards=guards.guard_specs(stage.get("guards")),
-            failure_limit=stage.get("failure_limit", guards.DEFAULT_FAILURE_LIMIT),
-            error_limit=stage.get("error_limit", guards.DEFAULT_ERROR_LIMIT),
-        )
-        for number, stage in enumerate(plan, start=1)
-    ]
+    return [_stage_from_plan(release, number, stage) for number, stage in enumerate(plan, start=1)]
 
 
 def begin_stages(release: Release, *, actor: Actor, now: dt.datetime) -> Stage:
@@ -88,6 +98,7 @@ def _start(stage: Stage, *, actor: Actor, now: dt.datetime) -> None:
             "traffic_pct": float(stage.traffic_pct),
             "observation_minutes": stage.observation_minutes,
             "guards": stage.guards,
+            **({"analysis": stage.analysis} if stage.analysis else {}),
         },
     )
     if stage.is_full:
@@ -195,6 +206,8 @@ def record_observation(
     source: str = "",
     source_error: str = "",
     stage_number: int | None = None,
+    analysis_window: int | None = None,
+    measurement: dict[str, Any] | None = None,
 ) -> Observation:
     """Store one observation of the stage carrying traffic, judged against its guards,
     and move the stage: breached, held for a person, or observing."""
@@ -236,6 +249,8 @@ def record_observation(
         guard_results=results,
         posted_by=actor,
         created_at=now,
+        analysis_window=analysis_window,
+        measurement=measurement or {},
     )
     append_event(
         actor=actor,
@@ -248,6 +263,7 @@ def record_observation(
             "window": [window_start, window_end],
             "guards": {r["metric"]: r["status"] for r in results},
             "source_error": observation.source_error,
+            "source": observation.source,
         },
     )
     _move_stage(stage, actor=actor)

@@ -34,6 +34,7 @@ from releases.governance.forms.release import STAGE_PARTS
 from releases.governance.forms.release_fields import FIELD_SPECS, LOGGING_PARTS, SECTIONS
 from releases.governance.forms.review import CommentForm, SignOffForm, WaiverForm
 from releases.governance.queries import pages as page_queries
+from releases.governance.queries.analysis import stage_analyses
 from releases.governance.queries.rollout import rollout_of
 from releases.governance.queries.waiting import signer_roles_of
 from releases.governance.views.verification import verify_target_offered
@@ -178,6 +179,9 @@ def _rollout_context(request: AuthenticatedHttpRequest, release: Release) -> dic
     return {
         "show_rollout": True,
         "rollout": rollout,
+        "analyses": stage_analyses(
+            release, [view.stage for view in rollout.stages] if rollout else []
+        ),
         "rollbacks": list(
             release.rollbacks.select_related("to_revision").order_by("-started_at", "-pk")
         ),

@@ -1,0 +1,171 @@
+"""The analysis loop against the database, with what needs no Prometheus: which stages are
+due, one observation per window, a missing PROMETHEUS_URL as errors that hold the stage
+(never a pass), a person pausing and resuming, and what the page and the API show."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.urls import reverse
+
+from ledger.models import Event
+from releases.analysis.services import pause_analysis, resume_analysis, run_tick
+from releases.governance.services import TransitionRefused
+from releases.models import Observation, Stage
+from tests.releases.factories import GOOD_STAGES, file_release, roll_out
+
+pytestmark = pytest.mark.django_db
+
+ANALYSIS = {"source": "prometheus", "interval_s": 60, "consecutive_error_limit": 3}
+
+
+def _analysed_plan(**analysis):
+    stages = [dict(s) for s in GOOD_STAGES]
+    stages[0]["analysis"] = {**ANALYSIS, **analysis}
+    stages[0]["guards"] = {
+        **stages[0]["guards"],
+        "ttft_p95_ms": {"max": 900, "max_increase_pct": 50, "critical": True},
+    }
+    return stages
+
+
+@pytest.fixture
+def rolling(world, owner, signers, settings):
+    settings.PROMETHEUS_URL = ""
+    release = file_release(world, owner, gray_stages=_analysed_plan())
+    return roll_out(release, owner, signers)
+
+
+def _stage(release) -> Stage:
+    return release.stages.get(number=1)
+
+
+def _at(release, seconds: float) -> dt.datetime:
+    stage = _stage(release)
+    assert stage.started_at is not None
+    return stage.started_at + dt.timedelta(seconds=seconds)
+
+
+def test_the_stage_copies_the_plans_analysis_with_its_defaults(rolling):
+    stage = _stage(rolling)
+
+    assert stage.analysis == {
+        "source": "prometheus",
+        "interval_s": 60,
+        "consecutive_error_limit": 3,
+        "on_breach": "hold",  # production
+        "auto_promote": False,
+        "queries": {},
+    }
+    assert stage.error_limit == 100  # the analysis' own limit decides on errors
+
+
+def test_nothing_is_due_before_the_first_interval_ends(rolling):
+    assert run_tick(now=_at(rolling, 59)) == []
+    assert not Observation.objects.filter(stage__release=rolling).exists()
+
+
+def test_without_prometheus_a_tick_is_an_error_and_never_a_pass(rolling):
+    [outcome] = run_tick(now=_at(rolling, 61))
+
+    observation = Observation.objects.get(stage__release=rolling)
+    assert (observation.verdict, observation.source, observation.analysis_window) == (
+        "error",
+        "prometheus",
+        1,
+    )
+    assert observation.source_error == "PROMETHEUS_URL is not set: the analysis cannot measure"
+    assert observation.posted_by is None
+    assert outcome.verdict == "error" and outcome.action == ""
+    stage = _stage(rolling)
+    assert stage.state == Stage.State.HELD and stage.held_by is None  # the judge holds it
+    assert stage.analysis_paused_at is None  # and the analysis goes on measuring
+
+
+def test_one_observation_per_window_however_many_ticks(rolling):
+    run_tick(now=_at(rolling, 61))
+    again = run_tick(now=_at(rolling, 100))
+
+    assert again == []
+    assert Observation.objects.filter(stage__release=rolling).count() == 1
+
+
+def test_errors_in_a_row_hold_the_stage_for_a_person_and_stop_the_analysis(rolling):
+    for window in (1, 2):
+        run_tick(now=_at(rolling, 60 * window + 1))
+    assert _stage(rolling).analysis_paused_at is None
+
+    [outcome] = run_tick(now=_at(rolling, 181))
+
+    stage = _stage(rolling)
+    assert outcome.action == "stop"
+    assert stage.state == Stage.State.HELD and stage.held_by is None
+    assert stage.state_reason.startswith("analysis stopped: 3 measurements in a row failed")
+    assert stage.analysis_paused_at is not None and stage.analysis_paused_by is None
+    assert stage.analysis_pause_reason.startswith("3 measurements in a row failed (the limit is 3)")
+    acted = Event.objects.filter(action="release.analysis_acted", subject_id=str(rolling.pk)).get()
+    assert acted.actor is None
+    assert acted.payload_data["decided_by"] == "analysis"
+    assert run_tick(now=_at(rolling, 241)) == []  # stopped: a person takes it from here
+    rolling.refresh_from_db()
+    assert rolling.state == "rolling_out"
+
+
+def test_a_person_pauses_and_resumes_the_analysis(rolling, sre):
+    pause_analysis(rolling, actor=sre, reason="Prometheus is being upgraded")
+
+    assert run_tick(now=_at(rolling, 61)) == []
+    with pytest.raises(TransitionRefused, match="already paused by"):
+        pause_analysis(rolling, actor=sre, reason="again")
+
+    resume_analysis(rolling, actor=sre)
+
+    assert len(run_tick(now=_at(rolling, 62))) == 1
+    actions = list(
+        Event.objects.filter(subject_id=str(rolling.pk), action__startswith="release.analysis_")
+        .order_by("pk")
+        .values_list("action", flat=True)
+    )
+    assert actions == ["release.analysis_paused", "release.analysis_resumed"]
+
+
+def test_a_paused_stage_shows_who_paused_it_and_offers_resume(client, rolling, sre):
+    pause_analysis(rolling, actor=sre, reason="Prometheus is being upgraded")
+    client.force_login(sre)
+
+    page = client.get(reverse("releases:release_detail", args=[rolling.pk])).content.decode()
+
+    assert f"Paused by {sre.get_username()}: Prometheus is being upgraded" in page
+    assert reverse("releases:analysis_resume", args=[rolling.pk]) in page
+
+
+def test_the_page_and_the_api_show_the_queries_to_paste(client, rolling, sre, world):
+    client.force_login(sre)
+    live = world.live_backend.model_name
+    canary = world.candidate_backend.model_name
+
+    page = client.get(reverse("releases:release_detail", args=[rolling.pk])).content.decode()
+    api = client.get(f"/api/releases/{rolling.pk}/rollout/").json()
+
+    expected = (
+        "1000 * histogram_quantile(0.95, sum by (le) "
+        f'(rate(vllm:time_to_first_token_seconds_bucket{{model_name="{canary}"}}[60s])))'
+    )
+    [analysis] = api["analysis"]
+    assert analysis["queries"]["ttft_p95_ms"]["candidate"] == expected
+    assert f'model_name="{live}"' in analysis["queries"]["ttft_p95_ms"]["baseline"]
+    assert analysis["on_breach"] == "hold" and analysis["paused"] is False
+    assert "Analysis from Prometheus" in page
+    assert "histogram_quantile(0.95" in page
+
+
+def test_pausing_is_for_whoever_may_hold(client, rolling, outsider):
+    client.force_login(outsider)
+
+    response = client.post(
+        reverse("releases:analysis_pause", args=[rolling.pk]), {"reason": "mine now"}
+    )
+
+    assert response.status_code == 403
+    assert _stage(rolling).analysis_paused_at is None
