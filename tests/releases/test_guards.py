@@ -146,6 +146,20 @@ def test_a_relative_crossing_the_buckets_confirm_fails():
     assert "over +20 % (candidate slower than baseline: Mann-Whitney on 6 shared" in result["why"]
 
 
+def test_a_p95_interpolated_inside_a_wide_bucket_is_not_taken_for_a_shift():
+    # docs/rollouts.md's example: 60 requests a side, the p95s 65 % apart, the counts
+    # never more than three requests apart.
+    candidate = [[0.1, 10], [0.25, 40], [0.5, 52], [1, 56], [2.5, 60], ["+Inf", 60]]
+    live = [[0.1, 11], [0.25, 42], [0.5, 55], [1, 58], [2.5, 60], ["+Inf", 60]]
+    result = judge_guard(
+        spec(max_increase_pct=20),
+        {"ttft_p95_ms": 1375, "ttft_buckets": candidate},
+        {"ttft_p95_ms": 833, "ttft_buckets": live},
+    )
+    assert result["status"] == "inconclusive"
+    assert "p = 0.298 (60 vs 60 requests)" in result["why"]
+
+
 def test_too_few_requests_in_the_buckets_is_inconclusive():
     result = judge_guard(
         spec(max_increase_pct=20),
