@@ -7,10 +7,22 @@ A guard bounds one metric of the candidate, **absolutely** (p95 TTFT ≤ 800 ms)
 - *pass*: every bound it has holds;
 - *fail*: a bound is crossed (with raw per-request TTFTs, a relative crossing counts
   only when a Mann-Whitney U test says the candidate is slower than the baseline
-  with p < `SIGNIFICANCE`);
+  with p < `SIGNIFICANCE`; with TTFT histogram buckets on both sides and no raw values,
+  only when the same test on the buckets says so: `histogram_shift`);
 - *inconclusive*: nothing measured, fewer requests than the guard's minimum, no
   baseline for a relative bound, or a relative crossing the test cannot tell from
   noise.
+
+Raw TTFTs arrive beside the aggregates (`candidate_raw`, `baseline_raw`). TTFT
+histogram buckets, as Prometheus measures them, arrive inside a side's aggregates under
+`ttft_buckets`: cumulative `[le, count]` pairs over the observation's window, `le` as
+the histogram exposes it (seconds for vLLM's `vllm:time_to_first_token_seconds_bucket`;
+only order and equality matter, so both sides must use the same unit) and `"+Inf"` for
+the last, `count` the `increase()` over the window (extrapolated, so not always whole):
+
+    {"ttft_p95_ms": 950, "ttft_buckets": [[0.1, 3], [0.25, 40], [0.5, 231], ["+Inf", 412]]}
+
+A side with buckets and no `requests` counts its +Inf bucket's requests.
 
 An observation is *error* when its metrics source failed (nothing is judged), else
 *fail* if a guard that is not dry-run failed, *inconclusive* if one was inconclusive,
@@ -26,6 +38,7 @@ Pure functions over plain data: no database here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
@@ -33,6 +46,8 @@ from typing import Any, Literal, TypedDict
 import numpy as np
 from django.utils.translation import gettext_noop
 from scipy import stats  # type: ignore[import-untyped]  # scipy-stubs is a further package
+
+from releases.histogram_shift import ShiftTest, histogram_shift
 
 GuardStatus = Literal["pass", "fail", "inconclusive"]
 ObservationVerdict = Literal["pass", "fail", "inconclusive", "error"]
@@ -53,7 +68,7 @@ class Metric:
     label: str
     unit: str  # "ms" or "%"
     higher_is_worse: bool = True
-    raw: bool = False  # computable from raw per-request TTFTs
+    raw: bool = False  # computable from raw per-request TTFTs (or their histogram)
 
 
 # What an observation measures, by the key it is posted under. The labels stay English
@@ -74,6 +89,8 @@ MEASURES: dict[str, Metric] = {
 # the older `json_valid_pct` instead of the structured-output error rate (100 minus it).
 GUARD_METRICS: dict[str, Metric] = dict(MEASURES)
 LEGACY_MEASURES = ("json_valid_pct",)
+# Where a side's aggregates carry its TTFT histogram (see the module docstring).
+BUCKETS_KEY = "ttft_buckets"
 
 
 class GuardSpec(TypedDict):
@@ -147,7 +164,35 @@ def requests_of(side: dict[str, Any], raw_ttft: Sequence[float]) -> int | None:
     count = side.get("requests")
     if isinstance(count, int) and not isinstance(count, bool):
         return count
-    return len(raw_ttft) or None
+    buckets = ttft_buckets(side)
+    in_buckets = max((total for le, total in buckets if le == math.inf), default=0.0)
+    return len(raw_ttft) or math.floor(in_buckets + 0.5) or None
+
+
+def ttft_buckets(side: dict[str, Any]) -> list[tuple[float, float]]:
+    """A side's TTFT histogram as (le, cumulative count) pairs, "+Inf" read as infinity;
+    empty when it has none (the observation's schema refuses a malformed one)."""
+    given = side.get(BUCKETS_KEY)
+    if not isinstance(given, list):
+        return []
+    buckets: list[tuple[float, float]] = []
+    for pair in given:
+        if not isinstance(pair, list | tuple) or len(pair) != 2:
+            return []
+        le = math.inf if pair[0] == "+Inf" else _number(pair[0])
+        count = _number(pair[1])
+        if le is None or count is None:
+            return []
+        buckets.append((le, count))
+    return buckets
+
+
+def bucket_shift(candidate: dict[str, Any], baseline: dict[str, Any]) -> ShiftTest | None:
+    """The histogram shift test when both sides carry TTFT buckets, else None."""
+    mine, theirs = ttft_buckets(candidate), ttft_buckets(baseline)
+    if not mine or not theirs:
+        return None
+    return histogram_shift(mine, theirs, min_requests=MIN_RAW_VALUES, significance=SIGNIFICANCE)
 
 
 def judge_guard(
@@ -220,6 +265,14 @@ def judge_guard(
                     doubts.append(
                         f"{shift}, over +{allowed:g} %, but {detail}: the shift cannot be told "
                         "from noise"
+                    )
+            elif metric.raw and (binned := bucket_shift(candidate, baseline)) is not None:
+                if binned.slower:
+                    failures.append(f"{shift}, over +{allowed:g} % ({binned.why})")
+                else:
+                    doubts.append(
+                        f"{shift}, over +{allowed:g} %, but the shift cannot be told from "
+                        f"noise ({binned.why})"
                     )
             else:
                 failures.append(f"{shift}, over +{allowed:g} %")

@@ -14,7 +14,7 @@ import jsonschema
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_noop
 
-from releases.guards import GUARD_METRICS, LEGACY_MEASURES, MEASURES
+from releases.guards import BUCKETS_KEY, GUARD_METRICS, LEGACY_MEASURES, MEASURES
 
 # Their labels stay English where they are written (gate reasons, and so the snapshot
 # hash that sign-offs are bound to); gettext_noop puts them in the catalog, and pages
@@ -209,6 +209,20 @@ _SIDE: dict[str, Any] = {
                 else {"type": "number", "minimum": 0}
             )
             for key in [*MEASURES, *LEGACY_MEASURES]
+        },
+        # A TTFT histogram over the window: cumulative [le, count] pairs, "+Inf" last.
+        BUCKETS_KEY: {
+            "type": "array",
+            "maxItems": 200,
+            "items": {
+                "type": "array",
+                "prefixItems": [
+                    {"anyOf": [{"type": "number"}, {"const": "+Inf"}]},
+                    {"type": "number", "minimum": 0},
+                ],
+                "minItems": 2,
+                "maxItems": 2,
+            },
         },
     },
 }

@@ -74,7 +74,7 @@ ROOM_ORDER = [
     "wiring",
 ]
 BASE = {"models", "permissions", "policy", "schemas", "guards", "transitions", "locks"}
-BASE |= {"event_actions", "checks", "stage_analysis", "__init__"}
+BASE |= {"event_actions", "checks", "histogram_shift", "stage_analysis", "__init__"}
 
 
 def room_of(module: str) -> str:

@@ -64,6 +64,29 @@ def test_the_gateway_posts_raw_latencies_and_gets_the_verdict(rolling, sre):
     assert [o["id"] for o in listed["results"]] == [body["id"]]
 
 
+def test_a_prometheus_poller_posts_histogram_buckets_and_they_are_kept(rolling, sre):
+    buckets = [[0.1, 56], [0.5, 359], [2.5, 409], ["+Inf", 412.4]]
+    response = client_for(sre).post(
+        f"/api/releases/{rolling.pk}/stages/1/observations/",
+        {
+            **window(),
+            "candidate": {"ttft_p95_ms": 640, "ttft_buckets": buckets, "error_rate_pct": 0.1},
+            "baseline": {"ttft_p95_ms": 610, "ttft_buckets": buckets},
+            "source": "prometheus",
+        },
+        format="json",
+    )
+    assert response.status_code == 201, response.json()
+    assert Observation.objects.get().candidate["ttft_buckets"] == buckets
+    refused = client_for(sre).post(
+        f"/api/releases/{rolling.pk}/stages/1/observations/",
+        {**window(), "candidate": {"ttft_buckets": [[0.1, 3], [0.5]]}},
+        format="json",
+    )
+    assert refused.status_code == 400
+    assert "candidate.ttft_buckets[1]" in refused.json()["candidate"][0]
+
+
 def test_an_observation_of_another_stage_or_bad_numbers_is_refused(rolling, sre):
     api = client_for(sre)
     other = api.post(

@@ -108,6 +108,106 @@ def test_too_few_raw_values_for_the_test_is_inconclusive():
     assert "at least 8 requests a side" in result["why"]
 
 
+# Cumulative TTFT buckets as posted from Prometheus: seconds, "+Inf" last.
+LIVE_BUCKETS = [[0.1, 5], [0.25, 45], [0.5, 245], [1, 365], [2.5, 405], ["+Inf", 412]]
+
+
+def _cumulative(per_bucket):
+    bounds = [0.1, 0.25, 0.5, 1, 2.5, "+Inf"]
+    return [[le, float(sum(per_bucket[: i + 1]))] for i, le in enumerate(bounds)]
+
+
+def test_a_relative_crossing_the_buckets_show_no_shift_for_is_inconclusive():
+    # The posted p95s are 25 % apart, but the histograms hold the same requests.
+    result = judge_guard(
+        spec(max_increase_pct=20),
+        {"ttft_p95_ms": 625, "ttft_buckets": LIVE_BUCKETS},
+        {"ttft_p95_ms": 500, "ttft_buckets": LIVE_BUCKETS},
+    )
+    assert result["status"] == "inconclusive"
+    assert (
+        "+25.0 % worse than live (500 ms), over +20 %, but the shift cannot be told"
+        in (result["why"])
+    )
+    assert (
+        "candidate not shown slower than baseline: Mann-Whitney on 6 shared buckets"
+        in (result["why"])
+    )
+
+
+def test_a_relative_crossing_the_buckets_confirm_fails():
+    shifted = _cumulative([0, 0, 5, 40, 200, 167])
+    result = judge_guard(
+        spec(max_increase_pct=20),
+        {"ttft_p95_ms": 2400, "ttft_buckets": shifted},
+        {"ttft_p95_ms": 1100, "ttft_buckets": LIVE_BUCKETS},
+    )
+    assert result["status"] == "fail"
+    assert "over +20 % (candidate slower than baseline: Mann-Whitney on 6 shared" in result["why"]
+
+
+def test_a_p95_interpolated_inside_a_wide_bucket_is_not_taken_for_a_shift():
+    # docs/rollouts.md's example: 60 requests a side, the p95s 65 % apart, the counts
+    # never more than three requests apart.
+    candidate = [[0.1, 10], [0.25, 40], [0.5, 52], [1, 56], [2.5, 60], ["+Inf", 60]]
+    live = [[0.1, 11], [0.25, 42], [0.5, 55], [1, 58], [2.5, 60], ["+Inf", 60]]
+    result = judge_guard(
+        spec(max_increase_pct=20),
+        {"ttft_p95_ms": 1375, "ttft_buckets": candidate},
+        {"ttft_p95_ms": 833, "ttft_buckets": live},
+    )
+    assert result["status"] == "inconclusive"
+    assert "p = 0.298 (60 vs 60 requests)" in result["why"]
+
+
+def test_too_few_requests_in_the_buckets_is_inconclusive():
+    result = judge_guard(
+        spec(max_increase_pct=20),
+        {"ttft_p95_ms": 900, "ttft_buckets": _cumulative([0, 0, 1, 2, 2, 0])},
+        {"ttft_p95_ms": 500, "ttft_buckets": LIVE_BUCKETS},
+    )
+    assert result["status"] == "inconclusive"
+    assert (
+        "too few requests to compare: 5 candidate, 412 baseline (at least 8 each)"
+        in (result["why"])
+    )
+
+
+def test_raw_latencies_are_tested_before_buckets():
+    baseline = _latencies(1, 500)
+    candidate = _latencies(2, 700)
+    result = judge_guard(
+        spec(max_increase_pct=20),
+        {"ttft_buckets": LIVE_BUCKETS},
+        {"ttft_buckets": LIVE_BUCKETS},
+        candidate,
+        baseline,
+    )
+    assert result["status"] == "fail"
+    assert "Mann-Whitney U p = " in result["why"]
+
+
+def test_buckets_on_one_side_only_leave_the_relative_bound_as_it_was():
+    result = judge_guard(
+        spec(max_increase_pct=20),
+        {"ttft_p95_ms": 625, "ttft_buckets": LIVE_BUCKETS},
+        {"ttft_p95_ms": 500},
+    )
+    assert result["status"] == "fail"
+    assert result["why"] == "+25.0 % worse than live (500 ms), over +20 %"
+
+
+def test_a_histogram_counts_the_requests_for_the_guards_minimum():
+    rule = spec(max=800, min_requests=500)
+    result = judge_guard(rule, {"ttft_p95_ms": 700, "ttft_buckets": LIVE_BUCKETS}, {})
+    assert result["status"] == "inconclusive"
+    assert "412 candidate requests, fewer than the guard's minimum of 500" in result["why"]
+    posted = judge_guard(
+        rule, {"requests": 900, "ttft_p95_ms": 700, "ttft_buckets": LIVE_BUCKETS}, {}
+    )
+    assert posted["status"] == "pass"
+
+
 def test_observation_verdicts_and_a_dry_run_guard_that_never_counts():
     specs = guard_specs({"ttft_p95_ms": 800, "error_rate_pct": {"max": 1, "dry_run": True}})
     verdict, results = judge_observation(

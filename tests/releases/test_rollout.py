@@ -270,6 +270,30 @@ def test_raw_latencies_are_judged_and_kept(world, owner, signers, sre):
     assert observation.candidate_ttft_ms == candidate
 
 
+def test_histogram_buckets_are_validated_judged_and_kept(world, owner, signers, sre):
+    stages = [dict(s) for s in GOOD_STAGES]
+    stages[0] = {
+        **stages[0],
+        "guards": {**stages[0]["guards"], "ttft_p95_ms": {"max_increase_pct": 20}},
+    }
+    release = roll_out(file_release(world, owner, gray_stages=stages), owner, signers)
+    with pytest.raises(ValidationError) as bad:
+        observe(release, sre, {"ttft_buckets": [[0.1, 3], ["inf", 9]]})
+    assert bad.value.message_dict["candidate"][0].startswith("candidate.ttft_buckets[1][0]:")
+    live = [[0.1, 5], [0.25, 45], [0.5, 245], [1, 365], [2.5, 405], ["+Inf", 412]]
+    slower = [[0.1, 0], [0.25, 0], [0.5, 5], [1, 45], [2.5, 245], ["+Inf", 412.4]]
+    observation = observe(
+        release,
+        sre,
+        {"ttft_p95_ms": 2400, "ttft_buckets": slower},
+        baseline={"ttft_p95_ms": 1100, "ttft_buckets": live},
+    )
+    ttft = next(r for r in observation.guard_results if r["metric"] == "ttft_p95_ms")
+    assert ttft["status"] == "fail"
+    assert "candidate slower than baseline: Mann-Whitney on 6 shared buckets" in ttft["why"]
+    assert observation.candidate["ttft_buckets"] == slower
+
+
 def test_observations_are_posted_only_while_rolling_out(release, sre):
     with pytest.raises(
         TransitionRefused, match="is draft; only a rolling out release can be observed"

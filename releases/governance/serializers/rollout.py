@@ -56,7 +56,9 @@ class ObservationSerializer(serializers.ModelSerializer):
 class ObservationRequestSerializer(serializers.Serializer):
     """One window of the candidate beside the live baseline: aggregates, or raw
     per-request TTFTs in ms (percentiles are computed from them, and a relative bound is
-    then tested with Mann-Whitney U), or both."""
+    then tested with Mann-Whitney U), or both. A side measured by Prometheus may carry
+    its TTFT histogram in its aggregates (`ttft_buckets`: cumulative `[le, count]`
+    pairs, `"+Inf"` last), and a relative bound is then tested on the buckets."""
 
     window_start = serializers.DateTimeField()
     window_end = serializers.DateTimeField()
