@@ -424,10 +424,6 @@ def run_tick(*, now: dt.datetime | None = None) -> list[StageOutcome]:
                 }
                 for text in used
             ],
-            "ttft_buckets": {
-                "candidate": candidate.pop("ttft_buckets", None),
-                "baseline": baseline.pop("ttft_buckets", None),
-            },
         }
         if problem:
             candidate, baseline = {}, {}

@@ -2,9 +2,16 @@
 the same verbs as the pages (`manage.py seed_demo` runs them after the ledger's and
 replay's demo)."""
 
+from releases.demo.analysis import seed_canary_lab
 from releases.demo.gateway import seed_gateway_drift
 from releases.demo.releases import seed_releases
 from releases.demo.reviews import seed_reviews
 from releases.demo.rollouts import seed_rollouts
 
-__all__ = ["seed_gateway_drift", "seed_releases", "seed_reviews", "seed_rollouts"]
+__all__ = [
+    "seed_canary_lab",
+    "seed_gateway_drift",
+    "seed_releases",
+    "seed_reviews",
+    "seed_rollouts",
+]

@@ -52,6 +52,9 @@ WORDS = {
     "hold": pgettext_lazy("action", "hold"),
     "abort": pgettext_lazy("action", "abort"),
     "end-window": pgettext_lazy("action", "end the window"),
+    # What the rollout analysis did by itself.
+    "rollback": pgettext_lazy("action", "roll back"),
+    "stop": pgettext_lazy("action", "stop the analysis"),
 }
 
 

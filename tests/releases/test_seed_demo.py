@@ -35,8 +35,13 @@ def test_seed_demo_makes_releases_in_every_state_once():
         ("code-review-bot", "rolling_out"),
         ("kb-assistant", "rolled_back"),
         ("support-faq", "released"),
+        ("canary-lab", "approved"),
     }
-    releases = {state: r for (slug, state), r in by_service.items() if slug != "code-review-bot"}
+    releases = {
+        state: r
+        for (slug, state), r in by_service.items()
+        if slug not in ("code-review-bot", "canary-lab")
+    }
 
     draft = gates.assess(releases["draft"])
     assert any(g["key"] == "license" and g["status"] == "fail" for g in draft.gates)
@@ -54,7 +59,7 @@ def test_seed_demo_makes_releases_in_every_state_once():
         assert gate is None or gate["status"] == "pass", (release.service.slug, gate)
 
     call_command("seed_demo", "--quiet-logins")
-    assert Release.objects.count() == 8
+    assert Release.objects.count() == 9
     assert verify_chain().ok
 
 
@@ -214,3 +219,51 @@ def test_seed_demo_leaves_one_service_with_a_drifted_gateway(client):
     page = " ".join(client.get("/services/dataagent-sql/incident/").content.decode().split())
     assert "the gateway serves dataagent-sql with weight 10000 on deployment" in page
     assert 'data-gateway="drifted"' in page
+
+
+def test_the_demos_canary_lab_is_approved_for_its_analysis_and_holds_without_prometheus(
+    settings,
+):
+    import datetime as dt
+
+    from releases.analysis.services import run_tick
+    from releases.governance import services
+
+    settings.PROMETHEUS_URL = ""
+    call_command("seed_demo", "--quiet-logins")
+    release = Release.objects.select_related("service").get(service__slug="canary-lab")
+    assert release.service.tier == "experimental" and release.state == "approved"
+    assert [s["traffic_pct"] for s in release.gray_stages] == [10, 50, 100]
+    for stage in release.gray_stages:
+        assert stage["observation_minutes"] == 1
+        assert stage["analysis"] == {
+            "source": "prometheus",
+            "interval_s": 10,
+            "on_breach": "rollback",
+            "auto_promote": True,
+        }
+        assert stage["guards"] == {
+            "ttft_p95_ms": {"max": 800, "max_increase_pct": 50, "critical": True}
+        }
+    backends = {
+        b.revision.label: (b.name, b.model_name, b.metrics_matcher)
+        for b in release.service.live_revision.backends.all() | release.to_revision.backends.all()
+    }
+    assert backends == {
+        "r1": ("canary-lab-live", "canary-lab-live", '{model_name="canary-lab-live"}'),
+        "r2": (
+            "canary-lab-candidate",
+            "canary-lab-candidate",
+            '{model_name="canary-lab-candidate"}',
+        ),
+    }
+
+    sre = get_user_model().objects.get(username="sre")
+    services.start_rollout(release, actor=sre)
+    stage = release.stages.get(number=1)
+    [outcome] = run_tick(now=stage.started_at + dt.timedelta(seconds=11))
+
+    stage.refresh_from_db()
+    assert outcome.verdict == "error" and stage.state == "held"
+    release.refresh_from_db()
+    assert release.state == "rolling_out"

@@ -11,13 +11,15 @@ Two queries: the backends, and the stages when the caller has not read them.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ledger.models import Event
 from lib.promql import MatcherError
-from releases.models import Release, Stage
+from releases.models import Observation, Release, Stage
 from releases.stage_analysis import AnalysisSpec, analysis_spec, side_queries
 from replay.models import Backend
 
@@ -102,3 +104,49 @@ def stage_analyses(release: Release, stages: Sequence[Stage] | None = None) -> l
                 unmeasured.append(metric)
         found.append(StageAnalysis(number, spec, queries, unmeasured, row, problems))
     return found
+
+
+@dataclass(frozen=True)
+class Tick:
+    """One measurement of the analysis and what it did."""
+
+    stage: int
+    window_start: dt.datetime
+    window_end: dt.datetime
+    verdict: str
+    source_error: str
+    guards: list[dict[str, Any]]  # the observation's guard results
+    action: str  # promote, rollback, hold, stop or ""
+
+
+def analysis_timeline(release: Release, limit: int = 200) -> list[Tick]:
+    """The newest `limit` measurements of the release's analysis, oldest first, each with
+    the action it led to. Two queries."""
+    observations = list(
+        Observation.objects.filter(stage__release=release, analysis_window__isnull=False)
+        .select_related("stage")
+        .order_by("-created_at", "-pk")[:limit]
+    )
+    acted = {
+        payload.get("observation"): payload.get("action", "")
+        for payload in (
+            event.payload_data
+            for event in Event.objects.filter(
+                action="release.analysis_acted",
+                subject_type="releases.release",
+                subject_id=str(release.pk),
+            )
+        )
+    }
+    return [
+        Tick(
+            stage=o.stage.number,
+            window_start=o.window_start,
+            window_end=o.window_end,
+            verdict=o.verdict,
+            source_error=o.source_error,
+            guards=o.guard_results,
+            action=acted.get(o.pk, ""),
+        )
+        for o in reversed(observations)
+    ]

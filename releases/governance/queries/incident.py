@@ -64,7 +64,7 @@ from releases.governance.queries.plan import (
 from releases.governance.queries.readiness import HISTORY_READ, Readiness
 from releases.governance.queries.rolled_back import rolled_back_revisions
 from releases.governance.queries.rollout import rollout_of
-from releases.models import Release, RollbackEvent, UnauthorizedChange
+from releases.models import Release, RollbackEvent, Stage, UnauthorizedChange
 from replay import queries as replay_queries
 
 CHANGES_WINDOW = dt.timedelta(hours=72)
@@ -101,6 +101,32 @@ class RolloutState:
     why: str
     breached: bool
     held: bool
+    analysis: AnalysisState | None = None
+
+
+@dataclass(frozen=True)
+class AnalysisState:
+    """The stage's analysis from Prometheus: measuring (and when next), or paused by whom."""
+
+    interval_s: int
+    next_at: dt.datetime | None  # the end of the window it measures next; None when paused
+    paused_by: str  # a username; "" when it stopped itself or runs
+    pause_reason: str
+
+
+def analysis_state(stage: Stage | None, now: dt.datetime) -> AnalysisState | None:
+    if stage is None or not stage.analysis or stage.started_at is None:
+        return None
+    interval = int(stage.analysis["interval_s"])
+    if stage.analysis_paused_at is not None:
+        by = stage.analysis_paused_by
+        return AnalysisState(
+            interval, None, by.get_username() if by else "", stage.analysis_pause_reason
+        )
+    done = int((now - stage.started_at).total_seconds() // interval)
+    return AnalysisState(
+        interval, stage.started_at + dt.timedelta(seconds=interval * (done + 1)), "", ""
+    )
 
 
 @dataclass(frozen=True)
@@ -286,7 +312,7 @@ def _moment(text: str) -> dt.datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.UTC)
 
 
-def _rollout(plan: RollbackPlan) -> RolloutState | None:
+def _rollout(plan: RollbackPlan, now: dt.datetime) -> RolloutState | None:
     release = plan.release
     if release is None or not plan.in_flight:
         return None
@@ -302,6 +328,7 @@ def _rollout(plan: RollbackPlan) -> RolloutState | None:
         why=stage.state_reason if stage else "",
         breached=rollout is not None and rollout.breached,
         held=rollout is not None and rollout.held,
+        analysis=analysis_state(stage, now),
     )
 
 
@@ -376,7 +403,7 @@ def incident(service: Service, *, symptom: str = "", now: dt.datetime | None = N
         health=replay_queries.live_health(service, now=now),
         plan=plan,
         readiness=plan_readiness(service, plan, now=now),
-        rollout=_rollout(plan),
+        rollout=_rollout(plan, now),
         unauthorized=(
             Finding(
                 finding["open"],

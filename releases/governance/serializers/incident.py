@@ -130,6 +130,18 @@ class RollbackSerializer(serializers.Serializer):
     )
 
 
+class IncidentAnalysisSerializer(serializers.Serializer):
+    interval_s = serializers.IntegerField(help_text="How often Prometheus is read.")
+    next_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="The end of the window measured next; null while paused or stopped.",
+    )
+    paused_by = serializers.CharField(
+        allow_blank=True, help_text="Who paused it; empty when it runs or stopped itself."
+    )
+    pause_reason = serializers.CharField(allow_blank=True)
+
+
 class IncidentRolloutSerializer(serializers.Serializer):
     release = serializers.IntegerField()
     to_revision = serializers.CharField(help_text="The candidate's label, e.g. r4.")
@@ -140,6 +152,9 @@ class IncidentRolloutSerializer(serializers.Serializer):
     breached = serializers.BooleanField(help_text="A guard breached the stage: roll back.")
     held = serializers.BooleanField(help_text="The stage waits for a person.")
     why = serializers.CharField(allow_blank=True)
+    analysis = IncidentAnalysisSerializer(
+        allow_null=True, help_text="The stage's analysis from Prometheus; null: it has none."
+    )
 
 
 class UnauthorizedSerializer(serializers.Serializer):
@@ -249,6 +264,7 @@ class IncidentSerializer(serializers.Serializer):
                     "breached": rollout.breached,
                     "held": rollout.held,
                     "why": rollout.why,
+                    "analysis": vars(rollout.analysis) if rollout.analysis else None,
                 }
                 if rollout
                 else None

@@ -26,15 +26,17 @@ from django_stubs_ext import StrOrPromise
 
 from ledger import queries as ledger_queries
 from lib.actors import AuthenticatedHttpRequest
+from lib.charts import figure_spec
 from lib.pages import apply_errors
 from releases import permissions, policy
 from releases.governance import gates as release_gates
 from releases.governance import services
+from releases.governance.charts import analysis_figure
 from releases.governance.forms.release import STAGE_PARTS
 from releases.governance.forms.release_fields import FIELD_SPECS, LOGGING_PARTS, SECTIONS
 from releases.governance.forms.review import CommentForm, SignOffForm, WaiverForm
 from releases.governance.queries import pages as page_queries
-from releases.governance.queries.analysis import stage_analyses
+from releases.governance.queries.analysis import analysis_timeline, stage_analyses
 from releases.governance.queries.rollout import rollout_of
 from releases.governance.queries.waiting import signer_roles_of
 from releases.governance.views.verification import verify_target_offered
@@ -167,6 +169,12 @@ def release_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     return render(request, "releases/release_detail.html", _page_context(request, release))
 
 
+def _analysis_timeline(release: Release) -> dict[str, Any]:
+    ticks = analysis_timeline(release)
+    figure = analysis_figure(ticks) if ticks else None
+    return {"ticks": ticks, "analysis_chart": figure_spec(figure) if figure else None}
+
+
 def _rollout_context(request: AuthenticatedHttpRequest, release: Release) -> dict[str, Any]:
     """The rollout section: shown once a rollout can start or has."""
     startable = release.allowed(Action.START_ROLLOUT)
@@ -182,6 +190,7 @@ def _rollout_context(request: AuthenticatedHttpRequest, release: Release) -> dic
         "analyses": stage_analyses(
             release, [view.stage for view in rollout.stages] if rollout else []
         ),
+        **_analysis_timeline(release),
         "rollbacks": list(
             release.rollbacks.select_related("to_revision").order_by("-started_at", "-pk")
         ),

@@ -26,7 +26,13 @@ from ledger.demo.run_evidence import seed_fleet_run_evidence, seed_run_evidence
 from ledger.models import Event, Service
 from ledger.roles import Role
 from ledger.services import accounts
-from releases.demo import seed_gateway_drift, seed_releases, seed_reviews, seed_rollouts
+from releases.demo import (
+    seed_canary_lab,
+    seed_gateway_drift,
+    seed_releases,
+    seed_reviews,
+    seed_rollouts,
+)
 from replay.demo import seed_replay, unmonitor_demo_backends
 
 DEMO_PASSWORD = "demo"  # noqa: S105 - printed on purpose: demo logins for a local run
@@ -152,6 +158,12 @@ class Command(BaseCommand):
             f"demo rollouts and rollbacks: {rollouts} added"
             if rollouts
             else "demo rollouts and rollbacks: kept as they are"
+        )
+        lab = seed_canary_lab()
+        self.stdout.write(
+            "demo canary-lab: an approved release its analysis rolls out from Prometheus"
+            if lab
+            else "demo canary-lab: kept as it is"
         )
         # Before the demo backends are disabled: the gateway then routes them.
         drifted = seed_gateway_drift()

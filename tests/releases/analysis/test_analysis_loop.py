@@ -169,3 +169,51 @@ def test_pausing_is_for_whoever_may_hold(client, rolling, outsider):
 
     assert response.status_code == 403
     assert _stage(rolling).analysis_paused_at is None
+
+
+def test_the_incident_screen_says_when_the_analysis_measures_next_or_who_paused_it(
+    client, rolling, sre
+):
+    client.force_login(sre)
+    url = reverse("releases:incident", args=[rolling.service.slug])
+    stage = _stage(rolling)
+
+    running = client.get(url).content.decode()
+    api = client.get(f"/api/services/{rolling.service.slug}/incident/").json()
+
+    assert "analysis running" in running
+    analysis = api["rollout"]["analysis"]
+    assert analysis["interval_s"] == 60 and analysis["paused_by"] == ""
+    next_at = dt.datetime.fromisoformat(analysis["next_at"])
+    assert (next_at - stage.started_at).total_seconds() % 60 == 0
+    assert next_at > stage.started_at
+
+    pause_analysis(rolling, actor=sre, reason="taking over by hand")
+    paused = client.get(url).content.decode()
+
+    assert f"Paused by {sre.get_username()}: taking over by hand" in paused
+    assert (
+        client.get(f"/api/services/{rolling.service.slug}/incident/").json()["rollout"]["analysis"][
+            "next_at"
+        ]
+        is None
+    )
+
+
+def test_the_release_page_lists_each_tick_with_its_verdict_and_action(client, rolling, sre):
+    for window in (1, 2, 3):
+        run_tick(now=_at(rolling, 60 * window + 1))
+    client.force_login(sre)
+
+    response = client.get(reverse("releases:release_detail", args=[rolling.pk]))
+
+    ticks = response.context["ticks"]
+    assert [(t.stage, t.verdict, t.action) for t in ticks] == [
+        (1, "error", ""),
+        (1, "error", ""),
+        (1, "error", "stop"),
+    ]
+    assert response.context["analysis_chart"] is None  # nothing measured: nothing to draw
+    page = response.content.decode()
+    assert "Analysis timeline" in page and "stop the analysis" in page
+    assert "PROMETHEUS_URL is not set" in page
