@@ -29,7 +29,7 @@ def test_the_canonical_text_is_what_prometheus_reads():
         ('{model_name="kb"', 'must close with "}"'),
         ('1abc="x"', "character 1: expected a label name"),
         ('model_name:"x"', "character 11: expected =, !=, =~ or !~ after model_name"),
-        ("model_name=kb", 'character 12: expected a value in double quotes'),
+        ("model_name=kb", "character 12: expected a value in double quotes"),
         ('job="a" model="b"', 'character 9: expected "," between matchers'),
         ('job=~".*"', "at least one matcher must be an equality with a value"),
         (",".join(f'l{i}="v"' for i in range(9)), "at most 8 matchers"),
