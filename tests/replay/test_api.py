@@ -406,3 +406,28 @@ def test_schema_documents_the_replay_endpoints(api, auditor):
     export = schema["paths"]["/api/replay/sample-sets/{ref}/export/"]["get"]
     assert "application/x-ndjson" in export["responses"]["200"]["content"]
     assert "post" in schema["paths"]["/api/replay/runs/"]
+
+
+def test_a_prometheus_matcher_is_checked_and_kept(api, owner, backend):
+    api.force_authenticate(owner)
+
+    refused = api.post(
+        "/api/replay/backends/",
+        backend_payload(backend.revision, metrics_matcher="model_name=kb"),
+        format="json",
+    )
+    kept = api.post(
+        "/api/replay/backends/",
+        backend_payload(backend.revision, metrics_matcher='{job="vllm", instance="10.0.0.5:8000"}'),
+        format="json",
+    )
+
+    assert refused.status_code == 400
+    assert refused.json()["metrics_matcher"] == [
+        'character 12: expected a value in double quotes, e.g. "kb-live" (a PromQL matcher '
+        'list, e.g. {model_name="kb-live"}).'
+    ]
+    assert kept.status_code == 201, kept.json()
+    created = Backend.objects.get(name="kb-sglang")
+    assert [str(m) for m in created.matchers] == ['job="vllm"', 'instance="10.0.0.5:8000"']
+    assert [str(m) for m in backend.matchers] == [f'model_name="{backend.model_name}"']
