@@ -48,7 +48,10 @@ def test_prometheus_scrapes_both_engines_under_their_model_names(prometheus, liv
         'up{job="engines"}', lambda r: len(r) == 2 and all(s["value"][1] == "1" for s in r)
     )
     assert {s["metric"]["instance"] for s in up} == set(prometheus.targets)
-    assert live_engine.target in prometheus.targets_health()
+    assert prometheus.values('up{job="engines"}', "instance") == dict.fromkeys(
+        prometheus.targets, 1.0
+    )
+    assert prometheus.targets_health()[live_engine.target] == "up"
 
     # vLLM's series are there before any request, labelled with each server's name.
     models = prometheus.wait_for(
