@@ -72,9 +72,11 @@ chromium:
 
 # A real Prometheus for the rollout-analysis tests (tests/support/prometheus.py), which
 # start their own on a free loopback port: a service the package may start on :9090
-# is never what they query. No recommends: the node exporter would listen on :9100.
+# is never what they query. Under systemd the package enables and starts one: stop and
+# disable it, so installing test tools leaves nothing listening. No recommends: the
+# node exporter would listen on :9100.
 prometheus:
-	@test -x /usr/bin/prometheus || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus)
+	@test -x /usr/bin/prometheus || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus && if test -d /run/systemd/system; then systemctl disable --now prometheus.service; fi)
 
 # mypy's Django plugin loads config.settings, which accept the development key only with DEBUG.
 test: install install-gateway services chromium prometheus

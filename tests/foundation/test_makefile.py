@@ -162,4 +162,6 @@ def test_make_test_installs_debians_prometheus_only_when_it_is_missing(tmp_path,
     guard, _, command = install.partition(" || ")
     assert guard == "test -x /usr/bin/prometheus"
     assert "apt-get install -y -qq --no-install-recommends prometheus" in command
+    # The service the package starts under systemd is stopped: the tests never use :9090.
+    assert "systemctl disable --now prometheus.service" in command
     assert not [line for line in planned("run", tmp_path / "venv") if "apt-get" in line]
