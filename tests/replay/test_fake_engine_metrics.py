@@ -192,3 +192,13 @@ def test_the_jitter_spreads_each_window_of_21_requests_evenly():
 
     assert window == [round(1 + step / 100, 6) for step in range(-10, 11)]
     assert jitter(3, 0) == 1
+
+
+def test_chats_answered_while_the_engine_metrics_are_off_count_nowhere():
+    with FakeOpenAI() as server:
+        _chat(server, "hi")
+        server.configure(engine_metrics=True)
+        _chat(server, "hi")
+        text = _scrape(server)
+
+    assert sample_value(text, "vllm:request_success_total") == 1

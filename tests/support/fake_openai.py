@@ -121,8 +121,9 @@ class ServerConfig:
     # Prometheus exposition text served at GET /metrics, as given (it wins over the next).
     metrics: str | None = None
     # Serve the engine's own vLLM-named series at GET /metrics (tests/support/engine_metrics.py):
-    # every chat answered, and the synthetic traffic of POST /_fake/traffic, which turns it
-    # on. Off, and without `metrics`, /metrics answers 404 as a server without metrics does.
+    # every chat answered while it is on, and the synthetic traffic of POST /_fake/traffic,
+    # which turns it on. Off, and without `metrics`, /metrics answers 404 as a server
+    # without metrics does.
     engine_metrics: bool = False
 
 
@@ -521,7 +522,11 @@ class _Handler:
         an error answer, finishes as ``abort``; a request refused as invalid counts
         nowhere, as in vLLM. It is labelled with the model name the server had when the
         request arrived (a test may rename the server as soon as the answer is read).
+        With the engine's metrics off nothing is counted: the benchmark's fake keeps its
+        event loop to the streams it times.
         """
+        if not self.config.engine_metrics:
+            return
         timing = record.timing
         end = timing.last_chunk or timing.body_end or time.perf_counter()
         e2e = max(end - timing.received, 0.0)
