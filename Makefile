@@ -20,7 +20,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_WORKERS ?= 2
 
-.PHONY: run test install install-run install-gateway services chromium lint format bench coverage clean plotly-css messages
+.PHONY: run test install install-run install-gateway services chromium prometheus lint format bench coverage clean plotly-css messages
 
 # Everything: the app, and the tools of the tests, lint and the translation catalog.
 install: $(STAMP_TEST)
@@ -70,14 +70,22 @@ services:
 chromium:
 	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
+# A real Prometheus for the rollout-analysis tests (tests/support/prometheus.py), which
+# start their own on a free loopback port: a service the package may start on :9090
+# is never what they query. Under systemd the package enables and starts one: stop and
+# disable it, so installing test tools leaves nothing listening. No recommends: the
+# node exporter would listen on :9100.
+prometheus:
+	@test -x /usr/bin/prometheus || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus && if test -d /run/systemd/system; then systemctl disable --now prometheus.service; fi)
+
 # mypy's Django plugin loads config.settings, which accept the development key only with DEBUG.
-test: install install-gateway services chromium
+test: install install-gateway services chromium prometheus
 	$(VENV)/bin/ruff check .
 	DEBUG=true $(VENV)/bin/mypy
 	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # Line coverage of each app over the whole suite (not part of make test: it is slower).
-coverage: install install-gateway services chromium
+coverage: install install-gateway services chromium prometheus
 	rm -f .coverage .coverage.*
 	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --cov --cov-report= $(PYTEST_ARGS)
 	$(VENV)/bin/coverage combine --quiet || true

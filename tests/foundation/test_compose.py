@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,9 @@ SETTINGS = ROOT / "config" / "settings.py"
 BACKING_SERVICES = ("postgres", "redis", "minio")
 APP_SERVICES = ("web", "worker", "beat")
 GATEWAY_SERVICES = ("gateway", "gateway-sync")
-LONG_RUNNING_SERVICES = BACKING_SERVICES + APP_SERVICES + GATEWAY_SERVICES
+OBSERVABILITY_SERVICES = ("prometheus",)
+LONG_RUNNING_SERVICES = BACKING_SERVICES + APP_SERVICES + GATEWAY_SERVICES + OBSERVABILITY_SERVICES
+PROMETHEUS_CONFIG = ROOT / "docker" / "prometheus" / "prometheus.yml"
 PRODUCTION_VARIABLES = (
     "DATABASE_URL",
     "CELERY_BROKER_URL",
@@ -130,7 +133,7 @@ def test_every_image_is_pulled_by_its_digest_or_built_from_the_dockerfile(servic
         assert _pinned(image), f"{name}: {image!r} is not name:tag@sha256:<64 hex>"
 
 
-@pytest.mark.parametrize("name", [*BACKING_SERVICES, "createbucket", "gateway"])
+@pytest.mark.parametrize("name", [*BACKING_SERVICES, "createbucket", "gateway", "prometheus"])
 def test_pinned_images_keep_a_version_tag_for_people(services, name):
     image = services[name]["image"]
     pinned = _pinned(image)
@@ -149,7 +152,13 @@ def test_each_digest_names_where_it_was_read(services):
         before = text[: text.index(f"image: {service['image']}")]
         comment = before.rsplit(f"\n  {name}:\n", 1)[-1]
         assert re.search(r"#.*\b[\w.-]+/[\w.-]+\b", comment), f"{name}: no source named"
-        assert re.search(r"commit [0-9a-f]{7}", comment), f"{name}: no commit named"
+        # A public pin at a commit, or the registry's own page for that very name and tag.
+        pinned = _pinned(service["image"])
+        assert pinned
+        registry_page = f"hub.docker.com/layers/{pinned['name']}/{pinned['tag']}/"
+        assert re.search(r"commit [0-9a-f]{7}", comment) or registry_page in comment, (
+            f"{name}: no commit named, nor {registry_page}"
+        )
 
 
 @pytest.mark.parametrize("name", [*APP_SERVICES, "migrate"])
@@ -423,3 +432,90 @@ def test_the_gateway_holds_no_credential_only_references_to_them(services):
 
 def test_the_gateway_is_published_on_loopback_only(services):
     assert services["gateway"]["ports"] == ["127.0.0.1:${GATEWAY_PORT:-4000}:4000"]
+
+
+def _prometheus_config() -> dict:
+    return yaml.safe_load(PROMETHEUS_CONFIG.read_text())
+
+
+def _scrape_job(name: str) -> dict:
+    (job,) = [job for job in _prometheus_config()["scrape_configs"] if job["job_name"] == name]
+    return job
+
+
+def test_prometheus_reads_its_config_from_the_repository_and_keeps_its_data(compose, services):
+    prometheus = services["prometheus"]
+    mounts = _volume_mounts(prometheus)
+    assert mounts["./docker/prometheus/prometheus.yml"] == ("/etc/prometheus/prometheus.yml", "ro")
+    assert mounts["prometheus-data"] == ("/prometheus", "rw")
+    assert "prometheus-data" in compose["volumes"]
+    command = prometheus["command"]
+    assert "--config.file=/etc/prometheus/prometheus.yml" in command
+    assert "--storage.tsdb.path=/prometheus" in command
+    # Anyone on the project network could stop or reload it through the lifecycle API.
+    assert "--web.enable-lifecycle" not in command
+    assert prometheus["ports"] == ["127.0.0.1:${PROMETHEUS_PORT:-9090}:9090"]
+    assert "/-/ready" in _healthcheck_command(prometheus)
+
+
+def test_prometheus_scrapes_the_gateway_and_the_ledger_with_its_token(compose, services):
+    gateway_port = services["gateway"]["command"][-1]
+    assert _scrape_job("gateway")["static_configs"] == [{"targets": [f"gateway:{gateway_port}"]}]
+    assert _scrape_job("gateway")["metrics_path"] == "/metrics"
+
+    web = _scrape_job("ledger-web")
+    assert web["static_configs"] == [{"targets": ["web:8000"]}]
+    worker = _scrape_job("ledger-worker")
+    assert worker["dns_sd_configs"] == [
+        {
+            "names": ["worker"],
+            "type": "A",
+            "port": int(_environment(services["worker"])["WORKER_METRICS_PORT"]),
+        }
+    ]
+    # The ledger asks other hosts for METRICS_TOKEN (config/metrics.py): one file, read
+    # by Prometheus as its bearer and by web and worker as METRICS_TOKEN_FILE.
+    assert compose["secrets"]["metrics_token"]["file"].startswith("${METRICS_TOKEN_PATH:-")
+    assert "metrics_token" in services["prometheus"]["secrets"]
+    for job in (web, worker):
+        assert job["authorization"] == {
+            "type": "Bearer",
+            "credentials_file": "/run/secrets/metrics_token",
+        }
+    for name in ("web", "worker"):
+        assert {"ledger_signing_key", "metrics_token"} <= set(services[name]["secrets"]), name
+        environment = _environment(services[name])
+        assert environment["METRICS_TOKEN_FILE"] == "/run/secrets/metrics_token", name
+    # Django checks the Host header: Prometheus asks for web by its service name.
+    allowed = _environment(services["web"])["ALLOWED_HOSTS"]
+    assert "web" in re.fullmatch(r"\$\{ALLOWED_HOSTS:-(.*)\}", allowed).group(1).split(",")
+
+
+def test_the_prometheus_config_shows_how_to_scrape_the_engines():
+    """Rollout analysis (issue 30) reads vLLM's own series: the job is there to uncomment."""
+    text = PROMETHEUS_CONFIG.read_text()
+    example = "\n".join(
+        line.lstrip()[2:] for line in text.splitlines() if line.lstrip().startswith("# ")
+    )
+    assert "job_name: engines" in example
+    assert "vllm:time_to_first_token_seconds" in text
+    assert "engines" not in {job["job_name"] for job in _prometheus_config()["scrape_configs"]}
+
+
+def test_promtool_accepts_the_prometheus_config(tmp_path):
+    """Checked by promtool of Debian's prometheus (make prometheus), with the secret's
+    path pointing at a file that exists here."""
+    token = tmp_path / "metrics_token"
+    token.write_text("test-only-token\n")
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        PROMETHEUS_CONFIG.read_text().replace("/run/secrets/metrics_token", str(token))
+    )
+    result = subprocess.run(
+        ["/usr/bin/promtool", "check", "config", str(config)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout

@@ -151,3 +151,17 @@ def test_nothing_the_app_imports_at_run_time_comes_only_with_the_test_extras():
         if (dists := {d.lower() for d in provided.get(module, [])}) and dists <= test_only
     }
     assert needs_test_extras == {}
+
+
+@pytest.mark.parametrize("target", ["test", "coverage"])
+def test_make_test_installs_debians_prometheus_only_when_it_is_missing(tmp_path, target):
+    """The rollout-analysis tests run a real Prometheus (tests/support/prometheus.py)."""
+    lines = planned(target, tmp_path / "venv")
+
+    (install,) = [line for line in lines if "/usr/bin/prometheus" in line]
+    guard, _, command = install.partition(" || ")
+    assert guard == "test -x /usr/bin/prometheus"
+    assert "apt-get install -y -qq --no-install-recommends prometheus" in command
+    # The service the package starts under systemd is stopped: the tests never use :9090.
+    assert "systemctl disable --now prometheus.service" in command
+    assert not [line for line in planned("run", tmp_path / "venv") if "apt-get" in line]

@@ -20,6 +20,13 @@ content, finish_reason on the last content chunk, usage chunk with empty
 ``choices``) or ``style="llama-cpp"`` (as in tests/fixtures/backends/llama-cpp/:
 role-only chunk, separate ``delta: {}`` finish chunk, no usage chunk ever,
 tool-call deltas repeating id and name with the legacy ``function_call``).
+
+With ``engine_metrics`` on, ``GET /metrics`` answers the engine's own series as vLLM
+names them (tests/support/engine_metrics.py): every chat it answers is observed with its
+real timing, and ``POST /_fake/traffic`` (``set_traffic``) makes it record synthetic
+requests at a latency the test chooses, e.g. ``{"rps": 20, "ttft_ms": 200, "itl_ms":
+20, "error_pct": 0}`` until changed; ``{"rps": 0}`` stops it. ``GET /_fake/traffic``
+answers the current traffic and how many requests it has recorded.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import json
 import re
 import shlex
@@ -42,7 +50,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.support.processes import ROOT, free_port
+from tests.support.engine_metrics import CONTENT_TYPE, EngineMetrics, Traffic, TrafficGenerator
+from tests.support.processes import ROOT, child_env, free_port
 
 FAULTS = (
     "http_error",  # answer `status` with an error body, before any stream
@@ -109,8 +118,13 @@ class ServerConfig:
     api_key: str | None = None
     check_model: bool = True
     scenario: Scenario = field(default_factory=Scenario)
-    # Prometheus exposition text served at GET /metrics (404 when None).
+    # Prometheus exposition text served at GET /metrics, as given (it wins over the next).
     metrics: str | None = None
+    # Serve the engine's own vLLM-named series at GET /metrics (tests/support/engine_metrics.py):
+    # every chat answered while it is on, and the synthetic traffic of POST /_fake/traffic,
+    # which turns it on. Off, and without `metrics`, /metrics answers 404 as a server
+    # without metrics does.
+    engine_metrics: bool = False
 
 
 @dataclass
@@ -232,6 +246,8 @@ class _Handler:
     """One server's state and its request handling, run inside one event loop."""
 
     def __init__(self, config: ServerConfig) -> None:
+        self.engine = EngineMetrics(config.model)
+        self.traffic = TrafficGenerator(self.engine)
         self.config = config
         self.requests: list[RecordedRequest] = []
         self.in_flight = 0
@@ -240,6 +256,16 @@ class _Handler:
         # Notified at each chat request's arrival (FakeOpenAI.wait_for_chat_requests).
         self.arrivals = threading.Condition()
         self._tasks: set[asyncio.Task] = set()
+
+    @property
+    def config(self) -> ServerConfig:
+        return self._config
+
+    @config.setter
+    def config(self, config: ServerConfig) -> None:
+        # The series are labelled with the name the server answers to, as vLLM's are.
+        self._config = config
+        self.engine.model = config.model
 
     # -- HTTP plumbing ---------------------------------------------------------------
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -328,11 +354,11 @@ class _Handler:
             )
         if method == "GET" and path == "/metrics" and self.config.metrics is not None:
             return await self._respond(
-                writer,
-                200,
-                self.config.metrics.encode(),
-                "text/plain; version=0.0.4; charset=utf-8",
-                timing=timing,
+                writer, 200, self.config.metrics.encode(), CONTENT_TYPE, timing=timing
+            )
+        if method == "GET" and path == "/metrics" and self.config.engine_metrics:
+            return await self._respond(
+                writer, 200, self.engine.exposition(), CONTENT_TYPE, timing=timing
             )
         if method == "GET":
             return await self._respond(writer, *self._get(path))
@@ -373,6 +399,19 @@ class _Handler:
                 self.config, **body, scenario=_coerce(self.config.scenario, scenario)
             )
             return await self._respond(writer, 200, {"ok": True})
+        if path == "/_fake/traffic" and method == "GET":
+            return await self._respond(writer, 200, self.traffic.state())
+        if path == "/_fake/traffic" and method == "POST":
+            try:
+                traffic = Traffic.from_json(body, self.traffic.traffic)
+            except (TypeError, ValueError) as error:
+                return await self._respond(writer, 400, _error(f"traffic: {error}", 400))
+            self.config = dataclasses.replace(self.config, engine_metrics=True)
+            task = self.traffic.set(traffic)
+            if task is not None:  # stop() cancels it with the connections
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            return await self._respond(writer, 200, self.traffic.state())
         if path == "/_fake/reset" and method == "POST":
             self.requests.clear()
             self.max_in_flight = self.in_flight
@@ -451,19 +490,61 @@ class _Handler:
                 return await self._respond(writer, 400, _error(message, 400), timing=record.timing)
         if scenario.fault == "http_error":
             message = f"Internal server error (fake fault {scenario.status})"
-            return await self._respond(
+            answered = await self._respond(
                 writer, scenario.status, _error(message, scenario.status), timing=record.timing
             )
+            self._observe(record, scenario, None, config.model)
+            return answered
         if scenario.fault == "hang_headers":
             await asyncio.sleep(scenario.hang_s)
             return False
         plan = _Plan.build(body, scenario, max_tokens)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            return await _Stream(record, body, scenario, plan, writer).run(
-                include_usage and scenario.usage and scenario.style == "vllm", prompt_tokens
-            )
-        return await self._nonstream(record, body, scenario, plan, writer, prompt_tokens)
+            try:
+                return await _Stream(record, body, scenario, plan, writer).run(
+                    include_usage and scenario.usage and scenario.style == "vllm", prompt_tokens
+                )
+            finally:
+                self._observe(record, scenario, plan, config.model)
+        answered = await self._nonstream(record, body, scenario, plan, writer, prompt_tokens)
+        self._observe(record, scenario, plan, config.model)
+        return answered
+
+    def _observe(
+        self, record: RecordedRequest, scenario: Scenario, plan: _Plan | None, model: str
+    ) -> None:
+        """Count an answered chat into the engine's series, from the server's own log.
+
+        A stream's TTFT and gaps are its chunks' write times. A whole-body answer has
+        only its end: its TTFT is the configured one (capped by the end), as an engine
+        knows when it produced a token that it did not send. A stream a fault broke, or
+        an error answer, finishes as ``abort``; a request refused as invalid counts
+        nowhere, as in vLLM. It is labelled with the model name the server had when the
+        request arrived (a test may rename the server as soon as the answer is read).
+        With the engine's metrics off nothing is counted: the benchmark's fake keeps its
+        event loop to the streams it times.
+        """
+        if not self.config.engine_metrics:
+            return
+        timing = record.timing
+        end = timing.last_chunk or timing.body_end or time.perf_counter()
+        e2e = max(end - timing.received, 0.0)
+        if plan is None or scenario.fault in _ABORTING_FAULTS:
+            reason = "abort"
+        else:
+            reason = "length" if plan.finish == "length" else "stop"
+        if timing.chunks:
+            ttft: float | None = timing.chunks[0] - timing.received
+            gaps = [b - a for a, b in itertools.pairwise(timing.chunks)]
+        elif plan is not None and plan.pieces and reason != "abort":
+            ttft = min(scenario.ttft_ms / 1000, e2e)
+            gaps = [scenario.itl_ms / 1000] * (len(plan.pieces) - 1)
+        else:
+            ttft, gaps = None, []
+        self.engine.observe(
+            ttft_s=ttft, gaps_s=gaps, e2e_s=e2e, finished_reason=reason, model=model
+        )
 
     async def _nonstream(self, record, body, scenario, plan, writer, prompt_tokens) -> bool:
         loop = asyncio.get_running_loop()
@@ -495,6 +576,10 @@ class _Handler:
             },
         }
         return await self._respond(writer, 200, completion, timing=record.timing)
+
+
+# Faults after which the request did not finish as the engine meant it to.
+_ABORTING_FAULTS = ("cut", "cut_clean", "malformed", "error_event", "hang", "done_without_finish")
 
 
 def _error(message: str, code: int, kind: str = "BadRequestError") -> dict[str, Any]:
@@ -869,7 +954,8 @@ def fake_openai_process(*args: str, timeout: float = 15) -> Iterator[str]:
     """The fake server in a child process (own CPU and GIL); yields its base URL."""
     port = free_port()
     command = [sys.executable, "-m", "tests.support.fake_openai", "--port", str(port), *args]
-    process = subprocess.Popen(command, cwd=ROOT)
+    # prometheus_client would keep the engine's series in files under this folder.
+    process = subprocess.Popen(command, cwd=ROOT, env=child_env(PROMETHEUS_MULTIPROC_DIR=None))
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
     try:
@@ -887,6 +973,39 @@ def fake_openai_process(*args: str, timeout: float = 15) -> Iterator[str]:
         process.wait(10)
 
 
+def set_traffic(base_url: str, **traffic: float) -> dict[str, Any]:
+    """``POST /_fake/traffic``: e.g. ``set_traffic(url, rps=20, ttft_ms=200)``; ``rps=0`` stops.
+
+    Fields left out keep their values (engine_metrics.Traffic). Answers the server's
+    traffic state, with ``recorded``: how many synthetic requests it has counted so far.
+    """
+    request = urllib.request.Request(
+        f"{base_url}/_fake/traffic",
+        data=json.dumps(traffic).encode(),
+        headers={"content-type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)
+
+
+@dataclass(frozen=True)
+class FakeEngine:
+    """A fake engine (usually a ``fake_openai_process``) as a rollout test steers it."""
+
+    base_url: str
+    model: str
+
+    @property
+    def target(self) -> str:
+        """host:port, as a Prometheus scrape config names it."""
+        return self.base_url.removeprefix("http://")
+
+    def traffic(self, **traffic: float) -> dict[str, Any]:
+        """``set_traffic`` on this engine: ``engine.traffic(rps=20, ttft_ms=600)``."""
+        return set_traffic(self.base_url, **traffic)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
@@ -894,9 +1013,17 @@ def main() -> None:
     parser.add_argument("--ttft-ms", type=float, default=0.0)
     parser.add_argument("--itl-ms", type=float, default=0.0)
     parser.add_argument("--tokens", type=int, default=8)
+    parser.add_argument(
+        "--engine-metrics",
+        action="store_true",
+        help="serve vLLM-named series at /metrics (POST /_fake/traffic turns it on too)",
+    )
     options = parser.parse_args()
     scenario = Scenario(ttft_ms=options.ttft_ms, itl_ms=options.itl_ms, tokens=options.tokens)
-    handler = _Handler(ServerConfig(model=options.model, scenario=scenario))
+    config = ServerConfig(
+        model=options.model, scenario=scenario, engine_metrics=options.engine_metrics
+    )
+    handler = _Handler(config)
 
     async def serve() -> None:
         server = await asyncio.start_server(
