@@ -283,8 +283,9 @@ def _act(
             governance.record_rollback(
                 release.service,
                 actor=None,
-                reason=f"The rollout analysis rolled back release #{release.pk}: {why}",
-                symptom=_numbers(observation),
+                reason=f"The rollout analysis rolled back release #{release.pk}: {why}. "
+                f"{_numbers(observation)}"[:2000],
+                symptom=_symptom(observation),
             )
             outcome.action = "rollback"
         else:
@@ -326,6 +327,19 @@ def _act(
 def _all_passed(stage: Stage) -> bool:
     latest = stage.observations.order_by("-created_at", "-pk").first()
     return latest is not None and latest.verdict == Observation.Verdict.PASS
+
+
+# The failure mode (releases.governance.playbooks) a failed guard points at.
+SYMPTOMS = {
+    "ttft_p95_ms": "slow_first_token",
+    "ttft_p99_ms": "slow_first_token",
+    "structured_error_rate_pct": "structured_output_failure",
+}
+
+
+def _symptom(observation: Observation) -> str:
+    failed = [r["metric"] for r in observation.guard_results if r.get("status") == "fail"]
+    return next((SYMPTOMS[m] for m in failed if m in SYMPTOMS), "")
 
 
 def _numbers(observation: Observation) -> str:

@@ -27,7 +27,6 @@ from releases.models import Observation, Release, Stage
 from replay.models import Backend
 from tests.releases.analysis.conftest import CANDIDATE_MODEL, LIVE_MODEL
 from tests.releases.factories import build_world, file_release, roll_out
-from tests.replay.factories import BackendFactory
 from tests.support.processes import celery_worker, child_env, database_url
 
 INTERVAL_S = 10
@@ -55,13 +54,12 @@ def lab(team, owner, signers, settings, prometheus):
     """canary-lab as the demo has it: an approved release whose stages are analysed."""
     settings.PROMETHEUS_URL = prometheus.url
     world = build_world(team, tier="experimental", slug="canary-lab")
-    Backend.objects.filter(revision__service=world.service).update(routed=False)
-    for revision, model in ((world.live, LIVE_MODEL), (world.candidate, CANDIDATE_MODEL)):
-        BackendFactory(
-            name=model,
-            revision=revision,
-            model_name=model,
-            metrics_matcher=f'{{model_name="{model}"}}',
+    for backend, model in (
+        (world.live_backend, LIVE_MODEL),
+        (world.candidate_backend, CANDIDATE_MODEL),
+    ):
+        Backend.objects.filter(pk=backend.pk).update(
+            model_name=model, engine="vllm", metrics_matcher=f'{{model_name="{model}"}}'
         )
     release = file_release(world, owner, gray_stages=PLAN)
     return roll_out(release, owner, signers)
@@ -76,12 +74,20 @@ def _serving(prometheus, live_ms: float, candidate_ms: float) -> None:
 
     def near(result) -> bool:
         found = {s["metric"].get("model_name"): float(s["value"][1]) for s in result}
+        # A p95 from buckets lands at most a bucket above the latency served.
         return all(
-            abs(found.get(model, -1) * 1000 - target) <= target * 0.5
+            target * 0.8 <= found.get(model, -1) * 1000 <= target * 1.5
             for model, target in ((LIVE_MODEL, live_ms), (CANDIDATE_MODEL, candidate_ms))
         )
 
     prometheus.wait_for(P95, near)
+    # And a whole interval of scrapes of each: a tick measures the last interval.
+    prometheus.wait_for(
+        f"min by (model_name) (count_over_time(vllm:time_to_first_token_seconds_count[{INTERVAL_S}s]))",
+        lambda result: (
+            len(result) == 2 and all(float(s["value"][1]) >= INTERVAL_S - 1 for s in result)
+        ),
+    )
 
 
 def _due(release: Release, *, seconds: float) -> Stage:
@@ -94,9 +100,22 @@ def _due(release: Release, *, seconds: float) -> Stage:
     return stage
 
 
+def _next_tick(release: Release):
+    """The next window of stage 1 is due now: one tick."""
+    stage = release.stages.get(number=1)
+    Stage.objects.filter(pk=stage.pk).update(
+        started_at=stage.started_at - dt.timedelta(seconds=INTERVAL_S)
+    )
+    [outcome] = run_tick()
+    return outcome
+
+
 def _weights(slug: str) -> dict[str, int]:
     [route] = gateway([slug]).routes
-    return {d.backend: d.weight for d in route.deployments}
+    return {d.served_model: d.weight for d in route.deployments}
+
+
+CANDIDATE_BACKEND = CANDIDATE_MODEL  # as the rendered config names what it serves
 
 
 @pytest.mark.django_db
@@ -136,25 +155,32 @@ def test_a_candidate_whose_ttft_doubles_is_rolled_back_with_the_gateways_weights
     _due(lab, seconds=INTERVAL_S + 1)
     [first] = run_tick()
     assert first.verdict == "pass"
-    assert _weights("canary-lab")[CANDIDATE_MODEL] > 0
+    assert _weights("canary-lab")[CANDIDATE_BACKEND] > 0
 
     candidate.traffic(ttft_ms=400)  # twice the baseline's
+    # Tick 1 as soon as Prometheus sees the change (its window part old, part new), tick
+    # 2 once a whole interval is new (its fastest 5 % at the new latency): the beat's
+    # ticks, an interval apart.
     _serving(prometheus, 200, 400)
-    ticks = 0
-    while lab.state == Release.State.ROLLING_OUT and ticks < 2:
-        stage = lab.stages.get(number=1)
-        Stage.objects.filter(pk=stage.pk).update(
-            started_at=stage.started_at - dt.timedelta(seconds=INTERVAL_S)
-        )  # the next window is due
-        run_tick()
-        ticks += 1
+    outcomes = [_next_tick(lab)]
+    lab.refresh_from_db()
+    if lab.state == Release.State.ROLLING_OUT:
+        prometheus.wait_for(
+            f'histogram_quantile(0.05, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{{model_name="{CANDIDATE_MODEL}"}}[{INTERVAL_S}s])))',
+            # Above 0.25 s, vLLM's bucket bound below 0.5 s: all but 5 % are new.
+            lambda result: bool(result) and float(result[0]["value"][1]) > 0.25,
+        )
+        outcomes.append(_next_tick(lab))
         lab.refresh_from_db()
 
-    assert lab.state == Release.State.ROLLED_BACK, ticks
+    # Rolled back mid-rollout: the rollout ends aborted, with its rollback on record.
+    assert lab.state == Release.State.ABORTED, outcomes
+    assert outcomes[-1].action == "rollback"
+    assert lab.rollbacks.count() == 1
     acted = Event.objects.get(action="release.analysis_acted", subject_id=str(lab.pk))
     assert acted.actor is None and acted.payload_data["action"] == "rollback"
     assert "critical guard failed" in acted.payload_data["why"]
-    assert CANDIDATE_MODEL not in _weights("canary-lab")  # all traffic back on the live revision
+    assert not _weights("canary-lab").get(CANDIDATE_BACKEND)  # all back on the live revision
 
 
 @pytest.mark.django_db
