@@ -217,3 +217,23 @@ def test_the_release_page_lists_each_tick_with_its_verdict_and_action(client, ro
     page = response.content.decode()
     assert "Analysis timeline" in page and "stop the analysis" in page
     assert "PROMETHEUS_URL is not set" in page
+
+
+def test_metrics_count_the_ticks_their_errors_and_the_automatic_actions(client, rolling):
+    from tests.support.metrics import sample_value
+
+    def scrape(client) -> str:
+        return client.get("/metrics").content.decode()
+
+    before = scrape(client)
+    for window in (1, 2, 3):
+        run_tick(now=_at(rolling, 60 * window + 1))
+    after = scrape(client)
+
+    def moved(name: str, **labels: str) -> float:
+        return sample_value(after, name, **labels) - sample_value(before, name, **labels)
+
+    assert moved("ledger_analysis_ticks_total", verdict="error") == 3
+    assert moved("ledger_analysis_errors_total") == 3
+    assert moved("ledger_analysis_actions_total", action="stop") == 1
+    assert moved("ledger_analysis_actions_total", action="promote") == 0
