@@ -218,7 +218,13 @@ class BatchQuery:
     series: Series
     window_s: int
     label: str | None  # the label telling backends apart (None: one backend)
-    backends: dict[str, str]  # label value → backend name (or "" → the one backend)
+    # label value → the backends it selects (several when their matchers are the same;
+    # "" → the one backend of an unbatched query)
+    backends: dict[str, tuple[str, ...]]
+
+    @property
+    def names(self) -> set[str]:
+        return {name for names in self.backends.values() for name in names}
 
 
 def _regex_alternatives(values: Iterable[str]) -> str:
@@ -231,13 +237,14 @@ def _regex_alternatives(values: Iterable[str]) -> str:
 def batch_queries(backends: Iterable[BackendSide], *, window_s: int) -> list[BatchQuery]:
     """Every query one tick sends for `backends` measured over `window_s`: per series,
     one for all backends sharing a plain-equality label, one per other backend."""
-    grouped: dict[tuple[Series, str], dict[str, str]] = defaultdict(dict)
+    grouped: dict[tuple[Series, str], dict[str, tuple[str, ...]]] = defaultdict(dict)
     alone: list[tuple[Series, BackendSide]] = []
     for backend in backends:
         for series in engine_series(backend.engine):
             if backend.group is not None:
                 label, value = backend.group
-                grouped[(series, label)][value] = backend.backend
+                selected = grouped[(series, label)]
+                selected[value] = (*selected.get(value, ()), backend.backend)
             else:
                 alone.append((series, backend))
     queries = []
@@ -264,7 +271,7 @@ def batch_queries(backends: Iterable[BackendSide], *, window_s: int) -> list[Bat
                 series=series,
                 window_s=window_s,
                 label=None,
-                backends={"": backend.backend},
+                backends={"": (backend.backend,)},
             )
         )
     return queries
@@ -278,15 +285,14 @@ def measure_series(query: BatchQuery, samples: Sequence[Mapping[str, Any]], into
     """File an instant vector's samples (Prometheus' `result`) under their backends."""
     for sample in samples:
         labels = sample.get("metric") or {}
-        name = query.backends.get(labels.get(query.label, "") if query.label else "")
-        if name is None:
-            continue
+        names = query.backends.get(labels.get(query.label, "") if query.label else "", ())
         value = float(sample["value"][1])
         if math.isnan(value):
             continue
         key = tuple(str(labels.get(label, "")) for label in query.series.by)
-        bucket = into.setdefault(name, {}).setdefault(query.series.key, {})
-        bucket[key] = bucket.get(key, 0.0) + value
+        for name in names:
+            bucket = into.setdefault(name, {}).setdefault(query.series.key, {})
+            bucket[key] = bucket.get(key, 0.0) + value
 
 
 def _summed(

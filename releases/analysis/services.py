@@ -225,7 +225,7 @@ def _unreadable(
     interval = int(plan.stage.analysis["interval_s"])
     names = {b.backend for b in (*plan.candidate, *plan.baseline)}
     for query in batches.get(interval, []):
-        if names & set(query.backends.values()):
+        if names & query.names:
             answer = answers[query.promql]
             if isinstance(answer, PrometheusUnreadable):
                 return str(answer)
@@ -425,7 +425,7 @@ def run_tick(*, now: dt.datetime | None = None) -> list[StageOutcome]:
         if not problem:
             baseline, problem = _side_values(plan, "baseline", measured.get(interval, {}), answers)
         names = {b.backend for b in (*plan.candidate, *plan.baseline)}
-        used = [q.promql for q in batches.get(interval, []) if names & set(q.backends.values())] + [
+        used = [q.promql for q in batches.get(interval, []) if names & q.names] + [
             text for pair in plan.custom.values() for text in pair.values()
         ]
         measurement = {

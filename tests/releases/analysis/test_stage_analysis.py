@@ -93,7 +93,7 @@ def test_backends_sharing_one_label_are_asked_in_one_query_per_series():
         "sum by (model_name, le) (increase(vllm:time_to_first_token_seconds_bucket"
         '{model_name=~"kb-canary|kb-live"}[60s]))'
     )
-    assert buckets.backends == {"kb-canary": "kb-canary", "kb-live": "kb-live"}
+    assert buckets.backends == {"kb-canary": ("kb-canary",), "kb-live": ("kb-live",)}
 
 
 def test_a_regex_metacharacter_in_a_value_is_escaped():
@@ -165,3 +165,26 @@ def test_engines_counting_requests_apart_measure_their_error_rate(engine):
     measure_series(queries[failed_key], [_sample({"model_name": "x"}, 8)], measured)
 
     assert side_measures(engine, ["x"], measured) == {"requests": 400, "error_rate_pct": 2.0}
+
+
+def test_backends_with_the_same_matcher_each_get_its_series():
+    twins = [
+        BackendSide("svc-a-live", "vllm", tuple(LIVE)),
+        BackendSide("svc-b-live", "vllm", tuple(LIVE)),
+    ]
+    finished = next(q for q in batch_queries(twins, window_s=60) if q.series.key == "finished")
+    measured: dict = {}
+
+    measure_series(
+        finished, [_sample({"model_name": "kb-live", "finished_reason": "stop"}, 50)], measured
+    )
+
+    assert finished.backends == {"kb-live": ("svc-a-live", "svc-b-live")}
+    assert side_measures("vllm", ["svc-a-live"], measured) == {
+        "requests": 50,
+        "error_rate_pct": 0.0,
+    }
+    assert side_measures("vllm", ["svc-b-live"], measured) == {
+        "requests": 50,
+        "error_rate_pct": 0.0,
+    }
