@@ -45,7 +45,23 @@ STAGE_PARTS: dict[str, StrOrPromise] = {
     "traffic_pct": _("Traffic (%)"),
     "observation_minutes": _("Observe (min)"),
     **{key: _GUARD_LABELS.get(key, label) for key, label in GUARDS.items()},
+    "analysis": _("Analysis"),
 }
+# A stage's analysis as the row's one choice: (on_breach, auto_promote); "" is none. The
+# other keys (interval, error limit, queries) are the plan's, set through the API, kept.
+ANALYSIS_CHOICES: dict[str, tuple[str, bool]] = {
+    "hold": ("hold", False),
+    "rollback": ("rollback", False),
+    "hold_promote": ("hold", True),
+    "rollback_promote": ("rollback", True),
+}
+ANALYSIS_LABELS = [
+    ("", _("none: posted observations")),
+    ("hold", _("Prometheus; a breach holds")),
+    ("rollback", _("Prometheus; a breach rolls back")),
+    ("hold_promote", _("Prometheus; a breach holds, a pass promotes")),
+    ("rollback_promote", _("Prometheus; a breach rolls back, a pass promotes")),
+]
 
 
 class SampleSetsField(forms.MultipleChoiceField):
@@ -355,14 +371,25 @@ class ReleaseForm(forms.Form):
         ) % {"tier": service.tier}
         for row in range(self.stage_rows(release)):
             for part, label in STAGE_PARTS.items():
-                self.fields[stage_field_name(row, part)] = forms.DecimalField(
-                    required=False,
-                    min_value=0,
-                    max_value=100 if part.endswith("_pct") else 100000,
-                    decimal_places=2 if part != "observation_minutes" else 0,
-                    label=_("Stage %(number)s: %(part)s") % {"number": row + 1, "part": label},
-                    help_text=_STAGE_HELP[part],
-                )
+                cell_label = _("Stage %(number)s: %(part)s") % {"number": row + 1, "part": label}
+                cell: forms.Field
+                if part == "analysis":
+                    cell = forms.ChoiceField(
+                        choices=ANALYSIS_LABELS,
+                        required=False,
+                        label=cell_label,
+                        help_text=_STAGE_HELP[part],
+                    )
+                else:
+                    cell = forms.DecimalField(
+                        required=False,
+                        min_value=0,
+                        max_value=100 if part.endswith("_pct") else 100000,
+                        decimal_places=2 if part != "observation_minutes" else 0,
+                        label=cell_label,
+                        help_text=_STAGE_HELP[part],
+                    )
+                self.fields[stage_field_name(row, part)] = cell
                 # The table renders each column's help once, under it (stage_help), not
                 # beside each of the cells, so the cells point at that.
                 self.fields[stage_field_name(row, part)].widget.attrs["aria-describedby"] = (
@@ -450,6 +477,7 @@ class ReleaseForm(forms.Form):
         stages = []
         for row in range(sum(1 for name in self.fields if name.endswith("_traffic_pct"))):
             values = {part: cleaned.get(stage_field_name(row, part)) for part in STAGE_PARTS}
+            values["analysis"] = values["analysis"] or None
             if all(value is None for value in values.values()):
                 continue
             if values["traffic_pct"] is None or values["observation_minutes"] is None:
@@ -488,9 +516,18 @@ class ReleaseForm(forms.Form):
             )
             if guards:
                 stage["guards"] = guards
-            for kept in ("failure_limit", "error_limit", "analysis"):
+            for kept in ("failure_limit", "error_limit"):
                 if kept in self._stored_stage(row):
                     stage[kept] = self._stored_stage(row)[kept]
+            if values["analysis"] in ANALYSIS_CHOICES:
+                on_breach, auto_promote = ANALYSIS_CHOICES[values["analysis"]]
+                stored = self._stored_stage(row).get("analysis")
+                stage["analysis"] = {
+                    **(stored if isinstance(stored, dict) else {}),
+                    "source": "prometheus",
+                    "on_breach": on_breach,
+                    "auto_promote": auto_promote,
+                }
             stages.append(stage)
         cleaned["gray_stages"] = stages
         return cleaned
@@ -550,6 +587,10 @@ _STAGE_HELP = {
     "structured_error_rate_pct": _(
         "Hold or roll back when structured-output errors go above this (%)."
     ),
+    "analysis": _(
+        "Let the ledger judge the stage itself from the engines' metrics in Prometheus, every "
+        "60 s: what a breach does, and whether a stage whose window passed promotes itself."
+    ),
 }
 
 
@@ -575,6 +616,21 @@ def initial_from(release: Release) -> dict[str, Any]:
             continue
         initial[stage_field_name(row, "traffic_pct")] = stage.get("traffic_pct")
         initial[stage_field_name(row, "observation_minutes")] = stage.get("observation_minutes")
+        analysis = stage.get("analysis")
+        if isinstance(analysis, dict):
+            initial[stage_field_name(row, "analysis")] = next(
+                (
+                    choice
+                    for choice, (on_breach, promote) in ANALYSIS_CHOICES.items()
+                    if (
+                        analysis.get("on_breach")
+                        or policy.ANALYSIS_ON_BREACH_DEFAULT[release.service.tier]
+                    )
+                    == on_breach
+                    and bool(analysis.get("auto_promote")) == promote
+                ),
+                "hold",
+            )
         for part, value in (stage.get("guards") or {}).items():
             if part in GUARDS:
                 # A guard with more than a bound shows its bound; the rest is kept.

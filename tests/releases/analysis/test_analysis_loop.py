@@ -237,3 +237,43 @@ def test_metrics_count_the_ticks_their_errors_and_the_automatic_actions(client, 
     assert moved("ledger_analysis_errors_total") == 3
     assert moved("ledger_analysis_actions_total", action="stop") == 1
     assert moved("ledger_analysis_actions_total", action="promote") == 0
+
+
+def test_the_release_form_sets_a_stages_analysis_and_keeps_what_it_does_not_show(
+    client, owner, world
+):
+    plan = _analysed_plan(interval_s=30)
+    release = file_release(world, owner, gray_stages=plan)
+    client.force_login(owner)
+    url = reverse("releases:release_edit", args=[release.pk])
+    form = client.get(url).context["form"]
+    assert form["stage_0_analysis"].value() == "hold"  # production's default on a breach
+    data = {bf.html_name: bf.value() for bf in form if bf.value() not in (None, [], "")}
+    for name in ("impact_tenants", "impact_task_types", "required_sample_sets"):
+        data[name] = form.fields[name].prepare_value(data.get(name) or [])
+    data["rollback_triggers"] = "\n".join(release.rollback_triggers)
+    data["stage_0_analysis"] = "rollback_promote"
+    data["stage_1_analysis"] = "hold"
+
+    response = client.post(url, data)
+
+    assert response.status_code == 302, response.context["form"].errors
+    release.refresh_from_db()
+    first, second, last = release.gray_stages
+    assert first["analysis"] == {
+        **plan[0]["analysis"],
+        "on_breach": "rollback",
+        "auto_promote": True,
+    }
+    assert first["analysis"]["interval_s"] == 30  # set through the API, kept
+    assert second["analysis"] == {
+        "source": "prometheus",
+        "on_breach": "hold",
+        "auto_promote": False,
+    }
+    assert "analysis" not in last
+
+    data["stage_0_analysis"] = ""
+    client.post(url, data)
+    release.refresh_from_db()
+    assert "analysis" not in release.gray_stages[0]
