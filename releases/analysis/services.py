@@ -275,7 +275,7 @@ def _stop(stage: Stage, *, why: str, now: dt.datetime) -> None:
 def _act(
     release: Release, observation: Observation, outcome: StageOutcome, now: dt.datetime
 ) -> None:
-    stage = Stage.objects.select_for_update().get(pk=observation.stage_id)
+    stage = observation.stage  # locked and moved by record_observation
     spec = stage.analysis
     if stage.state == Stage.State.BREACHED and observation.verdict == Observation.Verdict.FAIL:
         why = f"stage {stage.number} breached: {stage.state_reason}"
@@ -315,18 +315,13 @@ def _act(
         and stage.state == Stage.State.OBSERVING
         and until is not None
         and now >= until
+        and observation.verdict == Observation.Verdict.PASS
         and promotion_refusal(stage, release, now) is None
-        and _all_passed(stage)
     ):
         why = f"stage {stage.number}'s window ended with every guard passing"
         governance.promote_release(release, actor=None, note=f"The rollout analysis: {why}.")
         outcome.action, outcome.why = "promote", why
         _acted(release, action="promote", stage=stage, why=why, observation=observation)
-
-
-def _all_passed(stage: Stage) -> bool:
-    latest = stage.observations.order_by("-created_at", "-pk").first()
-    return latest is not None and latest.verdict == Observation.Verdict.PASS
 
 
 # The failure mode (releases.governance.playbooks) a failed guard points at.
