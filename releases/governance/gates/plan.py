@@ -139,6 +139,12 @@ def gray_plan(inputs: Inputs) -> Verdict:
         ]
         if lacking and stage.get("traffic_pct", 0) < 100:
             problems.append(f"stage {number} has no guard on {listing(lacking)}")
+        analysis = stage.get("analysis") or {}
+        if analysis.get("on_breach") == "rollback" and tier not in policy.ANALYSIS_MAY_ROLL_BACK:
+            problems.append(
+                f"stage {number}'s analysis may not roll back by itself on a {tier} service "
+                "(releases/policy.py ANALYSIS_MAY_ROLL_BACK): hold for a person instead"
+            )
     if problems:
         return "fail", "; ".join(problems) + ".", []
     plan = " → ".join(f"{share:g} %" for share in shares)

@@ -8,6 +8,7 @@ import datetime as dt
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from ledger.models import Event
 from releases.analysis.services import pause_analysis, resume_analysis, run_tick
@@ -277,3 +278,39 @@ def test_the_release_form_sets_a_stages_analysis_and_keeps_what_it_does_not_show
     client.post(url, data)
     release.refresh_from_db()
     assert "analysis" not in release.gray_stages[0]
+
+
+def test_run_analysis_prints_what_it_measured_and_decided(rolling):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    quiet = StringIO()
+    call_command("run_analysis", stdout=quiet)
+    assert quiet.getvalue() == "No stage with an analysis is due for a measurement.\n"
+
+    Stage.objects.filter(pk=_stage(rolling).pk).update(
+        started_at=timezone.now() - dt.timedelta(seconds=61)
+    )
+    said = StringIO()
+    call_command("run_analysis", stdout=said)
+
+    lines = said.getvalue().splitlines()
+    assert lines[0] == f"release #{rolling.pk} ({rolling.service.slug}) stage 1 window 1: error"
+    assert lines[1:3] == ["  candidate: nothing", "  baseline:  nothing"]
+
+
+def test_a_tier_that_may_not_roll_back_by_itself_fails_the_plan(world, owner, monkeypatch):
+    from releases import policy
+    from releases.governance import gates
+
+    release = file_release(world, owner, gray_stages=_analysed_plan(on_breach="rollback"))
+    assert gates.assess(release).gate("gray_plan")["status"] == "pass"
+
+    monkeypatch.setattr(policy, "ANALYSIS_MAY_ROLL_BACK", frozenset({"experimental"}))
+
+    gate = gates.assess(release).gate("gray_plan")
+    assert gate["status"] == "fail"
+    assert (
+        "stage 1's analysis may not roll back by itself on a production service" in gate["reason"]
+    )
