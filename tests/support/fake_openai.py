@@ -493,7 +493,7 @@ class _Handler:
             answered = await self._respond(
                 writer, scenario.status, _error(message, scenario.status), timing=record.timing
             )
-            self._observe(record, scenario, None, config.model)
+            self._observe(record, scenario, None, config)
             return answered
         if scenario.fault == "hang_headers":
             await asyncio.sleep(scenario.hang_s)
@@ -506,13 +506,13 @@ class _Handler:
                     include_usage and scenario.usage and scenario.style == "vllm", prompt_tokens
                 )
             finally:
-                self._observe(record, scenario, plan, config.model)
+                self._observe(record, scenario, plan, config)
         answered = await self._nonstream(record, body, scenario, plan, writer, prompt_tokens)
-        self._observe(record, scenario, plan, config.model)
+        self._observe(record, scenario, plan, config)
         return answered
 
     def _observe(
-        self, record: RecordedRequest, scenario: Scenario, plan: _Plan | None, model: str
+        self, record: RecordedRequest, scenario: Scenario, plan: _Plan | None, config: ServerConfig
     ) -> None:
         """Count an answered chat into the engine's series, from the server's own log.
 
@@ -520,12 +520,12 @@ class _Handler:
         only its end: its TTFT is the configured one (capped by the end), as an engine
         knows when it produced a token that it did not send. A stream a fault broke, or
         an error answer, finishes as ``abort``; a request refused as invalid counts
-        nowhere, as in vLLM. It is labelled with the model name the server had when the
-        request arrived (a test may rename the server as soon as the answer is read).
-        With the engine's metrics off nothing is counted: the benchmark's fake keeps its
-        event loop to the streams it times.
+        nowhere, as in vLLM. ``config`` is the server's when the request arrived: its
+        model name labels the series, and with the engine's metrics off then nothing is
+        counted (the benchmark's fake keeps its event loop to the streams it times). A
+        test may change the server as soon as it has read the answer, before this runs.
         """
-        if not self.config.engine_metrics:
+        if not config.engine_metrics:
             return
         timing = record.timing
         end = timing.last_chunk or timing.body_end or time.perf_counter()
@@ -543,7 +543,7 @@ class _Handler:
         else:
             ttft, gaps = None, []
         self.engine.observe(
-            ttft_s=ttft, gaps_s=gaps, e2e_s=e2e, finished_reason=reason, model=model
+            ttft_s=ttft, gaps_s=gaps, e2e_s=e2e, finished_reason=reason, model=config.model
         )
 
     async def _nonstream(self, record, body, scenario, plan, writer, prompt_tokens) -> bool:
