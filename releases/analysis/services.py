@@ -30,13 +30,12 @@ it: actions by the analysis are Events with no person and `decided_by: analysis`
 from __future__ import annotations
 
 import datetime as dt
-import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -50,6 +49,11 @@ from releases.governance import services as governance
 from releases.governance.queries.rollout import window_end
 from releases.governance.services.base import lock_release
 from releases.governance.services.errors import TransitionRefused
+from releases.governance.services.observations import (
+    Recorded,
+    WindowMeasurement,
+    record_observations,
+)
 from releases.governance.services.rollout import active_stage, promotion_refusal
 from releases.models import Observation, Release, Stage
 from releases.stage_analysis import (
@@ -61,8 +65,6 @@ from releases.stage_analysis import (
     side_measures,
 )
 from replay.models import Backend
-
-logger = logging.getLogger(__name__)
 
 SOURCE = "prometheus"
 
@@ -235,13 +237,10 @@ def _unreadable(
 # ---------------------------------------------------------------- recording and acting
 
 
-def _consecutive_errors(stage: Stage) -> int:
-    count = 0
-    for verdict in (
-        stage.observations.filter(analysis_window__isnull=False)
-        .order_by("-analysis_window")
-        .values_list("verdict", flat=True)[:100]
-    ):
+def _consecutive_errors(earlier_verdicts: list[str]) -> int:
+    """This error and the errors right before it (the earlier verdicts newest first)."""
+    count = 1
+    for verdict in earlier_verdicts:
         if verdict != Observation.Verdict.ERROR:
             break
         count += 1
@@ -272,14 +271,35 @@ def _stop(stage: Stage, *, why: str, now: dt.datetime) -> None:
     stage.save(update_fields=["analysis_paused_at", "analysis_paused_by", "analysis_pause_reason"])
 
 
-def _act(
-    release: Release, observation: Observation, outcome: StageOutcome, now: dt.datetime
-) -> None:
-    stage = observation.stage  # locked and moved by record_observation
+def _decision(recorded: Recorded, now: dt.datetime) -> str:
+    """What the analysis should do on the observation just recorded: rollback, hold,
+    stop, promote, or "" (keep measuring). Reads nothing."""
+    observation, stage = recorded.observation, recorded.stage
     spec = stage.analysis
     if stage.state == Stage.State.BREACHED and observation.verdict == Observation.Verdict.FAIL:
+        return "rollback" if spec["on_breach"] == "rollback" else "hold"
+    if observation.verdict == Observation.Verdict.ERROR:
+        limit = int(spec["consecutive_error_limit"])
+        return "stop" if _consecutive_errors(recorded.earlier_verdicts) >= limit else ""
+    until = window_end(stage)
+    if (
+        spec.get("auto_promote")
+        and stage.state == Stage.State.OBSERVING
+        and observation.verdict == Observation.Verdict.PASS
+        and until is not None
+        and now >= until
+    ):
+        return "promote"
+    return ""
+
+
+def _act(recorded: Recorded, action: str, outcome: StageOutcome, now: dt.datetime) -> None:
+    """Carry out `action` (the stage and release are locked and moved by
+    `record_observations`)."""
+    observation, stage, release = recorded.observation, recorded.stage, recorded.release
+    if action in ("rollback", "hold"):
         why = f"stage {stage.number} breached: {stage.state_reason}"
-        if spec["on_breach"] == "rollback":
+        if action == "rollback":
             governance.record_rollback(
                 release.service,
                 actor=None,
@@ -287,41 +307,28 @@ def _act(
                 f"{_numbers(observation)}"[:2000],
                 symptom=_symptom(observation),
             )
-            outcome.action = "rollback"
         else:
             _stop(stage, why=f"{why}; a person rolls back or aborts", now=now)
-            outcome.action = "hold"
-        outcome.why = why
-        _acted(release, action=outcome.action, stage=stage, why=why, observation=observation)
-        return
-    if observation.verdict == Observation.Verdict.ERROR:
-        errors = _consecutive_errors(stage)
-        limit = int(spec["consecutive_error_limit"])
-        if errors >= limit:
-            why = (
-                f"{errors} measurements in a row failed (the limit is {limit}); the last: "
-                f"{observation.source_error}"
-            )
-            if stage.state != Stage.State.BREACHED:
-                stage.state, stage.state_reason = Stage.State.HELD, f"analysis stopped: {why}"
-                stage.save(update_fields=["state", "state_reason"])
-            _stop(stage, why=why, now=now)
-            outcome.action, outcome.why = "stop", why
-            _acted(release, action="stop", stage=stage, why=why, observation=observation)
-        return
-    until = window_end(stage)
-    if (
-        spec.get("auto_promote")
-        and stage.state == Stage.State.OBSERVING
-        and until is not None
-        and now >= until
-        and observation.verdict == Observation.Verdict.PASS
-        and promotion_refusal(stage, release, now) is None
-    ):
+    elif action == "stop":
+        limit = int(stage.analysis["consecutive_error_limit"])
+        errors = _consecutive_errors(recorded.earlier_verdicts)
+        why = (
+            f"{errors} measurements in a row failed (the limit is {limit}); the last: "
+            f"{observation.source_error}"
+        )
+        if stage.state != Stage.State.BREACHED:
+            stage.state, stage.state_reason = Stage.State.HELD, f"analysis stopped: {why}"
+            stage.save(update_fields=["state", "state_reason"])
+        _stop(stage, why=why, now=now)
+    else:
+        refusal = promotion_refusal(stage, release, now)
+        if refusal:
+            outcome.why = f"not promoted: {refusal}"
+            return
         why = f"stage {stage.number}'s window ended with every guard passing"
         governance.promote_release(release, actor=None, note=f"The rollout analysis: {why}.")
-        outcome.action, outcome.why = "promote", why
-        _acted(release, action="promote", stage=stage, why=why, observation=observation)
+    outcome.action, outcome.why = action, why
+    _acted(release, action=action, stage=stage, why=why, observation=observation)
 
 
 # The failure mode (releases.governance.playbooks) a failed guard points at.
@@ -348,48 +355,6 @@ def _numbers(observation: Observation) -> str:
     return "; ".join(parts)[:2000]
 
 
-def _record(
-    plan: _Plan,
-    *,
-    at: dt.datetime,
-    candidate: dict[str, Any],
-    baseline: dict[str, Any],
-    problem: str,
-    measurement: dict[str, Any],
-    outcome: StageOutcome,
-) -> None:
-    stage = plan.stage
-    interval = dt.timedelta(seconds=int(stage.analysis["interval_s"]))
-    with transaction.atomic():
-        release = lock_release(stage.release_id)
-        current = Stage.objects.get(pk=stage.pk)
-        if (
-            current.analysis_paused_at is not None
-            or current.state not in (Stage.State.OBSERVING, Stage.State.HELD)
-            or (current.state == Stage.State.HELD and current.held_by_id is not None)
-        ):
-            outcome.why = "a person acted while it measured: nothing recorded"
-            return
-        observation = governance.record_observation(
-            release,
-            actor=None,
-            window_start=at - interval,
-            window_end=at,
-            candidate=candidate,
-            baseline=baseline,
-            source=SOURCE,
-            source_error=problem,
-            stage_number=stage.number,
-            analysis_window=plan.window,
-            measurement=measurement,
-        )
-        outcome.verdict = observation.verdict
-        _act(release, observation, outcome, at)
-    metrics.ANALYSIS_TICKS.labels(verdict=outcome.verdict).inc()
-    if outcome.verdict == Observation.Verdict.ERROR:
-        metrics.ANALYSIS_ERRORS.inc()
-
-
 def run_tick(*, now: dt.datetime | None = None) -> list[StageOutcome]:
     """Measure every due stage once and act on each verdict."""
     at = (now or timezone.now()).replace(microsecond=0)
@@ -405,7 +370,8 @@ def run_tick(*, now: dt.datetime | None = None) -> list[StageOutcome]:
     }
     _sides(plans, _routed_backends(revisions))
     measured, answers, batches = _measure(plans, at)
-    outcomes = []
+    outcomes: dict[int, StageOutcome] = {}
+    measurements: list[WindowMeasurement] = []
     for plan in plans:
         release = plan.stage.release
         outcome = StageOutcome(release.pk, release.service.slug, plan.stage.number, plan.window)
@@ -437,22 +403,53 @@ def run_tick(*, now: dt.datetime | None = None) -> list[StageOutcome]:
         if problem:
             candidate, baseline = {}, {}
         outcome.candidate, outcome.baseline = candidate, baseline
-        try:
-            _record(
-                plan,
-                at=at,
+        outcomes[plan.stage.pk] = outcome
+        measurements.append(
+            WindowMeasurement(
+                release_id=release.pk,
+                stage_id=plan.stage.pk,
+                window=plan.window,
+                window_start=at - dt.timedelta(seconds=interval),
+                window_end=at,
                 candidate=candidate,
                 baseline=baseline,
-                problem=problem,
+                source=SOURCE,
+                source_error=problem,
                 measurement=measurement,
-                outcome=outcome,
             )
-        except IntegrityError:
-            outcome.why = "another tick measured this window: nothing recorded"
-        except TransitionRefused as refused:
-            outcome.why = f"not recorded: {refused.message}"
-        outcomes.append(outcome)
-    return outcomes
+        )
+    _record_and_act(measurements, outcomes, at)
+    return list(outcomes.values())
+
+
+def _record_and_act(
+    measurements: list[WindowMeasurement], outcomes: dict[int, StageOutcome], at: dt.datetime
+) -> None:
+    """Every observation of the tick, then each action, in one transaction: an action
+    commits with the observation it acts on, or neither does."""
+    with transaction.atomic():
+        recorded, skipped = record_observations(measurements)
+        for skip in skipped:
+            outcomes[skip.measurement.stage_id].why = f"not recorded: {skip.why}"
+        for found in recorded:
+            outcome = outcomes[found.stage.pk]
+            outcome.verdict = found.observation.verdict
+            action = _decision(found, at)
+            if not action:
+                continue
+            try:
+                with transaction.atomic():  # one stage's refused action leaves the others
+                    _act(found, action, outcome, at)
+            except (TransitionRefused, ValidationError) as refused:
+                message = getattr(refused, "message", "") or "; ".join(
+                    getattr(refused, "messages", [])
+                )
+                outcome.action, outcome.why = "", f"no action: {message}"
+    for outcome in outcomes.values():
+        if outcome.verdict:
+            metrics.ANALYSIS_TICKS.labels(verdict=outcome.verdict).inc()
+            if outcome.verdict == Observation.Verdict.ERROR:
+                metrics.ANALYSIS_ERRORS.inc()
 
 
 # ---------------------------------------------------------------- a person takes over

@@ -314,3 +314,30 @@ def test_a_tier_that_may_not_roll_back_by_itself_fails_the_plan(world, owner, mo
     assert (
         "stage 1's analysis may not roll back by itself on a production service" in gate["reason"]
     )
+
+
+def test_a_ticks_queries_do_not_grow_with_the_stages(team, owner, signers, settings):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.releases.factories import build_world
+
+    settings.PROMETHEUS_URL = ""
+    releases = []
+    for slug in ("kb-one", "kb-two", "kb-three"):
+        world = build_world(team, slug=slug)
+        releases.append(
+            roll_out(file_release(world, owner, gray_stages=_analysed_plan()), owner, signers)
+        )
+    ids = [r.pk for r in releases]
+
+    def tick(count: int) -> int:
+        Stage.objects.filter(release_id__in=ids[:count], number=1).update(
+            started_at=timezone.now() - dt.timedelta(seconds=61 + 60 * count)
+        )
+        with CaptureQueriesContext(connection) as queries:
+            outcomes = run_tick()
+        assert len(outcomes) == count
+        return len(queries.captured_queries)
+
+    assert tick(1) == tick(3)
