@@ -18,6 +18,7 @@ from typing import Any
 
 from ledger import services as ledger_services
 from ledger.demo.registry import demo_policy
+from ledger.demo.run_evidence import seed_run_evidence
 from ledger.engines import Engine
 from ledger.models import Revision, Service, TaskType
 from ledger.services.gateway_policies import create_gateway_policy
@@ -131,4 +132,5 @@ def seed_canary_lab() -> int:
     _backend(r2, "canary-lab-candidate")
     lab.refresh_from_db()
     _release(lab, r2, people)
+    seed_run_evidence([SLUG])
     return 1

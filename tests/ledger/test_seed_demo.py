@@ -21,6 +21,7 @@ DEMO_SERVICES = {
     "doc-translate": ("internal", "external"),
     # Added by the releases demo, released through the ledger (releases/demo/rollouts.py).
     "support-faq": ("internal", "internal"),
+    "canary-lab": ("experimental", "internal"),
 }
 
 

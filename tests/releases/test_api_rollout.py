@@ -200,6 +200,7 @@ def test_the_incident_answer_holds_the_rollout_and_the_plan(world, rolling, sre)
         "breached": False,
         "held": False,
         "why": "awaiting observations",
+        "analysis": None,
     }
     rollback = body["rollback"]
     assert rollback["plan_release"] == rolling.pk
