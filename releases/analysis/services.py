@@ -7,9 +7,10 @@ interval since it started (`window`, counted from 1) has no observation yet. Eac
 measures the last `interval_s` seconds at one evaluation time, with the queries of all
 due stages sent together (`releases.stage_analysis.batch_queries`).
 
-Per stage, in one transaction under the release's row lock
-(`governance.services.record_observation` takes it): the observation (source
-`prometheus`, the window, the queries and the answers' sha256), then the action:
+All of a tick's observations are recorded together
+(`governance.services.observations.record_observations`: the releases locked, a number
+of queries that does not grow with the stages), each of source `prometheus` with its
+window, the queries and the answers' sha256; then, where one applies, the action:
 
 - the stage breached on a failed observation: `on_breach: rollback` records the
   rollback (the gateway's weights go back with it), `hold` stops the analysis and leaves
@@ -21,9 +22,10 @@ Per stage, in one transaction under the release's row lock
 - with `auto_promote`, a stage whose window has ended with every guard passing is
   promoted (at 100 % the release is released).
 
-No decision twice: an observation per (stage, window) is unique in the database, and
-the observation and its action commit together — a worker killed in between leaves
-neither, and the next tick measures that window again. Whoever acts, the chain says
+No decision twice: an observation per (stage, window) is unique in the database, a
+window already measured is skipped under the release's lock, and the observations and
+their actions commit together — a worker killed in between leaves neither, and the
+next tick measures that window again. Whoever acts, the chain says
 it: actions by the analysis are Events with no person and `decided_by: analysis`.
 """
 
@@ -93,7 +95,7 @@ def _window(stage: Stage, now: dt.datetime) -> int:
 
 
 def due_stages(now: dt.datetime) -> list[tuple[Stage, int]]:
-    """Each stage due for a measurement, with its window. Three queries."""
+    """Each stage due for a measurement, with its window. Two queries."""
     stages = list(
         Stage.objects.filter(
             Q(state=Stage.State.OBSERVING) | Q(state=Stage.State.HELD, held_by__isnull=True),
@@ -126,7 +128,6 @@ class _Plan:
     candidate: list[BackendSide]
     baseline: list[BackendSide]
     problem: str = ""  # why it cannot be measured at all (an error observation)
-    queries: list[str] = field(default_factory=list)
     custom: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
