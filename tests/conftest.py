@@ -166,6 +166,28 @@ def browser_type_launch_args(browser_type_launch_args):
     }
 
 
+@pytest.fixture(scope="session")
+def _session_browsers(launch_browser):
+    """The session's chromium, launched again should it have gone (a browser that crashed
+    on a busy machine would otherwise fail every browser test after it in this worker)."""
+    launched = []
+
+    def current():
+        if not launched or not launched[-1].is_connected():
+            launched.append(launch_browser())
+        return launched[-1]
+
+    yield current
+    for browser in launched:
+        if browser.is_connected():
+            browser.close()
+
+
+@pytest.fixture
+def browser(_session_browsers):
+    return _session_browsers()
+
+
 @pytest.fixture
 def scratch_dir():
     with tempfile.TemporaryDirectory(prefix="ledger-test-") as folder:
