@@ -2,9 +2,8 @@
 
 A matcher list is written as Prometheus writes it: ``{model_name="kb-live"}`` or
 ``{job="vllm", instance=~"10\\.0\\.0\\.5:.*"}``. `parse_matchers` reads one (braces
-optional) and says what is wrong by position; `matchers_text` writes the canonical form
-(``{job="vllm", model_name="kb-live"}``: the order as given, one space after each comma),
-which is what the ledger stores and pastes into queries.
+optional) and says what is wrong by position; each `Matcher` writes itself as PromQL
+does, which is how the ledger pastes it into queries.
 """
 
 from __future__ import annotations
@@ -81,10 +80,6 @@ def _skip_spaces(text: str, position: int) -> int:
     while position < len(text) and text[position] in " \t":
         position += 1
     return position
-
-
-def matchers_text(matchers: list[Matcher]) -> str:
-    return "{" + ", ".join(str(m) for m in matchers) + "}"
 
 
 def quoted(value: str) -> str:

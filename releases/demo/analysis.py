@@ -22,8 +22,8 @@ from ledger.demo.run_evidence import seed_run_evidence
 from ledger.engines import Engine
 from ledger.models import Revision, Service, TaskType
 from ledger.services.gateway_policies import create_gateway_policy
-from releases.demo.releases import _evidence, _people, _submit_or_waive
-from releases.demo.rollouts import _sign_all
+from releases.demo.releases import _people, _submit_or_waive
+from releases.demo.rollouts import _sign_all, live_and_candidate
 from releases.governance import services
 from releases.models import Release
 from replay import outbound
@@ -107,27 +107,13 @@ def seed_canary_lab() -> int:
         document=demo_policy(lab.slug, lab.tenants, ["chat"], tier=lab.tier),
         note="The lab's limits.",
     )
-    r1 = ledger_services.create_revision(
+    r1, r2 = live_and_candidate(
         lab,
-        actor=None,
-        model_asset=first.model_asset,
-        runtime=first.runtime,
-        context_limit=first.context_limit,
-        gateway_policy_version=policy.label,
-        notes="What the lab serves now.",
+        policy.label,
+        first,
+        second,
+        notes=("What the lab serves now.", "The candidate the analysis promotes or rolls back."),
     )
-    ledger_services.set_live_revision(lab, r1, actor=None, reason="registered what runs")
-    r2 = ledger_services.new_revision_from(
-        r1,
-        actor=None,
-        model_asset=second.model_asset,
-        runtime=second.runtime,
-        context_limit=second.context_limit,
-        gateway_policy_version=policy.label,
-        notes="The candidate the analysis promotes or rolls back.",
-    )
-    for revision in (r1, r2):
-        _evidence(revision, {"short": "vllm_c2_n20_detailed.json"})
     _backend(r1, "canary-lab-live")
     _backend(r2, "canary-lab-candidate")
     lab.refresh_from_db()

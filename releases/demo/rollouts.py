@@ -231,27 +231,16 @@ def _stable_service(people: dict[str, Any]) -> None:
         ),
         note="What the support widget's FAQ answers may use.",
     )
-    r1 = ledger_services.create_revision(
+    r1, r2 = live_and_candidate(
         faq,
-        actor=None,
-        model_asset=first.model_asset,
-        runtime=first.runtime,
-        context_limit=first.context_limit,
-        gateway_policy_version=faq_policy.label,
-        notes="First revision: the summarizer's model answering FAQs.",
+        faq_policy.label,
+        first,
+        second,
+        notes=(
+            "First revision: the summarizer's model answering FAQs.",
+            "The summarizer's newer model.",
+        ),
     )
-    ledger_services.set_live_revision(faq, r1, actor=None, reason="registered what runs")
-    r2 = ledger_services.new_revision_from(
-        r1,
-        actor=None,
-        model_asset=second.model_asset,
-        runtime=second.runtime,
-        context_limit=second.context_limit,
-        gateway_policy_version=faq_policy.label,
-        notes="The summarizer's newer model.",
-    )
-    for revision in (r1, r2):
-        _evidence(revision, {"short": "vllm_c2_n20_detailed.json"})
     faq.refresh_from_db()
     live_backend = _backend(r1, "support-faq-live")
     canary = _backend(r2, "support-faq-r2-canary")
@@ -272,6 +261,40 @@ def _stable_service(people: dict[str, Any]) -> None:
     _submit_or_waive(release, people["owner"], people["admin"])
     _sign_all(release, people)
     _release_fully(release, people)
+
+
+def live_and_candidate(
+    service: Service,
+    policy_label: str,
+    first: Revision,
+    second: Revision,
+    *,
+    notes: tuple[str, str],
+) -> tuple[Revision, Revision]:
+    """A new demo service's r1 (the parts of `first`, set live) and r2 (the parts of
+    `second`), both running `policy_label`, each with the demo's short load test."""
+    r1 = ledger_services.create_revision(
+        service,
+        actor=None,
+        model_asset=first.model_asset,
+        runtime=first.runtime,
+        context_limit=first.context_limit,
+        gateway_policy_version=policy_label,
+        notes=notes[0],
+    )
+    ledger_services.set_live_revision(service, r1, actor=None, reason="registered what runs")
+    r2 = ledger_services.new_revision_from(
+        r1,
+        actor=None,
+        model_asset=second.model_asset,
+        runtime=second.runtime,
+        context_limit=second.context_limit,
+        gateway_policy_version=policy_label,
+        notes=notes[1],
+    )
+    for revision in (r1, r2):
+        _evidence(revision, {"short": "vllm_c2_n20_detailed.json"})
+    return r1, r2
 
 
 def _stale_target() -> None:

@@ -59,7 +59,7 @@ def _from_revision_id(release: Release) -> int | None:
 
 def stage_analyses(release: Release, stages: Sequence[Stage] | None = None) -> list[StageAnalysis]:
     if stages is None:
-        stages = list(release.stages.order_by("number"))
+        stages = list(release.stages.select_related("analysis_paused_by").order_by("number"))
     planned: list[tuple[int, dict[str, Any], list[str], Stage | None]] = []
     if stages:
         for stage in stages:

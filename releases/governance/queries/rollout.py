@@ -119,7 +119,7 @@ def rollout_of(release: Release, *, now: dt.datetime | None = None) -> Rollout |
     """The release's rollout, or None when it never started (two queries)."""
     stages = list(
         Stage.objects.filter(release=release)
-        .select_related("started_by", "ended_by", "held_by")
+        .select_related("started_by", "ended_by", "held_by", "analysis_paused_by")
         .order_by("number")
     )
     if not stages:

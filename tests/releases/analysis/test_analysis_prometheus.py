@@ -65,10 +65,6 @@ def lab(team, owner, signers, settings, prometheus):
     return roll_out(release, owner, signers)
 
 
-def _p95s(prometheus) -> dict[str, float]:
-    return prometheus.values(P95, "model_name")
-
-
 def _serving(prometheus, live_ms: float, candidate_ms: float) -> None:
     """Wait until Prometheus reports each engine near the latency it now serves."""
 
