@@ -715,6 +715,12 @@ if GATEWAY_DRIFT_GRACE_SECONDS < 0:
     raise ImproperlyConfigured(
         f"GATEWAY_DRIFT_GRACE_SECONDS={GATEWAY_DRIFT_GRACE_SECONDS} must be 0 or more."
     )
+# The gateway's own /metrics (docs/gateway.md, "The gateway's metrics"): with
+# GATEWAY_PROMETHEUS_METRICS the whole config the ledger renders (render_gateway, GET
+# /api/gateway/litellm/) lists LiteLLM's prometheus callback; the proxy then answers
+# /metrics only with one of its keys unless GATEWAY_METRICS_REQUIRE_AUTH is false.
+GATEWAY_PROMETHEUS_METRICS = env_bool("GATEWAY_PROMETHEUS_METRICS", default=False)
+GATEWAY_METRICS_REQUIRE_AUTH = env_bool("GATEWAY_METRICS_REQUIRE_AUTH", default=True)
 CELERY_BEAT_SCHEDULE["check-gateway"] = {
     "task": "check_gateway",
     "schedule": float(GATEWAY_CHECK_EVERY_MINUTES * 60),

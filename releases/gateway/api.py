@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 
 from ledger.models import Service
 from releases.gateway import litellm
-from releases.gateway.queries import gateway, service_texts
+from releases.gateway.queries import gateway, service_texts, whole_config_text
 
 
 class YAMLRenderer(renderers.BaseRenderer):
@@ -85,7 +85,7 @@ class GatewayConfigView(APIView):
         responses=_RESPONSES,
     )
     def get(self, request: Request) -> Response:
-        return _answer(request, litellm.render_yaml(litellm.render_config(gateway().routes)))
+        return _answer(request, whole_config_text(gateway().routes))
 
 
 class ServiceGatewayConfigView(APIView):

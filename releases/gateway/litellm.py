@@ -54,7 +54,13 @@ pins), in its installed source (paths under ``litellm/``) and its documentation:
   ``router/api_reference/configuration``, ``proxy/reliability``), both as LiteLLM's list
   of single-key dicts, ``[{"kb-assistant": ["kb-long"]}]``.
 - ``general_settings.master_key = os.environ/LITELLM_MASTER_KEY`` (docs
-  ``proxy/configs``). Nothing goes in ``litellm_settings``.
+  ``proxy/configs``).
+- ``litellm_settings``, only when asked (``GatewayMetrics``): ``callbacks:
+  ["prometheus"]`` makes the proxy serve ``/metrics`` (``PrometheusLogger`` in
+  ``litellm/integrations/prometheus.py``, which needs ``prometheus_client`` beside it),
+  and ``require_auth_for_metrics_endpoint`` says whether a scrape must send one of the
+  proxy's keys (``PrometheusAuthMiddleware``; 1.108.7 requires one when it is unset, so
+  it is always written). It belongs to the whole proxy, so a service's part never has it.
 
 Not rendered, on purpose: ``degradation`` (LiteLLM does not know a request's task type;
 the callers apply it), ``egress`` (only the ledger's own backends are ever rendered, so
@@ -132,6 +138,14 @@ class GatewayPolicy(TypedDict, total=False):
     degradation: dict[str, dict[str, str]]
     retries: Retries
     egress: dict[str, bool]
+
+
+@dataclass(frozen=True)
+class GatewayMetrics:
+    """Whether the proxy serves its own ``/metrics``, and to whom."""
+
+    enabled: bool = False
+    require_auth: bool = True
 
 
 @dataclass(frozen=True)
@@ -216,7 +230,9 @@ def _fallbacks(slug: str, policy: GatewayPolicy) -> dict[str, list[str]]:
     return found
 
 
-def render_config(routes: Iterable[ServiceRoute]) -> dict[str, Any]:
+def render_config(
+    routes: Iterable[ServiceRoute], metrics: GatewayMetrics = GatewayMetrics()
+) -> dict[str, Any]:
     """One LiteLLM proxy ``config.yaml`` for these services, in a fixed order.
 
     Services by slug, deployments by backend id, keys in the order written here: the
@@ -255,6 +271,18 @@ def render_config(routes: Iterable[ServiceRoute]) -> dict[str, Any]:
             **fallbacks,
         },
         "general_settings": {"master_key": f"os.environ/{MASTER_KEY_ENV}"},
+        **_litellm_settings(metrics),
+    }
+
+
+def _litellm_settings(metrics: GatewayMetrics) -> dict[str, Any]:
+    if not metrics.enabled:
+        return {}
+    return {
+        "litellm_settings": {
+            "callbacks": ["prometheus"],
+            "require_auth_for_metrics_endpoint": metrics.require_auth,
+        }
     }
 
 

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Max, Q
 
 from ledger.models import Event, GatewayPolicy, Service
@@ -35,6 +36,7 @@ from ledger.services.gateway_policies import document_problems
 from releases.gateway import litellm
 from releases.gateway.litellm import (
     Deployment,
+    GatewayMetrics,
     ServiceRoute,
     deployment_id,
     render_config,
@@ -149,6 +151,16 @@ def service_config_yaml(
     if draft:
         route = dataclasses.replace(route, policy=document)
     return route_text(route)
+
+
+def whole_config_text(routes: Iterable[ServiceRoute]) -> str:
+    """The whole proxy's config, as `render_gateway` writes it and `GET
+    /api/gateway/litellm/` answers it: every route, and the proxy-wide settings."""
+    metrics = GatewayMetrics(
+        enabled=settings.GATEWAY_PROMETHEUS_METRICS,
+        require_auth=settings.GATEWAY_METRICS_REQUIRE_AUTH,
+    )
+    return render_yaml(render_config(routes, metrics))
 
 
 def route_text(route: ServiceRoute) -> str:

@@ -461,7 +461,14 @@ def test_prometheus_reads_its_config_from_the_repository_and_keeps_its_data(comp
 def test_prometheus_scrapes_the_gateway_and_the_ledger_with_its_token(compose, services):
     gateway_port = services["gateway"]["command"][-1]
     assert _scrape_job("gateway")["static_configs"] == [{"targets": [f"gateway:{gateway_port}"]}]
-    assert _scrape_job("gateway")["metrics_path"] == "/metrics"
+    # LiteLLM serves /metrics/ (and redirects /metrics) once the config the ledger
+    # renders lists its prometheus callback, which compose asks for, open to the
+    # project network (docs/gateway.md, "The gateway's metrics").
+    assert _scrape_job("gateway")["metrics_path"] == "/metrics/"
+    assert "authorization" not in _scrape_job("gateway")
+    sync = _environment(services["gateway-sync"])
+    assert sync["GATEWAY_PROMETHEUS_METRICS"] == "${GATEWAY_PROMETHEUS_METRICS:-true}"
+    assert sync["GATEWAY_METRICS_REQUIRE_AUTH"] == "${GATEWAY_METRICS_REQUIRE_AUTH:-false}"
 
     web = _scrape_job("ledger-web")
     assert web["static_configs"] == [{"targets": ["web:8000"]}]

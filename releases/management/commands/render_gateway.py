@@ -17,7 +17,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from releases.gateway import litellm
-from releases.gateway.queries import gateway
+from releases.gateway.queries import gateway, whole_config_text
 
 
 class Command(BaseCommand):
@@ -30,7 +30,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         found = gateway()
-        text = litellm.render_yaml(litellm.render_config(found.routes))
+        text = whole_config_text(found.routes)
         sha256 = litellm.config_sha256(text)
         for slug in found.unrouted:
             self.stderr.write(f"{slug}: live, but no routed backend serves it; not routed.")

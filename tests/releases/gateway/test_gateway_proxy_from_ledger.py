@@ -1,16 +1,20 @@
 """From the ledger to a real LiteLLM proxy: the config rendered from the database (the
 live backends, the rolling-out candidate's weighted by its stage) routes real requests,
-and a promotion, rendered again and read by the proxy, moves the share."""
+and a promotion, rendered again and read by the proxy, moves the share. The config is
+the whole proxy's, as render_gateway writes it with GATEWAY_PROMETHEUS_METRICS on: the
+proxy's own /metrics counts what each backend says it received."""
 
 from __future__ import annotations
 
 import datetime as dt
 
+import httpx
 import pytest
 import time_machine
+from prometheus_client.parser import text_string_to_metric_families
 
-from releases.gateway import litellm
-from releases.gateway.queries import gateway
+from releases.gateway.litellm import deployment_id
+from releases.gateway.queries import gateway, whole_config_text
 from releases.governance import services
 from releases.models import Stage
 from replay.models import Backend
@@ -27,8 +31,28 @@ def _serve_from(backend: Backend, fake) -> None:
     Backend.objects.filter(pk=backend.pk).update(base_url=fake.base, model_name=fake.served_model)
 
 
+@pytest.fixture(autouse=True)
+def _gateway_metrics(settings):
+    settings.GATEWAY_PROMETHEUS_METRICS = True
+    settings.GATEWAY_METRICS_REQUIRE_AUTH = True
+
+
 def _rendered() -> str:
-    return litellm.render_yaml(litellm.render_config(gateway(["kb-assistant"]).routes))
+    return whole_config_text(gateway(["kb-assistant"]).routes)
+
+
+def _successes_by_deployment(proxy) -> dict[str, float]:
+    """litellm_deployment_success_responses, per model_info.id, as a scrape reads it."""
+    with proxy.client() as client:
+        answer = client.get("/metrics/")
+    assert answer.status_code == 200, answer.text
+    found: dict[str, float] = {}
+    for family in text_string_to_metric_families(answer.text):
+        for sample in family.samples:
+            if sample.name == "litellm_deployment_success_responses_total":
+                model_id = sample.labels["model_id"]
+                found[model_id] = found.get(model_id, 0) + sample.value
+    return found
 
 
 def _route_through(proxy, backends) -> None:
@@ -48,6 +72,13 @@ def test_a_rollout_rendered_by_the_ledger_moves_real_traffic(
     _route_through(litellm_gateway, fake_backends)
     codes = _send(litellm_gateway, "kb-assistant", REQUESTS)
     at_five = _counts(fake_backends)
+    # The proxy's own count per deployment is each backend's (the policy of kb-assistant
+    # has no retries that could send one request twice), and /metrics wants a key.
+    assert _successes_by_deployment(litellm_gateway) == {
+        deployment_id("kb-assistant", world.live_backend.pk): at_five[0],
+        deployment_id("kb-assistant", world.candidate_backend.pk): at_five[1],
+    }
+    assert httpx.get(f"{litellm_gateway.base_url}/metrics/", timeout=30).status_code == 401
 
     observe(release, sre, GOOD)
     stage = Stage.objects.get(release=release, number=1)

@@ -166,6 +166,27 @@ def test_the_config_is_yaml_with_its_sha256_and_a_304_when_unchanged(client, wor
     assert (again.status_code, again.content) == (304, b"")
 
 
+def test_the_whole_config_asks_for_the_proxys_metrics_when_set_and_a_part_never_does(
+    client, world, auditor, settings
+):
+    client.force_login(auditor)
+    without = yaml.safe_load(client.get("/api/gateway/litellm/").content)
+    part_before = client.get("/api/services/kb-assistant/gateway/litellm/").content
+    settings.GATEWAY_PROMETHEUS_METRICS = True
+    settings.GATEWAY_METRICS_REQUIRE_AUTH = False
+
+    with_metrics = yaml.safe_load(client.get("/api/gateway/litellm/").content)
+
+    assert "litellm_settings" not in without
+    assert with_metrics["litellm_settings"] == {
+        "callbacks": ["prometheus"],
+        "require_auth_for_metrics_endpoint": False,
+    }
+    assert with_metrics["model_list"] == without["model_list"]
+    # A service's part (and the sha256 its gateway.config_changed Events record) is the same.
+    assert client.get("/api/services/kb-assistant/gateway/litellm/").content == part_before
+
+
 def test_a_promotion_changes_the_config_and_its_sha256(
     client, world, release, owner, signers, sre, auditor
 ):
