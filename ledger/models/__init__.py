@@ -1,4 +1,5 @@
 from ledger.models.contacts import Contact
+from ledger.models.cost import PriceSheet
 from ledger.models.events import Event
 from ledger.models.evidence import LoadTestReport, LoadTestRequestData, RequestLevel
 from ledger.models.gateway import GatewayPolicy
@@ -14,7 +15,7 @@ from ledger.models.registry import (
     TaskType,
     Team,
 )
-from ledger.models.run_evidence import RunSummary
+from ledger.models.run_evidence import RunBreakdown, RunSummary
 
 __all__ = [
     "Capability",
@@ -26,8 +27,10 @@ __all__ = [
     "LoadTestReport",
     "LoadTestRequestData",
     "ModelAsset",
+    "PriceSheet",
     "RequestLevel",
     "Revision",
+    "RunBreakdown",
     "RunSummary",
     "Runtime",
     "Service",

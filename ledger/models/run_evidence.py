@@ -34,9 +34,11 @@ RATE_FIELDS = (
     "cache_hit_rate",
 )
 COUNT_FIELDS = ("rate_limit_hits", "timeouts", "retries", "returned_by_humans")
+TOKEN_FIELDS = ("input_tokens", "output_tokens")
 # What a caller may give, besides the day and the source (error_rate is computed).
 RUN_SUMMARY_FIELDS = (
     "requests",
+    *TOKEN_FIELDS,
     *LATENCY_FIELDS,
     "error_counts",
     *RATE_FIELDS,
@@ -93,6 +95,12 @@ class RunSummary(ChoiceLabels, models.Model):
     )
     requests = models.PositiveBigIntegerField(
         null=True, blank=True, help_text=_("Requests that day (unknown for llama.cpp's metrics).")
+    )
+    input_tokens = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text=_("Prompt tokens that day.")
+    )
+    output_tokens = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text=_("Generated tokens that day.")
     )
     ttft_p50_ms = models.FloatField("p50 TTFT (ms)", null=True, blank=True)
     ttft_p95_ms = models.FloatField("p95 TTFT (ms)", null=True, blank=True)
@@ -178,3 +186,83 @@ class RunSummary(ChoiceLabels, models.Model):
 
     def __str__(self) -> str:
         return f"{self.service} {self.date:%Y-%m-%d} ({self.source})"
+
+
+# A breakdown row's counts (each also a total of the day, or derived from one).
+BREAKDOWN_COUNT_FIELDS = (
+    "requests",
+    "input_tokens",
+    "output_tokens",
+    "errors_4xx",
+    "errors_5xx",
+    "rate_limit_hits",
+    "timeouts",
+    "retries",
+    "truncations",
+    "refusals",
+    "structured_errors",
+    "returned_by_humans",
+)
+BREAKDOWN_LATENCY_FIELDS = tuple(f"{m}_{p}_ms" for m in ("ttft", "tpot") for p in PERCENTILES)
+# What the gateway writes when it could not tell a request's tenant or task type.
+UNATTRIBUTED = "unattributed"
+
+
+class RunBreakdown(models.Model):
+    """One tenant's use of one task type on one backend, within a service's day.
+
+    Bounded by construction: one row per (day's summary, tenant, task type, backend),
+    counts and percentiles only, never a request. The summary's totals are the sums of
+    its rows (`ledger.services.run_evidence` refuses a push where they are not).
+    """
+
+    summary = models.ForeignKey(RunSummary, on_delete=models.CASCADE, related_name="breakdown")
+    tenant = models.CharField(
+        max_length=80, help_text=_("One of the service's tenants, or “unattributed”.")
+    )
+    task_type = models.CharField(
+        max_length=40, help_text=_("One of the service's task types, or “unattributed”.")
+    )
+    backend = models.CharField(
+        max_length=120,
+        blank=True,
+        help_text=_("The backend that answered, as the gateway names it."),
+    )
+    requests = models.PositiveBigIntegerField(default=0)
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    errors_4xx = models.PositiveBigIntegerField(default=0)
+    errors_5xx = models.PositiveBigIntegerField(default=0)
+    error_counts = models.JSONField(default=dict, blank=True)
+    rate_limit_hits = models.PositiveBigIntegerField(default=0)
+    timeouts = models.PositiveBigIntegerField(default=0)
+    retries = models.PositiveBigIntegerField(default=0)
+    degradations = models.JSONField(default=dict, blank=True)
+    truncations = models.PositiveBigIntegerField(default=0)
+    refusals = models.PositiveBigIntegerField(default=0)
+    structured_errors = models.PositiveBigIntegerField(default=0)
+    returned_by_humans = models.PositiveBigIntegerField(default=0)
+    ttft_p50_ms = models.FloatField("p50 TTFT (ms)", null=True, blank=True)
+    ttft_p95_ms = models.FloatField("p95 TTFT (ms)", null=True, blank=True)
+    ttft_p99_ms = models.FloatField("p99 TTFT (ms)", null=True, blank=True)
+    tpot_p50_ms = models.FloatField("p50 TPOT (ms)", null=True, blank=True)
+    tpot_p95_ms = models.FloatField("p95 TPOT (ms)", null=True, blank=True)
+    tpot_p99_ms = models.FloatField("p99 TPOT (ms)", null=True, blank=True)
+
+    class Meta:
+        ordering = ["summary_id", "tenant", "task_type", "backend"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["summary", "tenant", "task_type", "backend"],
+                name="ledger_runbreakdown_one_per_key",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.summary} {self.tenant}/{self.task_type}/{self.backend or '-'}"
+
+    @property
+    def accepted_answers(self) -> int:
+        """Requests that ended in an answer nobody sent back: the cost's denominator."""
+        failed = self.errors_4xx + self.errors_5xx + self.refusals + self.returned_by_humans
+        return max(self.requests - failed, 0)

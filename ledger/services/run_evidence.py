@@ -32,6 +32,7 @@ from ledger.models.run_evidence import (
     PERCENTILES,
     RATE_FIELDS,
     RUN_SUMMARY_FIELDS,
+    TOKEN_FIELDS,
 )
 from lib.actors import Actor
 
@@ -166,7 +167,7 @@ def clean_run_summary(
                 )
     for name in RATE_FIELDS:
         cleaned[name] = _fraction(name, fields.get(name), errors)
-    for name in COUNT_FIELDS:
+    for name in (*TOKEN_FIELDS, *COUNT_FIELDS):
         cleaned[name] = _count(name, fields.get(name), errors)
     cleaned["error_counts"] = _counts_by_key(
         "error_counts", fields.get("error_counts"), "error code", errors
