@@ -16,11 +16,15 @@ STAMP_TEST := $(VENV)/.installed-test
 # The LiteLLM proxy of the gateway tests, in its own virtualenv (its pins fight the app's).
 GATEWAY_VENV := .venv-litellm
 STAMP_GATEWAY := $(GATEWAY_VENV)/.installed
+# The FinOps Foundation's FOCUS validator, for the cost export's tests (pandas 2 and
+# pandera 0.17 pins of its own).
+FOCUS_VENV := .venv-focus
+STAMP_FOCUS := $(FOCUS_VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_WORKERS ?= 2
 
-.PHONY: run test install install-run install-gateway services chromium prometheus lint format bench coverage clean plotly-css messages
+.PHONY: run test install install-run install-gateway install-focus services chromium prometheus lint format bench coverage clean plotly-css messages
 
 # Everything: the app, and the tools of the tests, lint and the translation catalog.
 install: $(STAMP_TEST)
@@ -45,6 +49,14 @@ $(STAMP_GATEWAY): requirements-gateway.txt requirements-gateway.lock
 	test -x $(GATEWAY_VENV)/bin/python || $(PYTHON) -m venv $(GATEWAY_VENV)
 	$(call UV_INSTALL,$(GATEWAY_VENV)) -r requirements-gateway.txt -c requirements-gateway.lock
 	touch $(STAMP_GATEWAY)
+
+# The FOCUS validator for the cost-export tests: not needed to run the app.
+install-focus: $(STAMP_FOCUS)
+
+$(STAMP_FOCUS): requirements-focus.txt requirements-focus.lock
+	test -x $(FOCUS_VENV)/bin/python || $(PYTHON) -m venv $(FOCUS_VENV)
+	$(call UV_INSTALL,$(FOCUS_VENV)) -r requirements-focus.txt -c requirements-focus.lock
+	touch $(STAMP_FOCUS)
 
 # plotly.js's run-time CSS as a static file under the id it checks (the pages'
 # Content-Security-Policy refuses the <style> elements it would inject). The pages
@@ -79,13 +91,13 @@ prometheus:
 	@test -x /usr/bin/prometheus || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus && if test -d /run/systemd/system; then systemctl disable --now prometheus.service; fi)
 
 # mypy's Django plugin loads config.settings, which accept the development key only with DEBUG.
-test: install install-gateway services chromium prometheus
+test: install install-gateway install-focus services chromium prometheus
 	$(VENV)/bin/ruff check .
 	DEBUG=true $(VENV)/bin/mypy
 	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # Line coverage of each app over the whole suite (not part of make test: it is slower).
-coverage: install install-gateway services chromium prometheus
+coverage: install install-gateway install-focus services chromium prometheus
 	rm -f .coverage .coverage.*
 	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --cov --cov-report= $(PYTEST_ARGS)
 	$(VENV)/bin/coverage combine --quiet || true
@@ -104,4 +116,4 @@ format: install
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf $(VENV) $(GATEWAY_VENV) var staticfiles .pytest-artifacts .mypy_cache
+	rm -rf $(VENV) $(GATEWAY_VENV) $(FOCUS_VENV) var staticfiles .pytest-artifacts .mypy_cache

@@ -726,6 +726,18 @@ CELERY_BEAT_SCHEDULE["check-gateway"] = {
     "schedule": float(GATEWAY_CHECK_EVERY_MINUTES * 60),
 }
 
+# Cost attribution (releases/cost/, docs/cost.md): a service-day's used GPU-hours are
+# split over its tenants and task types by COST_ALLOCATION_KEY, output_tokens (the
+# default) or request_seconds (requests * p50 TTFT + output tokens * p50 TPOT).
+COST_ALLOCATION_KEY = env_str("COST_ALLOCATION_KEY", "output_tokens")
+# The FOCUS export's Provider, Publisher and InvoiceIssuer, and its billing account.
+COST_PROVIDER_NAME = env_str("COST_PROVIDER_NAME", "Internal inference platform")
+COST_BILLING_ACCOUNT_ID = env_str("COST_BILLING_ACCOUNT_ID", "inference-platform")
+if COST_ALLOCATION_KEY not in ("output_tokens", "request_seconds"):
+    raise ImproperlyConfigured(
+        f"COST_ALLOCATION_KEY={COST_ALLOCATION_KEY!r} must be output_tokens or request_seconds."
+    )
+
 # Closed-loop rollouts (releases/analysis/, docs/rollouts.md): every
 # ANALYSIS_TICK_SECONDS the beat measures each gray stage whose plan has an `analysis`
 # (at its own interval) through Prometheus' HTTP API at PROMETHEUS_URL (unset: every

@@ -68,6 +68,7 @@ ROOM_ORDER = [
     "governance",
     "gateway",
     "analysis",
+    "cost",
     "reviews",
     "audit",
     "overview",

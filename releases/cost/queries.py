@@ -1,0 +1,322 @@
+"""What each service-day cost, and who it was for: the run evidence priced and split.
+
+`cost_days` reads, for a range of days (and optionally some services), every day of run
+evidence with its breakdown rows, the revision that served and its runtime, the
+revision's replicas (its routed backends), the throughput its newest load test measured,
+the price sheets and the release that made the revision live — in a fixed number of
+queries whatever the range — and yields one `CostDay` per service and day, in service
+and date order, its parts split by `releases.cost.attribution`.
+
+**Which days.** A service-day with run evidence: the gateway's summary, else the
+scrape's. A day without evidence has no cost line: the ledger does not know the service
+ran. A day without breakdown rows is one part, `unattributed`, with the day's totals.
+A day whose GPU model has no price sheet in force is yielded unpriced (`CostDay.priced`
+is False, its parts empty): pages say so and the FOCUS export leaves it out, counting it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.conf import settings
+from django.db.models import Count
+
+from ledger.models import LoadTestReport, PriceSheet, RunBreakdown, RunSummary
+from ledger.models.run_evidence import UNATTRIBUTED
+from releases.cost.attribution import (
+    AllocationKey,
+    DaySplit,
+    Part,
+    Usage,
+    day_gpu_hours,
+    split_day,
+)
+from releases.models import Release
+from replay.models import Backend
+
+BREAKDOWN_CHUNK = 20_000
+
+
+@dataclass(frozen=True)
+class ServedBy:
+    """The revision that served a day, as the cost reads it."""
+
+    revision_id: int | None
+    label: str
+    fingerprint: str
+    gpu_model: str
+    gpus_per_replica: int
+    replicas: int
+    output_tokens_per_s: float | None
+    release: str  # "release #12", or "" when no release made it live
+
+
+@dataclass(frozen=True)
+class PartUsage:
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    accepted_answers: int = 0
+
+
+@dataclass(frozen=True)
+class CostDay:
+    service: str
+    date: dt.date
+    served_by: ServedBy
+    price_per_gpu_hour: Decimal | None
+    currency: str
+    price_since: dt.date | None  # the first day of the price sheet version
+    split: DaySplit | None
+    usage: dict[tuple[str, str], PartUsage] = field(default_factory=dict)
+
+    @property
+    def priced(self) -> bool:
+        return self.split is not None
+
+    @property
+    def parts(self) -> tuple[Part, ...]:
+        return self.split.parts if self.split is not None else ()
+
+
+class _Prices:
+    """The price sheets of some GPU models, read once; the version in force on a day."""
+
+    def __init__(self, gpu_models: Iterable[str]) -> None:
+        self._by_model: dict[str, list[tuple[dt.date, Decimal, str]]] = defaultdict(list)
+        rows = PriceSheet.objects.filter(gpu_model__in=set(gpu_models)).order_by(
+            "gpu_model", "effective_from"
+        )
+        for model, since, price, currency in rows.values_list(
+            "gpu_model", "effective_from", "price_per_gpu_hour", "currency"
+        ):
+            self._by_model[model].append((since, price, currency))
+        self._days = {model: [v[0] for v in versions] for model, versions in self._by_model.items()}
+
+    def in_force(self, gpu_model: str, day: dt.date) -> tuple[Decimal, str, dt.date] | None:
+        """(price per GPU-hour, currency, the version's first day)."""
+        index = bisect.bisect_right(self._days.get(gpu_model, []), day) - 1
+        if index < 0:
+            return None
+        since, price, currency = self._by_model[gpu_model][index]
+        return price, currency, since
+
+
+def allocation_key() -> AllocationKey:
+    return AllocationKey(settings.COST_ALLOCATION_KEY)
+
+
+def _summaries(
+    since: dt.date, until: dt.date, services: Iterable[str] | None
+) -> list[tuple[int, int, str, dt.date, int | None, dict]]:
+    """(summary id, service id, service slug, day, revision id, totals) of each
+    service-day, in service id and day order, the gateway's summary where both sources
+    recorded the day."""
+    rows = RunSummary.objects.filter(date__gte=since, date__lte=until)
+    if services is not None:
+        rows = rows.filter(service__slug__in=list(services))
+    chosen: dict[tuple[str, dt.date], tuple] = {}
+    for (
+        pk,
+        service_id,
+        slug,
+        day,
+        source,
+        revision,
+        requests,
+        output_tokens,
+        input_tokens,
+    ) in rows.order_by("service_id", "date", "source").values_list(
+        "pk",
+        "service_id",
+        "service__slug",
+        "date",
+        "source",
+        "revision_id",
+        "requests",
+        "output_tokens",
+        "input_tokens",
+    ):
+        key = (service_id, day)
+        if key in chosen and source != RunSummary.Source.GATEWAY:
+            continue
+        chosen[key] = (
+            pk,
+            service_id,
+            slug,
+            day,
+            revision,
+            {
+                "requests": requests or 0,
+                "output_tokens": output_tokens or 0,
+                "input_tokens": input_tokens or 0,
+            },
+        )
+    return list(chosen.values())
+
+
+def _served_by(revision_ids: set[int]) -> dict[int, ServedBy]:
+    from ledger.models import Revision
+
+    replicas = dict(
+        Backend.objects.filter(revision_id__in=revision_ids, routed=True)
+        .values("revision_id")
+        .annotate(n=Count("pk"))
+        .values_list("revision_id", "n")
+    )
+    throughput: dict[int, float] = {}
+    for revision_id, tokens_per_s in (
+        LoadTestReport.objects.filter(
+            revision_id__in=revision_ids, output_tokens_per_s__isnull=False
+        )
+        .order_by("revision_id", "measured_at", "pk")
+        .values_list("revision_id", "output_tokens_per_s")
+    ):
+        throughput[revision_id] = tokens_per_s  # the newest wins
+    releases = dict(
+        Release.objects.filter(to_revision_id__in=revision_ids, state=Release.State.RELEASED)
+        .order_by("to_revision_id", "pk")
+        .values_list("to_revision_id", "pk")
+    )
+    found = {}
+    for revision in Revision.objects.filter(pk__in=revision_ids).select_related("runtime"):
+        found[revision.pk] = ServedBy(
+            revision_id=revision.pk,
+            label=revision.label,
+            fingerprint=revision.fingerprint,
+            gpu_model=revision.runtime.gpu_model,
+            gpus_per_replica=revision.runtime.gpu_count,
+            replicas=max(replicas.get(revision.pk, 0), 1),
+            output_tokens_per_s=throughput.get(revision.pk),
+            release=f"release #{releases[revision.pk]}" if revision.pk in releases else "",
+        )
+    return found
+
+
+UNKNOWN_REVISION = ServedBy(None, "", "", "", 1, 1, None, "")
+
+
+def _rows_by_summary(
+    since: dt.date, until: dt.date, services: list[str] | None
+) -> Iterator[tuple[tuple[int, dt.date, int], list[tuple]]]:
+    """Each summary's breakdown rows, streamed in (service id, day, summary) order: the
+    order `_summaries` gives (integers and dates: no collation can reorder them), so
+    `cost_days` merges the two without holding the rows."""
+    query = RunBreakdown.objects.filter(summary__date__gte=since, summary__date__lte=until)
+    if services is not None:
+        query = query.filter(summary__service__slug__in=services)
+    current: tuple[int, dt.date, int] | None = None
+    rows: list[tuple] = []
+    for row in (
+        query.order_by(
+            "summary__service_id", "summary__date", "summary_id", "tenant", "task_type", "backend"
+        )
+        .values_list(
+            "summary__service_id",
+            "summary__date",
+            "summary_id",
+            "tenant",
+            "task_type",
+            "requests",
+            "input_tokens",
+            "output_tokens",
+            "errors_4xx",
+            "errors_5xx",
+            "refusals",
+            "returned_by_humans",
+            "ttft_p50_ms",
+            "tpot_p50_ms",
+        )
+        .iterator(chunk_size=BREAKDOWN_CHUNK)
+    ):
+        key = (row[0], row[1], row[2])
+        if key != current:
+            if current is not None:
+                yield current, rows
+            current, rows = key, []
+        rows.append(row[3:])
+    if current is not None:
+        yield current, rows
+
+
+def _usage(rows: list[tuple]) -> tuple[list[Usage], dict[tuple[str, str], PartUsage]]:
+    usage = []
+    totals: dict[tuple[str, str], list[int]] = {}
+    for (
+        tenant,
+        task_type,
+        requests,
+        input_tokens,
+        output_tokens,
+        errors_4xx,
+        errors_5xx,
+        refusals,
+        returned,
+        ttft,
+        tpot,
+    ) in rows:
+        usage.append(Usage(tenant, task_type, requests, output_tokens, ttft, tpot))
+        accepted = max(requests - errors_4xx - errors_5xx - refusals - returned, 0)
+        sums = totals.setdefault((tenant, task_type), [0, 0, 0, 0])
+        sums[0] += requests
+        sums[1] += input_tokens
+        sums[2] += output_tokens
+        sums[3] += accepted
+    return usage, {key: PartUsage(*values) for key, values in totals.items()}
+
+
+def cost_days(
+    since: dt.date, until: dt.date, services: Iterable[str] | None = None
+) -> Iterator[CostDay]:
+    """Every service-day with run evidence from `since` to `until` (both included)."""
+    services = list(services) if services is not None else None
+    summaries = _summaries(since, until, services)
+    revisions = {revision for *_, revision, _totals in summaries if revision}
+    served = _served_by(revisions)
+    prices = _Prices({s.gpu_model for s in served.values() if s.gpu_model})
+    key = allocation_key()
+    groups = _rows_by_summary(since, until, services)
+    group = next(groups, None)
+    for pk, service_id, slug, day, revision, totals in summaries:
+        served_by = served.get(revision, UNKNOWN_REVISION) if revision else UNKNOWN_REVISION
+        while group is not None and group[0] < (service_id, day, pk):
+            group = next(groups, None)  # the rows of a day's other source
+        rows = None
+        if group is not None and group[0] == (service_id, day, pk):
+            rows = group[1]
+            group = next(groups, None)
+        if rows:
+            usage, part_usage = _usage(rows)
+        else:
+            usage = [Usage(UNATTRIBUTED, UNATTRIBUTED, totals["requests"], totals["output_tokens"])]
+            part_usage = {
+                (UNATTRIBUTED, UNATTRIBUTED): PartUsage(
+                    totals["requests"], totals["input_tokens"], totals["output_tokens"], 0
+                )
+            }
+        price = prices.in_force(served_by.gpu_model, day) if served_by.gpu_model else None
+        split = None
+        if price is not None:
+            split = split_day(
+                usage,
+                gpu_hours=day_gpu_hours(served_by.replicas, served_by.gpus_per_replica),
+                price_per_gpu_hour=price[0],
+                output_tokens_per_s=served_by.output_tokens_per_s,
+                replicas=served_by.replicas,
+                key=key,
+            )
+        yield CostDay(
+            service=slug,
+            date=day,
+            served_by=served_by,
+            price_per_gpu_hour=price[0] if price else None,
+            currency=price[1] if price else "",
+            price_since=price[2] if price else None,
+            split=split,
+            usage=part_usage,
+        )
