@@ -240,3 +240,10 @@ def focus_lines(
         buffer.truncate()
         writer.writerow(row)
         yield buffer.getvalue()
+
+
+def period_days(since: dt.datetime, until: dt.datetime) -> tuple[dt.date, dt.date]:
+    """The days (UTC) a period of moments touches, `until` excluded: an audit
+    period from 2026-10-01 00:00 to 2026-11-01 00:00 is October's 31 days."""
+    last = (until - dt.timedelta(microseconds=1)).astimezone(dt.UTC).date()
+    return since.astimezone(dt.UTC).date(), last

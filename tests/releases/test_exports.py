@@ -119,6 +119,7 @@ def test_csv_has_one_file_per_record_type_spreadsheet_safe(auditor, october):
     assert export.state == "ready" and export.progress == 100
     archive = _zip(export)
     assert sorted(archive.namelist()) == [
+        "cost-focus.csv",
         "events.csv",
         "gateway_policies.csv",
         "manifest.json",
@@ -469,6 +470,7 @@ def test_the_command_writes_a_file_per_record_type_and_bundles_them(october, tmp
     )
 
     assert sorted(p.name for p in out.iterdir()) == [
+        "cost-focus.csv",
         "events.csv",
         "gateway_policies.csv",
         "releases.csv",

@@ -48,6 +48,7 @@ from lib.actors import Actor
 from lib.tasks import send_on_commit
 from releases import permissions
 from releases.audit.records import RECORD_TYPES, AuditFilters, RecordType
+from releases.cost.focus import focus_lines, period_days
 from releases.models import Export, Release
 
 logger = logging.getLogger(__name__)
@@ -127,6 +128,29 @@ def filters_of(export: Export) -> AuditFilters:
 
 
 # ---------------------------------------------------------------- build
+
+# The period's cost as FinOps FOCUS 1.0 CSV (releases/cost/focus.py), in every export.
+COST_FILE = "cost-focus.csv"
+
+
+def cost_lines(filters: AuditFilters) -> Iterator[str]:
+    """The FOCUS rows of the services the filters select, over the days of the period.
+
+    Cost belongs to services, not to releases: a release filter (change kind, path,
+    state) selects no cost, and the file holds its header only."""
+    assert filters.since is not None and filters.until is not None
+    services = None
+    if filters.service or filters.tier:
+        chosen = Service.objects.all()
+        if filters.service:
+            chosen = chosen.filter(slug=filters.service)
+        if filters.tier:
+            chosen = chosen.filter(tier=filters.tier)
+        services = list(chosen.values_list("slug", flat=True))
+    if filters.narrows_releases:
+        services = []
+    since, until = period_days(filters.since, filters.until)
+    return focus_lines(since, until, services)
 
 
 def _claim(export_id: int) -> Export | None:
@@ -222,15 +246,9 @@ def _write_tabular(
     files = []
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for record in RECORD_TYPES.values():
-            path = f"{record.key}.{export.format}"
-            digest = hashlib.sha256()
-            size = 0
-            with archive.open(path, "w", force_zip64=True) as member:
-                for chunk in record_chunks(record, filters, export.format, progress):
-                    digest.update(chunk)
-                    size += len(chunk)
-                    member.write(chunk)
-            files.append({"path": path, "sha256": digest.hexdigest(), "size": size})
+            chunks = record_chunks(record, filters, export.format, progress)
+            files.append(_member(archive, f"{record.key}.{export.format}", chunks))
+        files.append(_member(archive, COST_FILE, (line.encode() for line in cost_lines(filters))))
         checkpoint = take_checkpoint(reason="export")
         manifest = {
             "format": f"inference-release-ledger.{export.format}/1",
@@ -249,6 +267,17 @@ def _write_tabular(
     return checkpoint.sequence, checkpoint.hash
 
 
+def _member(archive: zipfile.ZipFile, path: str, chunks: Iterable[bytes]) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    size = 0
+    with archive.open(path, "w", force_zip64=True) as member:
+        for chunk in chunks:
+            digest.update(chunk)
+            size += len(chunk)
+            member.write(chunk)
+    return {"path": path, "sha256": digest.hexdigest(), "size": size}
+
+
 def _jsonl_file(record: RecordType, filters: AuditFilters) -> RecordFile:
     def lines() -> Iterator[str]:
         return jsonl_lines(record.columns, record.rows(record.queryset(filters)))
@@ -258,7 +287,8 @@ def _jsonl_file(record: RecordType, filters: AuditFilters) -> RecordFile:
 
 def bundle_record_files(filters: AuditFilters) -> list[RecordFile]:
     """The records a bundle carries besides its events (which `write_bundle` writes)."""
-    return [_jsonl_file(r, filters) for key, r in RECORD_TYPES.items() if key != "events"]
+    files = [_jsonl_file(r, filters) for key, r in RECORD_TYPES.items() if key != "events"]
+    return [*files, RecordFile(path=f"records/{COST_FILE}", lines=lambda: cost_lines(filters))]
 
 
 def bundle_revision_ids(filters: AuditFilters) -> list[int]:
@@ -277,7 +307,7 @@ def _write_bundle(out: IO[bytes], export: Export, filters: AuditFilters) -> tupl
     revisions = {*mentioned_ids(events, "ledger.revision"), *revision_ids}
     expected = (
         len(RECORD_TYPES)
-        + 1
+        + 2  # the chain segment and the cost
         + 2 * len(revisions)
         + len(mentioned_ids(events, "ledger.loadtestreport"))
     )

@@ -1,7 +1,8 @@
 """Export a period's records for an auditor: CSV or JSON Lines files (one per record type
 of `releases.audit.records`: releases, sign-offs, waivers, rollbacks, reviews, revisions,
-gateway policy versions, events), or an evidence bundle that
-proves itself offline (ledger/exports/). Streams: memory does not grow with the period.
+gateway policy versions, events) and the period's cost as FinOps FOCUS 1.0 CSV
+(`cost-focus.csv`, releases/cost/focus.py), or an evidence bundle that proves itself
+offline (ledger/exports/) and carries the same files. Streams: memory does not grow with the period.
 The same writers build the exports requested on the Audit page and the API.
 
     manage.py export_audit --since 2026-10-01 --until 2026-11-01 --format bundle --output oct.zip
@@ -20,8 +21,10 @@ from ledger.exports.bundle import write_bundle
 from lib.storable import offset_problem
 from releases.audit.records import RECORD_TYPES, AuditFilters
 from releases.audit.services.exports import (
+    COST_FILE,
     bundle_record_files,
     bundle_revision_ids,
+    cost_lines,
     record_chunks,
 )
 
@@ -118,3 +121,9 @@ class Command(BaseCommand):
             self.stdout.write(
                 self.style.SUCCESS(f"{target}: {_records(counts[record.key])} written")
             )
+        target = output / COST_FILE
+        partial = target.with_name(target.name + ".partial")
+        with partial.open("w", encoding="utf-8", newline="") as text:
+            text.writelines(cost_lines(filters))
+        partial.replace(target)
+        self.stdout.write(self.style.SUCCESS(f"{target}: the period's cost as FOCUS 1.0 CSV"))

@@ -170,3 +170,60 @@ def test_focus_columns_come_first_in_the_specifications_order():
     assert COLUMNS[: len(FOCUS_COLUMNS)] == FOCUS_COLUMNS
     assert list(FOCUS_COLUMNS) == sorted(FOCUS_COLUMNS)
     assert all(column.startswith("x_") for column in COLUMNS[len(FOCUS_COLUMNS) :])
+
+
+def test_the_auditors_exports_carry_the_periods_cost(priced_month, auditor, tmp_path):
+    """csv and bundle alike: the days of the period (its end excluded), the services the
+    filters select; a release filter selects no cost; the bundle still verifies."""
+    from ledger import signing
+    from releases.audit.records import AuditFilters
+    from releases.audit.services import exports
+    from tests.releases.test_exports import VERIFIER, _zip
+
+    def export(fmt: str, **filters):
+        period = AuditFilters(
+            since=dt.datetime.combine(TODAY - dt.timedelta(days=1), dt.time(), tzinfo=dt.UTC),
+            until=dt.datetime.combine(TODAY + dt.timedelta(days=1), dt.time(), tzinfo=dt.UTC),
+            **filters,
+        )
+        built = exports.build_export(
+            exports.request_export(actor=auditor, format=fmt, filters=period).pk
+        )
+        assert built.state == "ready", built.error
+        return built
+
+    def focus(archive, name: str) -> list[dict[str, str]]:
+        import io
+
+        return list(csv.DictReader(io.TextIOWrapper(archive.open(name), "utf-8")))
+
+    everything = focus(_zip(export("csv")), "cost-focus.csv")
+    one = focus(_zip(export("jsonl", service="legal-drafts")), "cost-focus.csv")
+    by_release = focus(_zip(export("csv", state="approved")), "cost-focus.csv")
+    bundle_export = export("bundle", service="kb-assistant")
+
+    assert {(r["ServiceName"], r["ChargePeriodStart"][:10]) for r in everything} == {
+        (slug, str(TODAY - dt.timedelta(days=offset)))
+        for slug in ("kb-assistant", "legal-drafts")
+        for offset in (0, 1)
+    }
+    assert {r["ServiceName"] for r in one} == {"legal-drafts"}
+    assert by_release == []
+    bundle = tmp_path / bundle_export.filename
+    with bundle_export.file.open("rb") as stored:
+        bundle.write_bytes(stored.read())
+    import subprocess
+    import sys
+    import zipfile
+
+    in_bundle = focus(zipfile.ZipFile(bundle), "records/cost-focus.csv")
+    assert {r["ServiceName"] for r in in_bundle} == {"kb-assistant"} and len(in_bundle) == 6
+    key = tmp_path / "key.pem"
+    key.write_text(signing.public_key_pem())
+    verified = subprocess.run(
+        [sys.executable, str(VERIFIER), str(bundle), "--key", str(key)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert verified.returncode == 0, verified.stdout + verified.stderr
