@@ -45,6 +45,11 @@ def can_view_release(user: Requester, release: Release) -> bool:
     return _signed_in(user)
 
 
+def can_view_cost(user: Requester) -> bool:
+    """Cost pages and their API: anyone signed in, as every service's evidence is."""
+    return _signed_in(user)
+
+
 def can_file_release(user: Requester, service: Service) -> bool:
     """A model owner of the service's team files its releases."""
     return can_edit_team_objects(user, service.team)

@@ -5,6 +5,7 @@ from django.urls import path
 
 from releases.analysis import views as analysis
 from releases.audit.views import audit, webhooks
+from releases.cost import views as cost
 from releases.gateway.views import check as gateway_check
 from releases.gateway.views import policy as gateway_policy
 from releases.gateway.views import release_policy
@@ -25,6 +26,8 @@ urlpatterns = [
     path("services/", catalog.service_list, name="service_list"),
     path("services/<slug:slug>/", service.service_detail, name="service_detail"),
     path("services/<slug:slug>/incident/", incident.incident_screen, name="incident"),
+    path("services/<slug:slug>/cost/", cost.service_cost, name="service_cost"),
+    path("cost/", cost.fleet_cost, name="fleet_cost"),
     path("services/<slug:slug>/rollbacks/new/", rollback.rollback_new, name="rollback_new"),
     path(
         "services/<slug:slug>/rollbacks/<int:pk>/",

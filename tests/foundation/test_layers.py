@@ -65,10 +65,10 @@ def test_the_walk_sees_imports_inside_functions(tmp_path):
 # commands) that may read them all.
 ROOM_ORDER = [
     "base",
+    "cost",
     "governance",
     "gateway",
     "analysis",
-    "cost",
     "reviews",
     "audit",
     "overview",

@@ -29,6 +29,7 @@ from lib.actors import AuthenticatedHttpRequest
 from lib.charts import figure_spec
 from lib.pages import apply_errors
 from releases import permissions, policy
+from releases.cost.release_cost import release_cost
 from releases.governance import gates as release_gates
 from releases.governance import services
 from releases.governance.charts import analysis_figure
@@ -245,6 +246,7 @@ def _page_context(
         and release.allowed(Action.REOPEN),
         "reopened_as": page_queries.reopened_as(release),
         "verify_target_offered": verify_target_offered(request, release, assessment),
+        "cost": release_cost(release),
         **_rollout_context(request, release),
     }
 

@@ -14,9 +14,13 @@ from ledger.permissions import can_create
 from ledger.roles import Role, has_role
 from lib.actors import AuthenticatedHttpRequest
 from lib.pages import paginate, render_list
+from releases.cost.report import recent_cost
 from releases.governance.queries import rollout as rollout_queries
 from releases.overview.forms.catalog import ServiceCatalogFilter
 from releases.reviews.queries import reviews as review_queries
+
+# The catalog's cost column: the last 30 whole days.
+CATALOG_COST_DAYS = 30
 
 
 @require_GET
@@ -32,8 +36,10 @@ def service_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     )
     page = paginate(request, catalog.qs)
     in_flight = rollout_queries.in_flight(service.pk for service in page.object_list)
+    costs = recent_cost([service.slug for service in page.object_list], CATALOG_COST_DAYS)
     for service in page.object_list:
         service.rollout_stage = in_flight.get(service.pk)
+        service.cost_line = costs.by_service.get(service.slug)
     context = {
         "filter": catalog,
         "page": page,
@@ -41,5 +47,7 @@ def service_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         "can_create": can_create(request.user),
         "is_model_owner": has_role(request.user, Role.MODEL_OWNER),
         "today": review_queries.utc_today(),
+        "cost_days": CATALOG_COST_DAYS,
+        "cost_currency": costs.currency,
     }
     return render_list(request, "releases/service_list.html", context)

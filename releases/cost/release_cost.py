@@ -1,0 +1,112 @@
+"""What a release costs per million output tokens: expected from the load tests of the
+live revision and of the candidate, and, once released, as measured.
+
+**Expected**: a revision's GPUs per replica over the output tokens per second its newest
+load test measured (`ledger.queries.gpu_hours_per_million`), at the price sheet in force
+today for its GPU model: what a million output tokens cost at that throughput, the GPUs
+fully busy. **Measured**: the candidate's days of run evidence since the release
+reached 100 % (at most `MEASURED_DAYS`), their cost (idle capacity included) over their
+output tokens, from `cost_days`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.utils import timezone
+
+from ledger.models import LoadTestReport, PriceSheet, Revision
+from ledger.queries import gpu_hours_per_million
+from releases.cost.queries import cost_days
+from releases.cost.report import build_report
+from releases.models import Release
+
+MEASURED_DAYS = 30
+
+
+@dataclass(frozen=True)
+class Expected:
+    revision: str
+    gpu_model: str
+    output_tokens_per_s: float | None
+    per_million: Decimal | None  # None: no throughput measured, or no price
+    currency: str
+
+
+@dataclass(frozen=True)
+class ReleaseCost:
+    live: Expected | None
+    candidate: Expected
+    measured_per_million: Decimal | None
+    measured_days: int
+    measured_currency: str
+
+    @property
+    def change_pct(self) -> float | None:
+        """The candidate's expected cost against the live one's, in percent."""
+        if self.live is None or not self.live.per_million or self.candidate.per_million is None:
+            return None
+        return float((self.candidate.per_million / self.live.per_million - 1) * 100)
+
+
+def _throughputs(revisions: list[Revision]) -> dict[int, float]:
+    found: dict[int, float] = {}
+    for revision_id, tokens_per_s in (
+        LoadTestReport.objects.filter(revision__in=revisions, output_tokens_per_s__isnull=False)
+        .order_by("revision_id", "measured_at", "pk")
+        .values_list("revision_id", "output_tokens_per_s")
+    ):
+        found[revision_id] = tokens_per_s  # the newest wins
+    return found
+
+
+def _prices(gpu_models: set[str], today: dt.date) -> dict[str, tuple[Decimal, str]]:
+    found: dict[str, tuple[Decimal, str]] = {}
+    for model, price, currency in (
+        PriceSheet.objects.filter(gpu_model__in=gpu_models, effective_from__lte=today)
+        .order_by("gpu_model", "effective_from")
+        .values_list("gpu_model", "price_per_gpu_hour", "currency")
+    ):
+        found[model] = (price, currency)  # the latest in force wins
+    return found
+
+
+def _expected(
+    revision: Revision, throughputs: dict[int, float], prices: dict[str, tuple[Decimal, str]]
+) -> Expected:
+    runtime = revision.runtime
+    tokens_per_s = throughputs.get(revision.pk)
+    hours = gpu_hours_per_million(runtime.gpu_count, tokens_per_s)
+    price = prices.get(runtime.gpu_model)
+    per_million = None
+    if hours is not None and price is not None:
+        per_million = (Decimal(str(hours)) * price[0]).quantize(Decimal("0.01"))
+    return Expected(
+        revision.label, runtime.gpu_model, tokens_per_s, per_million, price[1] if price else ""
+    )
+
+
+def release_cost(release: Release) -> ReleaseCost:
+    today = timezone.now().astimezone(dt.UTC).date()
+    live_revision = release.from_revision
+    revisions = [release.to_revision] + ([live_revision] if live_revision is not None else [])
+    throughputs = _throughputs(revisions)
+    prices = _prices({r.runtime.gpu_model for r in revisions if r.runtime.gpu_model}, today)
+    candidate = _expected(release.to_revision, throughputs, prices)
+    live = _expected(live_revision, throughputs, prices) if live_revision is not None else None
+    measured, days, currency = None, 0, ""
+    if release.state == Release.State.RELEASED and release.closed_at is not None:
+        since = release.closed_at.astimezone(dt.UTC).date()
+        until = min(since + dt.timedelta(days=MEASURED_DAYS - 1), today - dt.timedelta(days=1))
+        if until >= since:
+            served = [
+                day
+                for day in cost_days(since, until, [release.service.slug])
+                if day.served_by.revision_id == release.to_revision_id
+            ]
+            report = build_report(served, since, until)
+            measured = report.total.per_million_output_tokens
+            days, currency = len(report.days), report.currency
+    return ReleaseCost(live, candidate, measured, days, currency)
