@@ -280,6 +280,8 @@ def cost_days(
     served = _served_by(revisions)
     prices = _Prices({s.gpu_model for s in served.values() if s.gpu_model})
     key = allocation_key()
+    if not summaries:
+        return
     groups = _rows_by_summary(since, until, services)
     group = next(groups, None)
     for pk, service_id, slug, day, revision, totals in summaries:

@@ -204,9 +204,10 @@ def last_days(days: int) -> tuple[dt.date, dt.date]:
 
 
 def recent_cost(services: list[str], days: int) -> CostReport:
-    """These services' report over the last `days` whole days; an empty report, without
-    a query, when there are none (an empty page of the catalog)."""
+    """These services' report over the last `days` whole days, without the release
+    markers (the catalog's column); an empty report, without a query, when there are
+    no services (an empty page of the catalog)."""
     since, until = last_days(days)
     if not services:
         return CostReport(since, until)
-    return cost_report(since, until, services)
+    return build_report(cost_days(since, until, services), since, until)

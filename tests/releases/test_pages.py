@@ -528,8 +528,9 @@ def test_release_page_query_count_is_constant(
     # revisions rolled back off the service, 9 the service's task types, 10 blackout
     # windows, 11 waivers and 12 sign-offs (what the reader signed among them); the
     # reader's 13 roles and 14 permissions (may they waive); 15 the diff's capabilities;
-    # 16 comments and 17 the timeline.
-    with django_assert_num_queries(17):
+    # 16 comments and 17 the timeline; the cost section's 18 load-test throughputs of
+    # both revisions and 19 price sheets in force.
+    with django_assert_num_queries(19):
         response = client.get(reverse("releases:release_detail", args=[release.pk]))
     assert len(response.context["comments"]) == comments
 
