@@ -21,7 +21,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from ledger import services as ledger_services
-from ledger.models import PriceSheet, RunBreakdown, RunSummary, Service
+from ledger.models import Event, PriceSheet, RunBreakdown, RunSummary, Service
 from ledger.services.gateway_policies import create_gateway_policy
 from releases.models import Review, ReviewTrigger
 from releases.reviews.queries.reviews import trigger_links
@@ -389,6 +389,9 @@ def test_quota_pressure_joins_an_open_review_with_its_checklist_item(costed):
         "reconfirm the quota of tenant sales: rate-limited on 7 of the last 7 days"
     ]
     assert [t.kind for t in review.triggers.order_by("pk")] == ["cost_drift", "quota_pressure"]
+    added = Event.objects.get(action="review.trigger_added").payload_data
+    assert [t["kind"] for t in added["triggers"]] == ["quota_pressure"]
+    assert [item["key"] for item in added["checklist_added"]] == ["quota_reconfirmation"]
 
 
 # ---------------------------------------------------------------- the sweep's reads
@@ -419,3 +422,23 @@ def test_the_cost_and_quota_reads_do_not_grow_with_the_services(team, sre, count
     # its reads, as test_review_conduct counts them, all eight of the cost's and quota's
     # among them, and the release in force each plan names is none here.
     assert len(one_batch) == 4 + 2 + 19
+
+
+def test_the_review_page_shows_both_triggers_with_their_links(client, auditor, costed):
+    days(costed.service, [ABOVE] * 7, hits={"support": [2] * 7})
+    sweep()
+    review = Review.objects.get(service=costed.service)
+    client.force_login(auditor)
+
+    page = client.get(f"/reviews/{review.pk}/")
+
+    assert page.status_code == 200
+    body = page.content.decode()
+    policy = costed.live.gateway_policy
+    assert f'href="/services/{costed.service.slug}/cost/?days=7"' in body
+    assert (
+        f'href="/services/{costed.service.slug}/gateway-policy/{policy.version}/#tenant-support"'
+        in body
+    )
+    assert 'id="item-quota_reconfirmation"' in body
+    assert "reconfirm the quota of tenant support" in body
