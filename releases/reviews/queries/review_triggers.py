@@ -5,7 +5,8 @@ query each.
 Each trigger is a `Finding`: its kind, the occurrence it is about (`key`: the revision
 that drifted, the run that regressed, the event that changed a license), a sentence with
 the numbers, and the numbers themselves. The thresholds are settings (`REVIEW_*`, read
-when judging) and the constants below; docs/reviews.md says each rule in words.
+when judging), the per-tier ones of `releases.policy` (cost drift, quota pressure) and the
+constants below; docs/reviews.md says each rule in words.
 """
 
 from __future__ import annotations
