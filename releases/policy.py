@@ -278,3 +278,26 @@ def waiver_max_days(tier: str) -> int:
 def waiver_bound(tier: str, granted_at: dt.datetime) -> dt.datetime:
     """The latest expiry of a waiver granted at `granted_at` on a service of `tier`."""
     return granted_at + dt.timedelta(days=waiver_max_days(tier))
+
+
+# ---------------------------------------------------------------- periodic reviews
+# (releases/reviews/queries/review_triggers.py; docs/reviews.md says each rule in words.)
+
+# cost_drift: how far, in percent, the last 7 full days' measured cost per million output
+# tokens (idle capacity included) may sit above the live revision's expected cost at
+# release before a review is raised. Production runs on budgets agreed per tenant, so a
+# fifth more is worth a look; an internal service is allowed more slack, an experimental
+# one half again (its traffic is small and uneven, so its idle share swings).
+COST_DRIFT_MAX_PCT: Final[dict[str, int]] = {
+    "production": 20,
+    "internal": 30,
+    "experimental": 50,
+}
+# The least number of the 7 days that must be priced, served by the live revision and
+# carry output tokens before a cost per million is judged at all.
+COST_DRIFT_MIN_DAYS: Final = 3
+
+# quota_pressure: a tenant whose calls the gateway refused for its rate limit on at least
+# this many of the last 7 full days. One bad day is a burst; three is a quota that no
+# longer fits what the tenant does.
+QUOTA_PRESSURE_MIN_DAYS: Final = 3

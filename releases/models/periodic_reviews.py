@@ -157,6 +157,8 @@ class ReviewTrigger(ChoiceLabels, models.Model):
         REPLAY_REGRESSION = "replay_regression", _("Replay regression")
         ASSET_DEPRECATED = "asset_deprecated", _("Live asset deprecated")
         ENGINE_OUTDATED = "engine_outdated", _("Engine version behind")
+        COST_DRIFT = "cost_drift", _("Cost drift")
+        QUOTA_PRESSURE = "quota_pressure", _("Quota pressure")
 
     review = models.ForeignKey(Review, on_delete=models.CASCADE, related_name="triggers")
     kind = models.CharField(max_length=24, choices=Kind.choices)
@@ -183,6 +185,8 @@ class ReviewTrigger(ChoiceLabels, models.Model):
                         "replay_regression",
                         "asset_deprecated",
                         "engine_outdated",
+                        "cost_drift",
+                        "quota_pressure",
                     ]
                 ),
                 name="releases_reviewtrigger_kind_valid",
@@ -220,6 +224,12 @@ class ReviewChecklistItem(ChoiceLabels, models.Model):
         ROLLBACK_TARGET = "rollback_target", gettext_noop("Rollback target still bootable")
         CAPABILITIES = "capabilities", gettext_noop("Capability claims still verified")
         EVIDENCE = "evidence", gettext_noop("Evidence still current")
+        # Only on a review of a service with a tenant under quota pressure: FinOps and the
+        # business owner reconfirm the quota (or change it through a policy version).
+        QUOTA_RECONFIRMATION = (
+            "quota_reconfirmation",
+            gettext_noop("FinOps and the business owner reconfirm the tenants' quotas"),
+        )
 
     class Answer(models.TextChoices):
         OK = "ok", _("OK")

@@ -4,11 +4,13 @@
 revision: its run evidence of the last 60 days, the live revision's load tests,
 capabilities and latest replay runs (with the tags of their sample sets), the
 rollback plan in force with its target's last verification, the license events of the
-live asset, and the service's reviews (the open one, the last concluded one, and what
-concluded reviews acknowledged). The judgements (`review_triggers`) are pure functions
+live asset, the service's reviews (the open one, the last concluded one, and what
+concluded reviews acknowledged), the last RECENT_DAYS days priced and split
+(`releases.cost.queries.cost_days`) and each tenant's rate-limit hits on those days. The judgements (`review_triggers`) are pure functions
 of these facts, so the sweep's cost grows with the number of batches, not of services.
 
-Each read is one query for the whole batch (about twenty in all); none is per service.
+Each read is one query for the whole batch (about twenty in all, seven of them the cost's);
+none is per service.
 """
 
 from __future__ import annotations
@@ -20,12 +22,23 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from django.contrib.auth import get_user_model
-from django.db.models import Max, Q
+from django.db.models import Max, Q, Sum
 from django.utils import timezone
 
 from ledger import queries as ledger_queries
-from ledger.models import Capability, Event, LoadTestReport, Revision, RunSummary, Runtime, Service
+from ledger.models import (
+    Capability,
+    Event,
+    LoadTestReport,
+    Revision,
+    RunBreakdown,
+    RunSummary,
+    Runtime,
+    Service,
+)
+from ledger.models.run_evidence import UNATTRIBUTED
 from ledger.roles import Role
+from releases.cost.queries import CostDay, cost_days
 from releases.governance.queries import plan as plans
 from releases.governance.queries.rolled_back import rolled_back_by_service
 from releases.models import Release, Review, ReviewTrigger
@@ -34,6 +47,8 @@ from replay.models import Run, Sample
 # Run evidence read for each service: the trend's window (the drift's baseline week is
 # the live revision's first in it).
 EVIDENCE_DAYS = ledger_queries.TREND_DAYS
+# The recent window the drift rules judge: the last full days (today is not over yet).
+RECENT_DAYS = 7
 LIVE_CHANGED = "service.live_revision_changed"
 LICENSE_ACTIONS = ("model_asset.updated", "model_asset.license_reviewed")
 
@@ -75,6 +90,11 @@ class ServiceFacts:
     open_triggers: set[tuple[str, str]] = field(default_factory=set)
     last_concluded: Review | None = None
     acknowledged: set[tuple[str, str]] = field(default_factory=set)
+    # The recent window's service-days priced and split, whichever revision served them.
+    cost_days: list[CostDay] = field(default_factory=list)
+    # tenant → day → the calls the gateway refused for the tenant's rate limit, in the
+    # recent window, days without a refusal left out.
+    rate_limit_hits: dict[str, dict[dt.date, int]] = field(default_factory=dict)
 
     @property
     def live(self) -> Revision:
@@ -134,7 +154,12 @@ def gather(service_ids: list[int], *, context: SweepContext) -> dict[int, Servic
     """The facts of each service of the batch that has a live revision."""
     services = list(
         Service.objects.filter(pk__in=service_ids, live_revision__isnull=False)
-        .select_related("team", "live_revision__model_asset__license", "live_revision__runtime")
+        .select_related(
+            "team",
+            "live_revision__model_asset__license",
+            "live_revision__runtime",
+            "live_revision__gateway_policy",  # the tenants' quotas in force
+        )
         .prefetch_related("task_types")
         .annotate(plan_release=plans.plan_release_id())
         .order_by("pk")
@@ -152,6 +177,8 @@ def gather(service_ids: list[int], *, context: SweepContext) -> dict[int, Servic
     _read_latest_runs(facts, live_ids)
     _read_license_changes(facts)
     _read_reviews(facts, ids, context.today)
+    _read_cost(facts, context.today)
+    _read_rate_limit_hits(facts, ids, context.today)
     return facts
 
 
@@ -379,3 +406,35 @@ def _read_reviews(facts: dict[int, ServiceFacts], ids: list[int], today: dt.date
             facts[service_id].acknowledged.add((kind, key))
         else:
             facts[service_id].open_triggers.add((kind, key))
+
+
+def _read_cost(facts: dict[int, ServiceFacts], today: dt.date) -> None:
+    """The recent window's service-days as the cost pages price and split them
+    (`cost_days`: a fixed number of queries for the whole batch, none when no day has
+    run evidence)."""
+    by_slug = {f.service.slug: f for f in facts.values()}
+    first, last = today - dt.timedelta(days=RECENT_DAYS), today - dt.timedelta(days=1)
+    for day in cost_days(first, last, list(by_slug)):
+        by_slug[day.service].cost_days.append(day)
+
+
+def _read_rate_limit_hits(facts: dict[int, ServiceFacts], ids: list[int], today: dt.date) -> None:
+    """Each tenant's rate-limit hits a day in the recent window (one query): from the
+    breakdown rows of the gateway's summaries, the gateway being what refuses a call over
+    its quota (an engine's metrics never see it). Calls the gateway could not attribute
+    are no tenant's quota."""
+    rows = (
+        RunBreakdown.objects.filter(
+            summary__service_id__in=ids,
+            summary__source=RunSummary.Source.GATEWAY,
+            summary__date__gte=today - dt.timedelta(days=RECENT_DAYS),
+            summary__date__lt=today,
+            rate_limit_hits__gt=0,
+        )
+        .exclude(tenant=UNATTRIBUTED)
+        .values_list("summary__service_id", "tenant", "summary__date")
+        .annotate(hits=Sum("rate_limit_hits"))
+        .order_by("summary__service_id", "tenant", "summary__date")
+    )
+    for service_id, tenant, date, hits in rows:
+        facts[service_id].rate_limit_hits.setdefault(tenant, {})[date] = hits

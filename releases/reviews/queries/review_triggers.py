@@ -5,25 +5,29 @@ query each.
 Each trigger is a `Finding`: its kind, the occurrence it is about (`key`: the revision
 that drifted, the run that regressed, the event that changed a license), a sentence with
 the numbers, and the numbers themselves. The thresholds are settings (`REVIEW_*`, read
-when judging) and the constants below; docs/reviews.md says each rule in words.
+when judging), the per-tier ones of `releases.policy` (cost drift, quota pressure) and the
+constants below; docs/reviews.md says each rule in words.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, TypedDict
 
 from django.conf import settings
 from django.urls import reverse
 
 from ledger import queries as ledger_queries
-from ledger.models import Capability, LoadTestReport, ModelAsset, Revision, Service
+from ledger.models import Capability, GatewayPolicy, LoadTestReport, ModelAsset, Revision, Service
 from releases import policy
+from releases.cost.report import build_report
 from releases.governance.queries.readiness import _verification_reasons
 from releases.models import ReviewChecklistItem, ReviewTrigger
-from releases.reviews.queries.review_facts import Day, ServiceFacts, SweepContext
+from releases.reviews.queries.review_facts import RECENT_DAYS, Day, ServiceFacts, SweepContext
 from replay.models import Run
 
 Kind = ReviewTrigger.Kind
@@ -31,7 +35,7 @@ Key = ReviewChecklistItem.Key
 
 # The drift window: the last full days of run evidence, and how many of them must hold a
 # number before a drift is judged at all.
-DRIFT_WINDOW_DAYS = 7
+DRIFT_WINDOW_DAYS = RECENT_DAYS
 DRIFT_MIN_DAYS = 3
 # An error rate must also rise by this many percentage points over its baseline: 0.01 %
 # to 0.02 % doubles, and means nothing.
@@ -512,6 +516,224 @@ def engine_outdated(facts: ServiceFacts, context: SweepContext) -> Finding | Non
     )
 
 
+# ---------------------------------------------------------------- cost and quotas
+
+CENT = Decimal("0.01")
+
+
+@dataclass(frozen=True)
+class CostWindow:
+    """The live revision's cost over the recent window: measured, and expected at release."""
+
+    first: dt.date
+    last: dt.date
+    days: int  # priced days served by the live revision that carry output tokens
+    measured: Decimal | None  # per million output tokens, idle capacity included
+    baseline: Decimal | None  # per million output tokens, expected at release
+    currency: str
+    output_tokens_per_s: float | None  # the throughput the baseline is priced at
+    price_per_gpu_hour: Decimal | None  # the newest measured day's
+
+    @property
+    def increase_pct(self) -> Decimal | None:
+        """How far the measured cost is above the baseline, of the figures shown (cents)."""
+        if self.measured is None or not self.baseline:
+            return None
+        return ((self.measured / self.baseline - 1) * 100).quantize(Decimal("0.1"))
+
+
+def live_throughput(facts: ServiceFacts) -> float | None:
+    """The output tokens per second the live revision's newest load test measured (of
+    those that measured one): the throughput `releases.cost` prices a revision at."""
+    measured = [r for r in facts.reports if r.output_tokens_per_s is not None]
+    if not measured:
+        return None
+    return max(measured, key=lambda r: (r.measured_at, r.pk)).output_tokens_per_s
+
+
+def cost_window(facts: ServiceFacts, today: dt.date) -> CostWindow:
+    """The last DRIFT_WINDOW_DAYS full days the live revision served, as the cost pages
+    price them (`releases.cost.report.build_report` of `cost_days`).
+
+    *Measured*: those days' cost, idle capacity included, over their output tokens.
+    *Baseline*: the live revision's expected cost per million output tokens, as
+    `releases.cost.release_cost` computes it (its GPUs per replica over the output tokens
+    per second its newest load test measured, priced per GPU-hour). It is the cost the
+    release was approved on (the release page shows it beside the candidate's), the one
+    number known before the revision served; its own first weeks could have drifted
+    already. It is priced at each measured day's price sheet, weighted by the day's output
+    tokens (exactly release_cost's figure while the price does not change), so that a new
+    price sheet moves both sides and is no drift: what drifts is GPU-hours per token."""
+    window = recent_window(facts, today)
+    live = facts.live
+    served = [
+        day
+        for day in facts.cost_days
+        if day.served_by.revision_id == live.pk and window.first <= day.date <= window.last
+    ]
+    report = build_report(served, window.first, window.last)
+    tokens = {day.date: day.output_tokens for day in report.days if day.output_tokens}
+    priced = [
+        day
+        for day in served
+        if day.priced and day.currency == report.currency and day.date in tokens
+    ]
+    throughput = live_throughput(facts)
+    hours = ledger_queries.gpu_hours_per_million(live.runtime.gpu_count, throughput)
+    baseline = None
+    if hours is not None and priced:
+        spent = sum((day.price_per_gpu_hour or Decimal(0)) * tokens[day.date] for day in priced)
+        price = Decimal(spent) / sum(tokens[day.date] for day in priced)
+        baseline = (Decimal(str(hours)) * price).quantize(CENT)
+    return CostWindow(
+        first=window.first,
+        last=window.last,
+        days=len(priced),
+        measured=report.total.per_million_output_tokens if priced else None,
+        baseline=baseline,
+        currency=report.currency,
+        output_tokens_per_s=throughput,
+        price_per_gpu_hour=priced[-1].price_per_gpu_hour if priced else None,
+    )
+
+
+def cost_drift_limit(tier: str) -> int:
+    limits = policy.COST_DRIFT_MAX_PCT
+    return limits.get(tier, min(limits.values()))
+
+
+def _money(value: Decimal | None, currency: str) -> str:
+    return "—" if value is None else f"{value:,.2f} {currency}".strip()
+
+
+def cost_drift(facts: ServiceFacts, context: SweepContext) -> Finding | None:
+    """The live revision's 7-day cost per million output tokens (idle capacity included)
+    more than `policy.COST_DRIFT_MAX_PCT[tier]` % above its expected cost at release
+    (`cost_window` says why that is the baseline), judged on at least
+    `policy.COST_DRIFT_MIN_DAYS` priced days with output tokens. Nothing is said when
+    either figure is unknown (no price sheet, no throughput measured)."""
+    cost = cost_window(facts, context.today)
+    increase = cost.increase_pct
+    if cost.days < policy.COST_DRIFT_MIN_DAYS or increase is None:
+        return None
+    tier = facts.service.tier
+    limit = cost_drift_limit(tier)
+    if increase <= limit:
+        return None
+    live = facts.live
+    gpus = live.runtime.gpu_count
+    return Finding(
+        Kind.COST_DRIFT,
+        f"revision:{live.pk}",
+        f"7-day cost per million output tokens {_money(cost.measured, cost.currency)} "
+        f"({cost.days} priced days of {live.label} to {cost.last:%Y-%m-%d}, idle capacity "
+        f"included) is {increase:.0f} % above the {_money(cost.baseline, cost.currency)} "
+        f"expected at release ({cost.output_tokens_per_s:,.0f} output tokens/s on {gpus} GPU "
+        f"at {_money(cost.price_per_gpu_hour, cost.currency)} per GPU-hour); the limit for "
+        f"{tier} services is {limit} %.",
+        {
+            "cost_per_million_7d": float(cost.measured or 0),
+            "baseline_per_million": float(cost.baseline or 0),
+            "currency": cost.currency,
+            "increase_pct": float(increase),
+            "limit_pct": limit,
+            "days": cost.days,
+            "window_first": cost.first.isoformat(),
+            "window_last": cost.last.isoformat(),
+            "output_tokens_per_s": cost.output_tokens_per_s,
+            "gpu_count": gpus,
+            "price_per_gpu_hour": float(cost.price_per_gpu_hour or 0),
+            "revision": live.label,
+            "revision_number": live.number,
+        },
+    )
+
+
+def tenants_under_pressure(facts: ServiceFacts) -> list[tuple[str, dict[dt.date, int]]]:
+    """The tenants rate-limited on at least `policy.QUOTA_PRESSURE_MIN_DAYS` days of the
+    recent window, by name, each with its hits a day."""
+    least = policy.QUOTA_PRESSURE_MIN_DAYS
+    return [
+        (tenant, dict(sorted(days.items())))
+        for tenant, days in sorted(facts.rate_limit_hits.items())
+        if len(days) >= least
+    ]
+
+
+def tenant_entry(facts: ServiceFacts, tenant: str) -> dict[str, Any] | None:
+    """The tenant's entry in the gateway policy in force (the live revision's version),
+    or None: not listed, or the version is known by name only."""
+    document = facts.live.gateway_policy.document
+    entries = document.get("tenants") if isinstance(document, dict) else None
+    for entry in entries or []:
+        if isinstance(entry, dict) and entry.get("name") == tenant:
+            return entry
+    return None
+
+
+def tenant_entry_url(facts: ServiceFacts, in_force: GatewayPolicy, tenant: str) -> str:
+    """The tenant's row on the page of the policy version in force."""
+    url = reverse("releases:gateway_policy_version", args=[facts.service.slug, in_force.version])
+    return f"{url}#tenant-{tenant}"
+
+
+def _quota_words(in_force: GatewayPolicy, entry: dict[str, Any] | None) -> str:
+    if entry is None:
+        if in_force.document is None:
+            return (
+                f"no entry in the gateway policy: {in_force.label}, in force, is recorded by "
+                "name only"
+            )
+        return f"no entry in the gateway policy in force ({in_force.label})"
+    said = [
+        f"{entry[name]:,} {name}" if isinstance(entry.get(name), int) else f"no {name}"
+        for name in ("rpm", "tpm")
+    ]
+    return f"{' and '.join(said)} in gateway policy {in_force.label}"
+
+
+def _hits_words(days: dict[dt.date, int]) -> str:
+    return ", ".join(f"{day:%Y-%m-%d} {hits:,}" for day, hits in days.items())
+
+
+def quota_pressure(facts: ServiceFacts, context: SweepContext) -> list[Finding]:
+    """One finding per tenant whose calls the gateway refused for its rate limit on at
+    least `policy.QUOTA_PRESSURE_MIN_DAYS` of the last DRIFT_WINDOW_DAYS full days (the
+    gateway summaries' breakdown rows)."""
+    window = recent_window(facts, context.today)
+    in_force = facts.live.gateway_policy
+    least = policy.QUOTA_PRESSURE_MIN_DAYS
+    found = []
+    for tenant, days in tenants_under_pressure(facts):
+        entry = tenant_entry(facts, tenant)
+        total = sum(days.values())
+        found.append(
+            Finding(
+                Kind.QUOTA_PRESSURE,
+                f"tenant:{tenant}",
+                f"Tenant {tenant} hit its rate limit on {len(days)} of the last "
+                f"{DRIFT_WINDOW_DAYS} days to {window.last:%Y-%m-%d} ({_hits_words(days)}: "
+                f"{total:,} calls refused); its quota: {_quota_words(in_force, entry)}. The "
+                f"limit is {least} days.",
+                {
+                    "tenant": tenant,
+                    "days": len(days),
+                    "min_days": least,
+                    "window_first": window.first.isoformat(),
+                    "window_last": window.last.isoformat(),
+                    "hits": total,
+                    "hits_by_day": {day.isoformat(): hits for day, hits in days.items()},
+                    "policy": in_force.label,
+                    "policy_version": in_force.version,
+                    "in_policy": entry is not None,
+                    "rpm": entry.get("rpm") if entry else None,
+                    "tpm": entry.get("tpm") if entry else None,
+                },
+            )
+        )
+    return found
+
+
 RULES = (
     cadence,
     latency_drift,
@@ -522,12 +744,18 @@ RULES = (
     replay_regression,
     asset_deprecated,
     engine_outdated,
+    cost_drift,
 )
+# Rules that find one occurrence each (a tenant), as many as there are.
+RULES_PER_OCCURRENCE = (quota_pressure,)
 
 
 def findings_of(facts: ServiceFacts, context: SweepContext) -> list[Finding]:
     """Every trigger that holds for the service now."""
-    return [finding for rule in RULES if (finding := rule(facts, context)) is not None]
+    found = [finding for rule in RULES if (finding := rule(facts, context)) is not None]
+    for many in RULES_PER_OCCURRENCE:
+        found.extend(many(facts, context))
+    return found
 
 
 # ---------------------------------------------------------------- the checklist
@@ -695,9 +923,45 @@ def _cost_latency(facts: ServiceFacts, context: SweepContext) -> ItemPrefill:
         )
     else:
         listed.append(_fact("Baseline at release", f"no load test of {live.label}"))
+    spend = cost_window(facts, context.today)
+    cost_url = reverse("releases:service_cost", args=[service.slug]) + f"?days={DRIFT_WINDOW_DAYS}"
+    listed.extend(
+        [
+            _fact(
+                "7-day cost per million output tokens (measured)",
+                f"{_money(spend.measured, spend.currency)} over {spend.days} priced days of "
+                f"{live.label} with output tokens, idle capacity included"
+                if spend.measured is not None
+                else f"unknown: no priced day of {live.label} with output tokens",
+                cost_url,
+            ),
+            _fact(
+                "Cost per million output tokens expected at release",
+                f"{_money(spend.baseline, spend.currency)} ({spend.output_tokens_per_s:,.0f} "
+                f"output tokens/s on {live.runtime.gpu_count} GPU at "
+                f"{_money(spend.price_per_gpu_hour, spend.currency)} per GPU-hour)"
+                if spend.baseline is not None and spend.output_tokens_per_s is not None
+                else "unknown: "
+                + (
+                    "no load test measured a throughput"
+                    if spend.output_tokens_per_s is None
+                    else "no price sheet in force for a day served"
+                ),
+            ),
+            _fact(
+                "Cost drift allowed",
+                f"{cost_drift_limit(service.tier)} % ({service.tier}), on at least "
+                f"{policy.COST_DRIFT_MIN_DAYS} priced days",
+            ),
+        ]
+    )
     flags = [
         finding.summary
-        for finding in (latency_drift(facts, context), error_rate_drift(facts, context))
+        for finding in (
+            latency_drift(facts, context),
+            error_rate_drift(facts, context),
+            cost_drift(facts, context),
+        )
         if finding is not None
     ]
     if p95 is None:
@@ -804,7 +1068,50 @@ def _evidence(facts: ServiceFacts, context: SweepContext) -> ItemPrefill:
     return ItemPrefill(Key.EVIDENCE, listed, flags)
 
 
-CHECKLIST = (
+def _quotas(facts: ServiceFacts, context: SweepContext) -> ItemPrefill | None:
+    """For FinOps and the business owner, when a tenant is under quota pressure: reconfirm
+    each such tenant's quota, with its days and hits and its entry in the policy in force."""
+    pressed = tenants_under_pressure(facts)
+    if not pressed:
+        return None
+    window = recent_window(facts, context.today)
+    in_force = facts.live.gateway_policy
+    listed, flags = [], []
+    for tenant, days in pressed:
+        entry = tenant_entry(facts, tenant)
+        listed.extend(
+            [
+                _fact(
+                    f"Tenant {tenant}: days rate-limited",
+                    f"{len(days)} of the last {DRIFT_WINDOW_DAYS} days to "
+                    f"{window.last:%Y-%m-%d}, {sum(days.values()):,} calls refused: "
+                    + _hits_words(days),
+                ),
+                _fact(
+                    f"Tenant {tenant}: quota in force",
+                    _quota_words(in_force, entry),
+                    tenant_entry_url(facts, in_force, tenant) if entry is not None else "",
+                ),
+            ]
+        )
+        flags.append(
+            f"reconfirm the quota of tenant {tenant}: rate-limited on {len(days)} of the last "
+            f"{DRIFT_WINDOW_DAYS} days"
+        )
+    listed.append(
+        _fact(
+            "Reconfirmed by",
+            "FinOps and the business owner: keep each quota, or record a gateway policy "
+            "version that changes it",
+            reverse("releases:gateway_policy", args=[facts.service.slug]),
+        )
+    )
+    return ItemPrefill(Key.QUOTA_RECONFIRMATION, listed, flags)
+
+
+# Each builds an item, or None when the item does not apply to the service now (an
+# open review gets such an item when it applies later: `raise_review`).
+CHECKLIST: tuple[Callable[[ServiceFacts, SweepContext], ItemPrefill | None], ...] = (
     _versions,
     _license,
     _sample_sets,
@@ -812,9 +1119,10 @@ CHECKLIST = (
     _rollback_target,
     _capabilities,
     _evidence,
+    _quotas,  # last: an open review it joins later gets it at the same place
 )
 
 
 def checklist_of(facts: ServiceFacts, context: SweepContext) -> list[ItemPrefill]:
     """The checklist, in order, each item with the facts and links found."""
-    return [build(facts, context) for build in CHECKLIST]
+    return [item for build in CHECKLIST if (item := build(facts, context)) is not None]

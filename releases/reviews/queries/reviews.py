@@ -146,6 +146,21 @@ def trigger_links(trigger: ReviewTrigger, service: Service) -> list[Link]:
             )
     elif kind == ReviewTrigger.Kind.ENGINE_OUTDATED and n.get("runtime"):
         links.append(Link(n["runtime"], reverse("ledger:runtime_detail", args=[n["runtime"]])))
+    elif kind == ReviewTrigger.Kind.COST_DRIFT:
+        links.append(
+            Link("the cost page", reverse("releases:service_cost", args=[slug]) + "?days=7")
+        )
+    elif kind == ReviewTrigger.Kind.QUOTA_PRESSURE and n.get("policy_version"):
+        url = reverse("releases:gateway_policy_version", args=[slug, n["policy_version"]])
+        if n.get("in_policy"):
+            links.append(
+                Link(
+                    f"{n.get('tenant')}'s quota in {n.get('policy')}",
+                    f"{url}#tenant-{n.get('tenant')}",
+                )
+            )
+        else:
+            links.append(Link(f"gateway policy {n.get('policy')}", url))
     return links
 
 

@@ -108,6 +108,7 @@ def raise_review(
     Service.objects.select_for_update().filter(pk=service.pk).values_list("pk").first()
     review = Review.objects.select_for_update().filter(service=service).not_concluded().first()
     created = review is None
+    added: list[ItemPrefill] = []
     if review is None:
         review = Review.objects.create(
             service=service,
@@ -116,24 +117,15 @@ def raise_review(
             due_on=_today(now) + dt.timedelta(days=due_days(service.tier)),
             assignee_id=assignee_id,
         )
-        ReviewChecklistItem.objects.bulk_create(
-            ReviewChecklistItem(
-                review=review,
-                key=item.key,
-                position=position,
-                facts=list(item.facts),
-                flags=list(item.flags),
-                suggestion=(
-                    ReviewChecklistItem.Suggestion.ATTENTION
-                    if item.flags
-                    else ReviewChecklistItem.Suggestion.CLEAR
-                ),
-            )
-            for position, item in enumerate(checklist, start=1)
-        )
+        _add_items(review, checklist, after=0)
         held: set[tuple[str, str]] = set()
     else:
         held = set(review.triggers.values_list("kind", "key"))
+        # An item that applies only now (a tenant under quota pressure) joins the open
+        # review's checklist after its items; those it has keep their facts and answers.
+        positions = dict(review.items.values_list("key", "position"))
+        added = [item for item in checklist if item.key not in positions]
+        _add_items(review, added, after=max(positions.values(), default=0))
     fresh = [f for f in findings if (f.kind, f.key) not in held]
     triggers = ReviewTrigger.objects.bulk_create(
         ReviewTrigger(
@@ -162,15 +154,41 @@ def raise_review(
                 "checklist": [{"key": item.key, "flags": list(item.flags)} for item in checklist],
             },
         )
-    elif triggers:
+    elif triggers or added:
+        payload: dict[str, Any] = {
+            "service": service.slug,
+            "triggers": [_trigger_json(t) for t in triggers],
+        }
+        if added:
+            payload["checklist_added"] = [
+                {"key": item.key, "flags": list(item.flags)} for item in added
+            ]
         append_event(
             actor=actor,
             action="review.trigger_added",
             subject=review,
             subject_label=f"review #{review.pk} of {service.slug}",
-            payload={"service": service.slug, "triggers": [_trigger_json(t) for t in triggers]},
+            payload=payload,
         )
     return review, triggers, created
+
+
+def _add_items(review: Review, items: Sequence[ItemPrefill], *, after: int) -> None:
+    ReviewChecklistItem.objects.bulk_create(
+        ReviewChecklistItem(
+            review=review,
+            key=item.key,
+            position=position,
+            facts=list(item.facts),
+            flags=list(item.flags),
+            suggestion=(
+                ReviewChecklistItem.Suggestion.ATTENTION
+                if item.flags
+                else ReviewChecklistItem.Suggestion.CLEAR
+            ),
+        )
+        for position, item in enumerate(items, start=after + 1)
+    )
 
 
 @transaction.atomic
