@@ -506,6 +506,14 @@ if LOADTEST_MAX_UPLOAD_BYTES < 1:
     raise ImproperlyConfigured(
         f"LOADTEST_MAX_UPLOAD_BYTES={LOADTEST_MAX_UPLOAD_BYTES} must be at least 1 byte."
     )
+
+# Run evidence: the most breakdown rows (one per tenant, task type and backend) a day's push
+# may carry; a push with more is refused with its count before any row is read.
+RUN_BREAKDOWN_MAX_ROWS = env_int("RUN_BREAKDOWN_MAX_ROWS", 10_000)
+if RUN_BREAKDOWN_MAX_ROWS < 1:
+    raise ImproperlyConfigured(
+        f"RUN_BREAKDOWN_MAX_ROWS={RUN_BREAKDOWN_MAX_ROWS} must be at least 1."
+    )
 for _tier, _days in EVIDENCE_MAX_AGE_DAYS.items():
     if _days < 1:
         raise ImproperlyConfigured(
