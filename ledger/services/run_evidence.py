@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from ledger import permissions
@@ -61,7 +61,7 @@ Outcome = Literal["recorded", "replaced", "unchanged"]
 _RECORDED = ("revision", *RUN_SUMMARY_FIELDS, "error_rate")
 _MAX_KEYS = 200
 _NO_BREAKDOWN = {"breakdown_sha256": None, "breakdown_rows": 0}
-# Rows per INSERT: a 10,000-row day in a handful of statements of bounded size.
+# Rows per INSERT where there is no COPY (SQLite): a 10,000-row day in a few statements.
 _BREAKDOWN_BATCH = 2000
 _MAX_KEY_LENGTH = 80
 # Far above any day of any service, and within what a bigint column holds.
@@ -264,6 +264,15 @@ _STATUS_CLASSES = {"errors_4xx": "4", "errors_5xx": "5"}
 _MAX_BACKEND_LENGTH = RunBreakdown._meta.get_field("backend").max_length or 120
 # A push whose every row is wrong names the first faults, not 10,000 of them.
 _MAX_ROW_ERRORS = 50
+
+
+# Every column of a row but its id and summary, in the order a clean row holds them.
+BREAKDOWN_COLUMNS = (
+    *_ROW_KEY,
+    *BREAKDOWN_COUNT_FIELDS,
+    *SUMMED_BY_KEY,
+    *BREAKDOWN_LATENCY_FIELDS,
+)
 
 
 @dataclass(frozen=True)
@@ -573,10 +582,36 @@ def _breakdown_values(breakdown: CleanBreakdown) -> dict[str, Any]:
 def _write_breakdown(summary: RunSummary, breakdown: CleanBreakdown, *, replace: bool) -> None:
     if replace:
         RunBreakdown.objects.filter(summary=summary).delete()
-    RunBreakdown.objects.bulk_create(
-        (RunBreakdown(summary=summary, **row) for row in breakdown.rows),
-        batch_size=_BREAKDOWN_BATCH,
-    )
+    if not breakdown.rows:
+        return
+    if connection.vendor == "postgresql":
+        _copy_breakdown(summary, breakdown.rows)
+    else:
+        RunBreakdown.objects.bulk_create(
+            (RunBreakdown(summary=summary, **row) for row in breakdown.rows),
+            batch_size=_BREAKDOWN_BATCH,
+        )
+
+
+def _copy_breakdown(summary: RunSummary, rows: Sequence[BreakdownRow]) -> None:
+    """The rows in one COPY: 10,000 rows take ~0.2 s where bulk_create's per-value
+    preparation takes over 1 s (bench/breakdown_push.py). The values are already
+    clean; only the JSON columns need writing out. Django's query log does not see
+    a COPY."""
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(name) for name in ("summary_id", *BREAKDOWN_COLUMNS))
+    statement = f"COPY {quote(RunBreakdown._meta.db_table)} ({columns}) FROM STDIN"
+    with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
+        for row in rows:
+            copy.write_row(
+                [
+                    summary.pk,
+                    *(
+                        json.dumps(row[name]) if name in SUMMED_BY_KEY else row[name]
+                        for name in BREAKDOWN_COLUMNS
+                    ),
+                ]
+            )
 
 
 def _refuse_totals_that_leave_rows_behind(

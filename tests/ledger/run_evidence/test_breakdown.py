@@ -14,7 +14,12 @@ from django.utils import timezone
 
 from ledger import services
 from ledger.models import Event, RunBreakdown, RunSummary
-from ledger.services.run_evidence import MAX_COUNT, breakdown_sha256, clean_breakdown
+from ledger.services.run_evidence import (
+    BREAKDOWN_COLUMNS,
+    MAX_COUNT,
+    breakdown_sha256,
+    clean_breakdown,
+)
 from tests.ledger.run_evidence.conftest import (
     breakdown_row,
     breakdown_rows,
@@ -411,9 +416,20 @@ def test_the_push_s_queries_do_not_grow_with_its_rows(service, live, django_asse
     with CaptureQueriesContext(connection) as few:
         _record(service, day_with_rows(breakdown_rows(10)))
 
-    # The service (with its team), its task types, the lock, the day, the rows in one
-    # INSERT, the summary's INSERT, the chain's lock, head and INSERT: the same for
-    # 10 rows and for 500.
+    # The service (with its team), its task types, the lock, the day, the summary's
+    # INSERT, the chain's lock, head and INSERT (the rows' COPY is not in Django's query
+    # log): the same for 10 rows and for 500.
     with django_assert_num_queries(len(few.captured_queries)):
         _record(service, day_with_rows(breakdown_rows(500)), date=YESTERDAY - dt.timedelta(days=1))
     assert len(few.captured_queries) <= 12
+
+
+def test_the_rows_copy_writes_every_column_of_the_model():
+    # The COPY names its columns: a column added to RunBreakdown must be added there too.
+    model_columns = {
+        field.name
+        for field in RunBreakdown._meta.concrete_fields
+        if field.name not in {"id", "summary"}
+    }
+    assert set(BREAKDOWN_COLUMNS) == model_columns
+    assert len(BREAKDOWN_COLUMNS) == len(model_columns)

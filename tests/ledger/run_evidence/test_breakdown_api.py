@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
 from django.utils import timezone
@@ -141,3 +142,38 @@ def test_a_day_not_recorded_is_404_and_a_bad_day_or_source_400(service, auditor)
 
 def test_the_rows_need_a_signed_in_reader(service, live):
     assert APIClient().get(_breakdown_url()).status_code == 401
+
+
+def test_a_push_of_the_most_rows_with_the_longest_values_fits_the_body_limit(settings):
+    """Django refuses a body over DATA_UPLOAD_MAX_MEMORY_SIZE before the view reads it:
+    the bound on rows, not the body size, must be what refuses a push."""
+    big = 10**15
+    row = {
+        "tenant": "t" * 80,
+        "task_type": "k" * 40,
+        "backend": "b" * 120,
+        **{
+            name: big
+            for name in (
+                "requests",
+                "input_tokens",
+                "output_tokens",
+                "errors_4xx",
+                "errors_5xx",
+                "rate_limit_hits",
+                "timeouts",
+                "retries",
+                "truncations",
+                "refusals",
+                "structured_errors",
+                "returned_by_humans",
+            )
+        },
+        "error_counts": {code: big for code in ("400", "429", "500", "503", "504")},
+        "degradations": {"shorter-context": big, "fallback-model": big},
+        "latency": {name: 123456.789012345 for name in breakdown_row(0)["latency"]},
+    }
+    rows = settings.RUN_BREAKDOWN_MAX_ROWS
+    body = len(json.dumps({"breakdown": [row] * rows}, indent=2))
+
+    assert body <= settings.DATA_UPLOAD_MAX_MEMORY_SIZE
