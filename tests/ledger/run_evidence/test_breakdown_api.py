@@ -177,3 +177,54 @@ def test_a_push_of_the_most_rows_with_the_longest_values_fits_the_body_limit(set
     body = len(json.dumps({"breakdown": [row] * rows}, indent=2))
 
     assert body <= settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+
+def test_the_documented_example_is_accepted_as_documented(service, live, sre):
+    # docs/run-evidence.md, "By tenant and task type".
+    body = {
+        "date": YESTERDAY.isoformat(),
+        "requests": 1200,
+        "output_tokens": 300000,
+        "error_counts": {"429": 6, "503": 2},
+        "rate_4xx": 0.005,
+        "breakdown": [
+            {
+                "tenant": "support",
+                "task_type": "chat",
+                "backend": "kb-r3-a",
+                "requests": 700,
+                "input_tokens": 600000,
+                "output_tokens": 180000,
+                "error_counts": {"429": 5, "503": 1},
+                "rate_limit_hits": 5,
+                "refusals": 3,
+                "latency": {"ttft_p50_ms": 170, "ttft_p95_ms": 600, "ttft_p99_ms": 1000},
+            },
+            {
+                "tenant": "sales",
+                "task_type": "rag",
+                "backend": "kb-r3-a",
+                "requests": 450,
+                "input_tokens": 500000,
+                "output_tokens": 110000,
+                "error_counts": {"429": 1, "503": 1},
+                "rate_limit_hits": 1,
+            },
+            {
+                "tenant": "unattributed",
+                "task_type": "unattributed",
+                "requests": 50,
+                "output_tokens": 10000,
+            },
+        ],
+    }
+
+    response = client_for(sre).post(PUSH, body, format="json")
+
+    assert response.status_code == 201, response.json()
+    day = response.json()
+    assert (day["input_tokens"], day["rate_limit_hits"], day["breakdown_rows"]) == (
+        1_100_000,
+        6,
+        3,
+    )
