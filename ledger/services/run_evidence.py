@@ -7,6 +7,11 @@ writes the row and its Event in one transaction under the service's row lock,
 so two pushes of the same day, at the same moment, are applied one after the
 other. The same day again replaces the row and the Event says `replaced`, with
 what it replaced; the same numbers again record nothing.
+
+A gateway day may carry its breakdown: one row per tenant, task type and
+backend (`clean_breakdown`), whose sums must be the day's totals (a total left
+out is taken from them). The rows are replaced with the day, in its
+transaction; its Event records their digest and count, not the rows.
 """
 
 from __future__ import annotations
@@ -294,19 +299,25 @@ def breakdown_sha256(rows: Sequence[BreakdownRow]) -> str:
     return hashlib.sha256(canonical_json(list(rows)).encode()).hexdigest()
 
 
+def _shown(value: Any) -> str:
+    """A value as a refusal quotes it: a 1 MB string is not echoed back whole."""
+    text = repr(value)
+    return text if len(text) <= 100 else f"{text[:100]}…"
+
+
 def _allowed(path: str, value: Any, allowed: Sequence[str], what: str, errors: dict) -> str:
     choices = ", ".join(allowed) if allowed else "none yet"
     if not isinstance(value, str) or not value.strip():
         errors[path] = (
             f"{path} is required: one of {what} ({choices}), or “{UNATTRIBUTED}” when the "
-            f"gateway could not tell; got {value!r}."
+            f"gateway could not tell; got {_shown(value)}."
         )
         return ""
     value = value.strip()
     if value != UNATTRIBUTED and value not in allowed:
         errors[path] = (
-            f"{path} {value!r} is not one of {what} ({choices}); send “{UNATTRIBUTED}” when the "
-            "gateway could not tell."
+            f"{path} {_shown(value)} is not one of {what} ({choices}); send “{UNATTRIBUTED}” "
+            "when the gateway could not tell."
         )
     return value
 
@@ -381,7 +392,7 @@ def _clean_row(
     if not isinstance(backend, str) or len(backend.strip()) > _MAX_BACKEND_LENGTH:
         errors[f"{path}.backend"] = (
             f"{path}.backend must be the backend's name, at most {_MAX_BACKEND_LENGTH} "
-            f"characters; got {backend!r}."
+            f"characters; got {_shown(backend)}."
         )
         backend = ""
     cleaned["backend"] = backend.strip()
