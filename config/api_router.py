@@ -105,5 +105,10 @@ urlpatterns = [
         ledger_run_evidence.ServiceRunSummariesView.as_view(),
         name="service_run_summaries",
     ),
+    path(
+        "services/<slug:slug>/run-summaries/<str:date>/breakdown/",
+        ledger_run_evidence.ServiceRunBreakdownView.as_view(),
+        name="service_run_breakdown",
+    ),
     *router.urls,
 ]

@@ -196,7 +196,17 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 MEDIA_URL = "media/"
 MEDIA_ROOT = DATA_DIR / "media"
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
-DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# Run evidence: the most breakdown rows (one per tenant, task type and backend) a day's push
+# may carry; a push with more is refused with its count before any row is read.
+RUN_BREAKDOWN_MAX_ROWS = env_int("RUN_BREAKDOWN_MAX_ROWS", 10_000)
+if RUN_BREAKDOWN_MAX_ROWS < 1:
+    raise ImproperlyConfigured(
+        f"RUN_BREAKDOWN_MAX_ROWS={RUN_BREAKDOWN_MAX_ROWS} must be at least 1."
+    )
+# The largest request body (Django refuses more, unread). A breakdown row is about 550
+# bytes of JSON, 1.6 kB with the longest names and numbers, pretty-printed: a push of
+# RUN_BREAKDOWN_MAX_ROWS rows must fit (16 MB for 10,000).
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(5 * 1024 * 1024, RUN_BREAKDOWN_MAX_ROWS * 1600)
 
 AWS_STORAGE_BUCKET_NAME = env_str("AWS_STORAGE_BUCKET_NAME")
 AWS_S3_ENDPOINT_URL = env_str("AWS_S3_ENDPOINT_URL") or None

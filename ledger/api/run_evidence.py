@@ -5,6 +5,8 @@ Registered in config/api_router.py:
     router.register("run-summaries", ledger_run_evidence.RunSummaryViewSet, basename="run-summary")
     path("services/<slug:slug>/run-summaries/", ledger_run_evidence.ServiceRunSummariesView.as_view(),
          name="service_run_summaries")
+    path("services/<slug:slug>/run-summaries/<str:date>/breakdown/",
+         ledger_run_evidence.ServiceRunBreakdownView.as_view(), name="service_run_breakdown")
 
 A push calls `services.record_run_summary` as the requester: who may is
 `permissions.can_record_run_summary` (platform SREs — the gateway's account —
@@ -13,18 +15,27 @@ and model owners of the service's team); every field it refuses is named.
 
 from __future__ import annotations
 
+import datetime as dt
+
 import django_filters
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import status, viewsets
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.generics import GenericAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ledger import permissions, services
-from ledger.models import Revision, RunSummary, Service
+from ledger import permissions, queries, services
+from ledger.models import Revision, RunBreakdown, RunSummary, Service
 from ledger.serializers import (
+    RunBreakdownSerializer,
     RunSummaryOutcomeSerializer,
     RunSummaryPushSerializer,
     RunSummarySerializer,
@@ -61,7 +72,9 @@ class RunSummaryViewSet(viewsets.ReadOnlyModelViewSet):
 
     serializer_class = RunSummarySerializer
     filterset_class = RunSummaryFilter
-    queryset = RunSummary.objects.with_context()
+
+    def get_queryset(self) -> QuerySet[RunSummary]:
+        return queries.run_summaries()
 
 
 class ServiceRunSummariesView(DomainVerbMixin, GenericAPIView):
@@ -73,7 +86,7 @@ class ServiceRunSummariesView(DomainVerbMixin, GenericAPIView):
     def get_queryset(self) -> QuerySet[RunSummary]:
         if getattr(self, "swagger_fake_view", False):  # the schema generator has no slug
             return RunSummary.objects.none()
-        return RunSummary.objects.with_context().filter(service__slug=self.kwargs["slug"])
+        return queries.run_summaries().filter(service__slug=self.kwargs["slug"])
 
     def get_serializer_class(self):
         return RunSummaryPushSerializer if self.request.method == "POST" else RunSummarySerializer
@@ -128,7 +141,62 @@ class ServiceRunSummariesView(DomainVerbMixin, GenericAPIView):
         summary, outcome = self.call_verb(
             services.record_run_summary, service, date=date, revision=revision, **fields
         )
-        summary = RunSummary.objects.with_context().get(pk=summary.pk)
+        summary = queries.run_summaries().get(pk=summary.pk)
         data = {**RunSummarySerializer(summary).data, "outcome": outcome}
         code = status.HTTP_201_CREATED if outcome == "recorded" else status.HTTP_200_OK
         return Response(data, status=code)
+
+
+class RunBreakdownFilter(ApiFilterSet):
+    class Meta:
+        model = RunBreakdown
+        fields = ["tenant", "task_type", "backend"]
+
+
+class ServiceRunBreakdownView(GenericAPIView):
+    """One service's day per tenant, task type and backend (GET)."""
+
+    serializer_class = RunBreakdownSerializer
+    filterset_class = RunBreakdownFilter
+
+    def get_queryset(self) -> QuerySet[RunBreakdown]:
+        return RunBreakdown.objects.none()  # the rows are the day's: see get()
+
+    @extend_schema(
+        summary="One service's day by tenant, task type and backend",
+        parameters=[
+            OpenApiParameter(
+                "source",
+                enum=RunSummary.Source.values,
+                default=RunSummary.Source.GATEWAY,
+                description="Whose day: the gateway's push (default) or the engine's scrape.",
+            ),
+        ],
+        responses={
+            200: RunBreakdownSerializer(many=True),
+            404: OpenApiResponse(description="No such service, or that day was not recorded."),
+        },
+    )
+    def get(self, request: Request, slug: str, date: str) -> Response:
+        day = _day(date)
+        source = request.query_params.get("source", RunSummary.Source.GATEWAY)
+        if source not in RunSummary.Source.values:
+            raise ValidationError(
+                {"source": [f"source must be one of {', '.join(RunSummary.Source.values)}."]}
+            )
+        rows = queries.day_breakdown(slug, day, source)
+        if rows is None:
+            raise NotFound(f"{slug} has no {source} run summary for {day.isoformat()}.")
+        rows = self.filter_queryset(rows)
+        page = self.paginate_queryset(rows)
+        data = RunBreakdownSerializer(page if page is not None else rows, many=True).data
+        return self.get_paginated_response(data) if page is not None else Response(data)
+
+
+def _day(text: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise ValidationError(
+            {"date": [f"date must be a day, YYYY-MM-DD; got {text!r}."]}
+        ) from None

@@ -8,9 +8,11 @@ import json
 from collections.abc import Callable
 from typing import Any, TypedDict
 
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from ledger.models import Event, Revision, RunSummary, Service
+from ledger.models import Event, Revision, RunBreakdown, RunSummary, Service
 from ledger.models.run_evidence import RUN_SUMMARY_FIELDS
 
 
@@ -25,6 +27,36 @@ def run_summary_json(summary: RunSummary) -> dict[str, Any]:
         "error_rate": summary.error_rate,
         "recorded_at": summary.recorded_at.isoformat(),
     }
+
+
+def run_summaries() -> QuerySet[RunSummary]:
+    """Days with their service, revision and recorder, and `breakdown_rows`: how many
+    breakdown rows each has (a subquery per day on the rows' unique index, not a join)."""
+    rows = (
+        RunBreakdown.objects.filter(summary=OuterRef("pk"))
+        .order_by()
+        .values("summary")
+        .annotate(count=Count("*"))
+        .values("count")
+    )
+    return RunSummary.objects.with_context().annotate(
+        breakdown_rows=Coalesce(Subquery(rows, output_field=IntegerField()), Value(0))
+    )
+
+
+def day_breakdown(service_slug: str, date: dt.date, source: str) -> QuerySet[RunBreakdown] | None:
+    """The breakdown rows of one service's day from one source, tenant by tenant; None when
+    that day was not recorded. One query for the day, the rows' query is the caller's."""
+    summary_id = (
+        RunSummary.objects.filter(service__slug=service_slug, date=date, source=source)
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if summary_id is None:
+        return None
+    return RunBreakdown.objects.filter(summary_id=summary_id).order_by(
+        "tenant", "task_type", "backend"
+    )
 
 
 # ---------------------------------------------------------------- the service's trend

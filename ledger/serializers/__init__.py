@@ -37,6 +37,7 @@ from ledger.serializers.registry import (
     WhoAmISerializer,
 )
 from ledger.serializers.run_evidence import (
+    RunBreakdownSerializer,
     RunSummaryOutcomeSerializer,
     RunSummaryPushSerializer,
     RunSummarySerializer,
@@ -67,6 +68,7 @@ __all__ = [
     "RevisionDiffSerializer",
     "RevisionSerializer",
     "RevisionSummarySerializer",
+    "RunBreakdownSerializer",
     "RunSummaryOutcomeSerializer",
     "RunSummaryPushSerializer",
     "RunSummarySerializer",

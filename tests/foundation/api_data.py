@@ -87,6 +87,24 @@ def seed_api_data() -> dict[str, object]:
         source="scrape",
         ttft_p95_ms=None,
     )
+    # The gateway's day with a breakdown: a row the gateway could not attribute, without
+    # latencies (nulls), beside one that has them.
+    services.record_run_summary(
+        service,
+        actor=None,
+        date=timezone.now().date() - dt.timedelta(days=1),
+        breakdown=[
+            {"tenant": "unattributed", "task_type": "unattributed", "requests": 40},
+            {
+                "tenant": "unattributed",
+                "task_type": "unattributed",
+                "backend": "kb-backend",
+                "requests": 60,
+                "error_counts": {"503": 1},
+                "latency": {"ttft_p50_ms": 120.0, "ttft_p95_ms": 400.0},
+            },
+        ],
+    )
     # A draft release of a candidate: no sign-off, no rollback target, no planned start yet.
     candidate = RevisionFactory(service=service)
     release = release_services.create_release(

@@ -130,6 +130,9 @@ def _detail_parameters(data: dict) -> dict[str, list[dict]]:
         "/api/services/{slug}/incident/": [{"slug": "kb-assistant"}, {"slug": "sql-agent"}],
         "/api/run-summaries/{id}/": [{"id": data["run_summary"].pk}],
         "/api/services/{slug}/run-summaries/": [{"slug": "kb-assistant"}, {"slug": "sql-agent"}],
+        "/api/services/{slug}/run-summaries/{date}/breakdown/": [
+            {"slug": "kb-assistant", "date": data["run_summary"].date.isoformat()}
+        ],
         "/api/services/{slug}/gateway-policies/": [{"slug": "kb-assistant"}],
         "/api/services/{slug}/gateway-policies/{version}/": [
             {"slug": "kb-assistant", "version": 1},
