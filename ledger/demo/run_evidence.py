@@ -1,4 +1,5 @@
-"""Demo run evidence: 60 days of the gateway's daily summaries for the live demo services.
+"""Demo run evidence: 60 days of the gateway's daily summaries for the live demo services,
+each day split by tenant and task type (`demo_breakdown`).
 
 One of them drifts where everybody can see it: kb-assistant served r2 until
 20 days ago, then r3, and from then on its p95 TTFT climbs past the 800 ms SLO
@@ -31,6 +32,24 @@ DAYS = 60
 DRIFTING_SERVICE = "kb-assistant"
 DRIFT_DAYS = 20  # the drift starts when r3 starts serving, this many days ago
 DRIFT_FROM_REVISION = 2
+# A tenant near its quota: rate-limited on QUOTA_DAYS of the last 7 days (the review
+# sweep's quota_pressure trigger); the other days' 429s are the gateway's own limit,
+# before a tenant is known (unattributed).
+QUOTA_SERVICE, QUOTA_TENANT, QUOTA_DAYS = "kb-assistant", "field-service", 5
+# Prompt and answer tokens per request by task type; r3 of the drifting service answers
+# a third shorter (the AWQ fine-tune is terser): the same GPUs for fewer tokens, a step
+# up in its cost per million output tokens after it went live.
+TOKENS = {
+    "chat": (900, 260),
+    "rag": (3200, 380),
+    "sql": (1400, 150),
+    "tool-use": (1800, 190),
+    "summarization": (6000, 420),
+    "translation": (700, 720),
+    "code-review": (5200, 520),
+}
+DEFAULT_TOKENS = (1000, 300)
+SHORTER_ANSWERS = 0.65
 
 
 def _today() -> dt.date:
@@ -75,6 +94,96 @@ def _day_numbers(
     }
 
 
+def _split(total: int, weights: list[float]) -> list[int]:
+    """`total` in whole parts proportional to `weights`, adding up to it exactly."""
+    whole = sum(weights)
+    exact = [total * w / whole for w in weights]
+    parts = [int(x) for x in exact]
+    for index in sorted(range(len(exact)), key=lambda i: parts[i] - exact[i])[: total - sum(parts)]:
+        parts[index] += 1
+    return parts
+
+
+def demo_breakdown(
+    service: Service, date: dt.date, fields: dict[str, Any], *, today: dt.date, shorter: bool
+) -> list[dict[str, Any]]:
+    """The day split by tenant and task type (and an unattributed row for the gateway's own
+    rejections), every count adding up to the day's total; the same day gives the same
+    rows. The quota tenant takes the day's 429s on QUOTA_DAYS of the last 7 days."""
+    rng = random.Random(f"{service.slug}:{date.isoformat()}:breakdown")  # noqa: S311 - demo
+    tenants = list(service.tenants) or ["unattributed"]
+    task_types = [t.slug for t in service.task_types.all()] or ["unattributed"]
+    keys = [(tenant, task) for tenant in tenants for task in task_types]
+    keys.append(("unattributed", "unattributed"))
+    weights = [rng.uniform(0.5, 1.5) * (0.6**index) for index in range(len(keys) - 1)]
+    weights.append(0.01)
+    requests = _split(fields["requests"], weights)
+    pressed = (
+        service.slug == QUOTA_SERVICE
+        and QUOTA_TENANT in tenants
+        and 0 < (today - date).days <= 7
+        and (today - date).days % 7 < QUOTA_DAYS
+    )
+    limited = fields["error_counts"]["429"]
+    rejected = [0] * len(keys)
+    if pressed:
+        own = [index for index, key in enumerate(keys) if key[0] == QUOTA_TENANT]
+        for index, share in zip(own, _split(limited, [requests[i] for i in own]), strict=True):
+            rejected[index] = min(share, requests[index])
+    rejected[-1] = limited - sum(rejected)
+    requests[-1] = max(requests[-1], rejected[-1])
+    shortfall = sum(requests) - fields["requests"]
+    if shortfall:  # the unattributed row grew to hold the gateway's rejections
+        biggest = max(range(len(keys) - 1), key=lambda i: requests[i])
+        requests[biggest] -= shortfall
+    served = [r - x for r, x in zip(requests, rejected, strict=True)]
+
+    def share(total: int) -> list[int]:
+        return _split(total, [max(n, 0) for n in served]) if any(served) else [0] * len(keys)
+
+    n = fields["requests"]
+    failed_5xx = share(fields["error_counts"]["503"])
+    refusals = share(round(fields["refusal_rate"] * n))
+    truncations = share(round(fields["truncation_rate"] * n))
+    structured = share(round(fields["structured_output_error_rate"] * n))
+    degraded = share(fields["degradations"]["shorter-context"])
+    timeouts, retries = share(fields["timeouts"]), share(fields["retries"])
+    returned = share(fields["returned_by_humans"])
+    rows = []
+    for index, (tenant, task) in enumerate(keys):
+        prompt, answer = TOKENS.get(task, DEFAULT_TOKENS)
+        if shorter:
+            answer = int(answer * SHORTER_ANSWERS)
+        ttft = fields["ttft_p95_ms"] * rng.uniform(0.9, 1.1)
+        row: dict[str, Any] = {
+            "tenant": tenant,
+            "task_type": task,
+            "requests": requests[index],
+            "input_tokens": int(served[index] * prompt * rng.uniform(0.9, 1.1)),
+            "output_tokens": int(served[index] * answer * rng.uniform(0.9, 1.1)),
+            "error_counts": {"429": rejected[index], "503": failed_5xx[index]},
+            "rate_limit_hits": rejected[index],
+            "degradations": {"shorter-context": degraded[index]},
+            "refusals": refusals[index],
+            "truncations": truncations[index],
+            "structured_errors": structured[index],
+            "timeouts": timeouts[index],
+            "retries": retries[index],
+            "returned_by_humans": returned[index],
+        }
+        if served[index]:
+            row["latency"] = {
+                "ttft_p50_ms": round(ttft * 0.35, 1),
+                "ttft_p95_ms": round(ttft, 1),
+                "ttft_p99_ms": round(ttft * 1.6, 1),
+                "tpot_p50_ms": fields["tpot_p50_ms"],
+                "tpot_p95_ms": fields["tpot_p95_ms"],
+                "tpot_p99_ms": fields["tpot_p99_ms"],
+            }
+        rows.append(row)
+    return rows
+
+
 def _base_ttft(service: Service) -> float:
     slo = service.slo_ttft_p95_ms
     return slo * 0.75 if slo else 600.0
@@ -99,7 +208,10 @@ def demo_days(
                 # About 25 ms a day: from 600 ms to over 1,000 ms, past the 800 ms SLO
                 # about twelve days in.
                 drift = 25.0 * (DRIFT_DAYS - back + 1)
-        yield date, _day_numbers(service.slug, date, base_ttft=base, drift=drift), number
+        fields = _day_numbers(service.slug, date, base_ttft=base, drift=drift)
+        shorter = drifts and back <= DRIFT_DAYS
+        fields["breakdown"] = demo_breakdown(service, date, fields, today=today, shorter=shorter)
+        yield date, fields, number
 
 
 def seed_run_evidence(service_slugs: list[str], *, today: dt.date | None = None) -> int:
