@@ -102,6 +102,7 @@ def _seed_registry() -> None:
     from django.utils import timezone
 
     from ledger.demo.registry import asset_fields, image_reference
+    from ledger.gateway_policy import document_sha256
     from ledger.models import (
         GatewayPolicy,
         License,
@@ -113,7 +114,6 @@ def _seed_registry() -> None:
         Service,
         Team,
     )
-    from ledger.gateway_policy import document_sha256
     from replay.models import Backend
 
     now = timezone.now()
@@ -262,7 +262,7 @@ FROM ledger_service s
 CROSS JOIN generate_series(%s::date, %s::date, INTERVAL '1 day') d
 WHERE s.slug LIKE '{PREFIX}-%%'
 ON CONFLICT (service_id, date, source) DO NOTHING
-"""
+"""  # noqa: S608 - constants of this script
 _PART_ROWS = ", ".join(f"({n}, '{t}', '{k}', {w})" for n, (t, k, w) in enumerate(PARTS))
 _BREAKDOWN = f"""
 INSERT INTO ledger_runbreakdown (summary_id, tenant, task_type, backend, requests,
@@ -291,7 +291,7 @@ CROSS JOIN LATERAL (SELECT
 ) q
 WHERE r.date BETWEEN %s AND %s
   AND NOT EXISTS (SELECT 1 FROM ledger_runbreakdown b WHERE b.summary_id = r.id)
-"""
+"""  # noqa: S608 - constants of this script
 
 
 def _seed_evidence() -> tuple[int, int]:
