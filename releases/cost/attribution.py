@@ -27,6 +27,7 @@ the day's cost exactly, and no part is more than a cent from its exact share.
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
@@ -96,43 +97,63 @@ def used_share(
     """The part of the day's capacity the output tokens took; None when unknown."""
     if not output_tokens_per_s or output_tokens_per_s <= 0:
         return None
-    capacity = Fraction(output_tokens_per_s) * max(replicas, 1) * HOURS_A_DAY * 3600
-    return min(Fraction(output_tokens) / capacity, Fraction(1))
+    # output_tokens / (output_tokens_per_s * replicas * a day's seconds), at most 1, as
+    # one Fraction built from integers (the throughput's exact binary value).
+    rate = Fraction(output_tokens_per_s)
+    capacity = rate.numerator * max(replicas, 1) * HOURS_A_DAY * 3600
+    used = output_tokens * rate.denominator
+    if used >= capacity:
+        return Fraction(1)
+    return Fraction(used, capacity)
 
 
 def split_cents(total: Decimal, weights: Sequence[Fraction]) -> list[Decimal]:
     """`total` (whole cents) in parts proportional to `weights`, adding up to it exactly.
 
-    All-zero weights split evenly; no weights is an error (the cost would be lost)."""
+    All-zero weights split evenly; no weights is an error (the cost would be lost).
+
+    In integers: the weights brought to a common denominator, each part's exact share
+    `cents * weight / whole` is a floor and a remainder out of `whole`, and remainders
+    out of the same `whole` compare as the fractions they are."""
     if not weights:
         raise ValueError("nothing to split the cost over")
     cents = int((total / CENT).to_integral_value())
     if cents < 0:
         raise ValueError(f"a cost cannot be negative; got {total}")
-    if any(weight < 0 for weight in weights):
+    ratios = [weight.as_integer_ratio() for weight in weights]
+    if any(numerator < 0 for numerator, _ in ratios):
         raise ValueError("a weight cannot be negative")
-    whole = sum(weights, Fraction(0))
-    shares = (
-        [Fraction(cents) * weight / whole for weight in weights]
-        if whole
-        else [Fraction(cents, len(weights))] * len(weights)
-    )
-    floors = [share.numerator // share.denominator for share in shares]
+    common = math.lcm(*(denominator for _, denominator in ratios))
+    scaled = [numerator * (common // denominator) for numerator, denominator in ratios]
+    whole = sum(scaled)
+    if whole:
+        divided = [divmod(cents * weight, whole) for weight in scaled]
+    else:
+        divided = [divmod(cents, len(weights))] * len(weights)
+    floors = [floor for floor, _ in divided]
     left = cents - sum(floors)
-    by_remainder = sorted(range(len(shares)), key=lambda i: (-(shares[i] - floors[i]), i))
+    by_remainder = sorted(range(len(divided)), key=lambda i: (-divided[i][1], i))
     for index in by_remainder[:left]:
         floors[index] += 1
     return [Decimal(part) * CENT for part in floors]
 
 
-def _weights(rows: Sequence[Usage], key: AllocationKey) -> tuple[AllocationKey, list[Fraction]]:
+def _exact(value: int) -> Fraction | int:
+    return value if isinstance(value, int) else Fraction(value)
+
+
+def _weights(
+    rows: Sequence[Usage], key: AllocationKey
+) -> tuple[AllocationKey, list[Fraction | int]]:
+    """Each row's weight: Fractions of request-seconds, or whole numbers of tokens or
+    requests (kept as ints: exact, and cheaper to add than Fractions)."""
     if key is AllocationKey.REQUEST_SECONDS:
         seconds = [row.request_seconds for row in rows]
         if all(value is not None for value in seconds) and any(seconds):
             return key, [value for value in seconds if value is not None]
     if any(row.output_tokens for row in rows):
-        return AllocationKey.OUTPUT_TOKENS, [Fraction(row.output_tokens) for row in rows]
-    return AllocationKey.REQUESTS, [Fraction(row.requests) for row in rows]
+        return AllocationKey.OUTPUT_TOKENS, [_exact(row.output_tokens) for row in rows]
+    return AllocationKey.REQUESTS, [_exact(row.requests) for row in rows]
 
 
 def split_day(
@@ -153,18 +174,39 @@ def split_day(
     measured = used_share(sum(row.output_tokens for row in rows), output_tokens_per_s, replicas)
     share = Fraction(0) if not rows else (Fraction(1) if measured is None else measured)
     used_key, weights = _weights(rows, key) if rows else (key, [])
-    whole = sum(weights, Fraction(0))
-    grouped: dict[tuple[str, str], Fraction] = {}
+    # A part's weight is the sum of its rows' (exact), its share of the used part
+    # share * weight / whole, each Fraction built once from integers.
+    summed: dict[tuple[str, str], Fraction | int] = {}
+    counted: dict[tuple[str, str], int] = {}
     for row, weight in zip(rows, weights, strict=True):
         part_key = (row.tenant, row.task_type)
-        # Rows without requests or tokens at all share the used part evenly.
-        grouped[part_key] = grouped.get(part_key, Fraction(0)) + (
-            share * weight / whole if whole else share / len(rows)
-        )
-    cents = split_cents(total, [*grouped.values(), 1 - share])
+        summed[part_key] = summed.get(part_key, 0) + weight
+        counted[part_key] = counted.get(part_key, 0) + 1
+    whole = sum(summed.values())
+    share_n, share_d = share.numerator, share.denominator
+    grouped: dict[tuple[str, str], Fraction] = {}
+    for part_key, weight in summed.items():
+        if whole:
+            grouped[part_key] = Fraction(
+                share_n * weight.numerator * whole.denominator,
+                share_d * weight.denominator * whole.numerator,
+            )
+        else:
+            # Rows without requests or tokens at all share the used part evenly.
+            grouped[part_key] = Fraction(share_n * counted[part_key], share_d * len(rows))
+    idle = Fraction(share_d - share_n, share_d)
+    cents = split_cents(total, [*grouped.values(), idle])
+    hours_n, hours_d = hours.numerator, hours.denominator
     parts = [
-        Part(tenant, task_type, hours * weight, cost)
+        Part(
+            tenant,
+            task_type,
+            Fraction(hours_n * weight.numerator, hours_d * weight.denominator),
+            cost,
+        )
         for ((tenant, task_type), weight), cost in zip(grouped.items(), cents, strict=False)
     ]
-    parts.append(Part(IDLE, "", hours * (1 - share), cents[-1]))
+    parts.append(
+        Part(IDLE, "", Fraction(hours_n * idle.numerator, hours_d * idle.denominator), cents[-1])
+    )
     return DaySplit(hours, total, share, measured is not None, used_key, tuple(parts))

@@ -132,14 +132,23 @@ def focus_rows(
     key = str(allocation_key())
     provider = settings.COST_PROVIDER_NAME
     account = settings.COST_BILLING_ACCOUNT_ID
+    # What repeats across rows, written once: a day's periods, and the Tags of each
+    # (tenant, task type, GPU model).
+    periods: dict[dt.date, tuple[str, str, str, str]] = {}
+    tagged: dict[tuple[str, str, str], str] = {}
     for day in days:
         stats.service_days += 1
         if not day.priced:
             stats.unpriced += 1
             continue
         served = day.served_by
-        billing_start, billing_end = _month(day.date)
-        charge_start, charge_end = _moment(day.date), _moment(day.date + dt.timedelta(days=1))
+        if (period := periods.get(day.date)) is None:
+            period = periods[day.date] = (
+                *_month(day.date),
+                _moment(day.date),
+                _moment(day.date + dt.timedelta(days=1)),
+            )
+        billing_start, billing_end, charge_start, charge_end = period
         price = str(day.price_per_gpu_hour)
         team = spreadsheet_safe(teams.get(day.service, ""))
         for part in day.parts:
@@ -153,9 +162,18 @@ def focus_rows(
                 else f"GPU-hours of {day.service} {served.label} for tenant {part.tenant}, "
                 f"task type {part.task_type}"
             )
-            tags = {"tenant": part.tenant, "gpu_model": served.gpu_model, "allocation_key": key}
-            if not idle:
-                tags["task_type"] = part.task_type
+            tags = tagged.get((part.tenant, part.task_type, served.gpu_model))
+            if tags is None:
+                fields = {
+                    "tenant": part.tenant,
+                    "gpu_model": served.gpu_model,
+                    "allocation_key": key,
+                }
+                if not idle:
+                    fields["task_type"] = part.task_type
+                tags = tagged[(part.tenant, part.task_type, served.gpu_model)] = json.dumps(
+                    fields, sort_keys=True
+                )
             stats.rows += 1
             yield [
                 "",
@@ -200,7 +218,7 @@ def focus_rows(
                 f"{served.gpu_model}@{day.price_since.isoformat()}" if day.price_since else "",
                 team,
                 team,
-                json.dumps(tags, sort_keys=True),
+                tags,
                 spreadsheet_safe(part.tenant),
                 part.task_type,
                 served.release,

@@ -39,7 +39,7 @@ from releases.cost.attribution import (
 from releases.models import Release
 from replay.models import Backend
 
-BREAKDOWN_CHUNK = 20_000
+BREAKDOWN_CHUNK = 5_000
 
 
 @dataclass(frozen=True)
@@ -113,14 +113,21 @@ def allocation_key() -> AllocationKey:
 
 def _summaries(
     since: dt.date, until: dt.date, services: Iterable[str] | None
-) -> list[tuple[int, int, str, dt.date, int | None, dict]]:
+) -> list[tuple[int, int, str, dt.date, int | None, tuple[int, int, int]]]:
     """(summary id, service id, service slug, day, revision id, totals) of each
     service-day, in service id and day order, the gateway's summary where both sources
-    recorded the day."""
+    recorded the day. The totals are (requests, output tokens, input tokens). Read
+    streamed (a server-side cursor), so that only the chosen rows are held, not the
+    query's result as well."""
     rows = RunSummary.objects.filter(date__gte=since, date__lte=until)
     if services is not None:
         rows = rows.filter(service__slug__in=list(services))
-    chosen: dict[tuple[str, dt.date], tuple] = {}
+    # The rows come grouped by service and day: a day's second source replaces the row
+    # before only when it is the gateway's. A service's slug and id, a day and a
+    # revision id are held once however many rows name them.
+    chosen: list[tuple[int, int, str, dt.date, int | None, tuple[int, int, int]]] = []
+    shared: dict = {}
+    last: tuple[int, dt.date] | None = None
     for (
         pk,
         service_id,
@@ -131,33 +138,38 @@ def _summaries(
         requests,
         output_tokens,
         input_tokens,
-    ) in rows.order_by("service_id", "date", "source").values_list(
-        "pk",
-        "service_id",
-        "service__slug",
-        "date",
-        "source",
-        "revision_id",
-        "requests",
-        "output_tokens",
-        "input_tokens",
+    ) in (
+        rows.order_by("service_id", "date", "source")
+        .values_list(
+            "pk",
+            "service_id",
+            "service__slug",
+            "date",
+            "source",
+            "revision_id",
+            "requests",
+            "output_tokens",
+            "input_tokens",
+        )
+        .iterator(chunk_size=BREAKDOWN_CHUNK)
     ):
         key = (service_id, day)
-        if key in chosen and source != RunSummary.Source.GATEWAY:
-            continue
-        chosen[key] = (
-            pk,
-            service_id,
-            slug,
-            day,
-            revision,
-            {
-                "requests": requests or 0,
-                "output_tokens": output_tokens or 0,
-                "input_tokens": input_tokens or 0,
-            },
+        if key == last:
+            if source != RunSummary.Source.GATEWAY:
+                continue
+            chosen.pop()
+        last = key
+        chosen.append(
+            (
+                pk,
+                shared.setdefault(("service", service_id), service_id),
+                shared.setdefault(("slug", slug), slug),
+                shared.setdefault(("day", day), day),
+                shared.setdefault(("revision", revision), revision),
+                (requests or 0, output_tokens or 0, input_tokens or 0),
+            )
         )
-    return list(chosen.values())
+    return chosen
 
 
 def _served_by(revision_ids: set[int]) -> dict[int, ServedBy]:
@@ -295,11 +307,10 @@ def cost_days(
         if rows:
             usage, part_usage = _usage(rows)
         else:
-            usage = [Usage(UNATTRIBUTED, UNATTRIBUTED, totals["requests"], totals["output_tokens"])]
+            requests, output_tokens, input_tokens = totals
+            usage = [Usage(UNATTRIBUTED, UNATTRIBUTED, requests, output_tokens)]
             part_usage = {
-                (UNATTRIBUTED, UNATTRIBUTED): PartUsage(
-                    totals["requests"], totals["input_tokens"], totals["output_tokens"], 0
-                )
+                (UNATTRIBUTED, UNATTRIBUTED): PartUsage(requests, input_tokens, output_tokens, 0)
             }
         price = prices.in_force(served_by.gpu_model, day) if served_by.gpu_model else None
         split = None
