@@ -9,6 +9,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from tests.factories import UserFactory
 
@@ -20,6 +22,13 @@ os.environ.setdefault("XDG_CONFIG_HOME", str(_ARTIFACTS / "xdg-config"))
 os.environ.setdefault("XDG_CACHE_HOME", str(_ARTIFACTS / "xdg-cache"))
 # Hypothesis (under schemathesis) caches what it learns of the code there, not in ./.hypothesis.
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(_ARTIFACTS / "hypothesis"))
+
+# The suite runs beside other work on a shared machine: no test of ours is about how fast
+# hypothesis generates or runs an example, so its timing checks would only be flaky.
+hypothesis_settings.register_profile(
+    "shared-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+hypothesis_settings.load_profile("shared-machine")
 
 
 def pytest_collection_modifyitems(config, items):
