@@ -31,8 +31,9 @@ class Expected:
     revision: str
     gpu_model: str
     output_tokens_per_s: float | None
-    per_million: Decimal | None  # None: no throughput measured, or no price
+    per_million: Decimal | None  # to the cent; None: no throughput measured, or no price
     currency: str
+    exact_per_million: Decimal | None = None  # unrounded, for the change between two
 
 
 @dataclass(frozen=True)
@@ -46,9 +47,11 @@ class ReleaseCost:
     @property
     def change_pct(self) -> float | None:
         """The candidate's expected cost against the live one's, in percent."""
-        if self.live is None or not self.live.per_million or self.candidate.per_million is None:
+        live = self.live.exact_per_million if self.live is not None else None
+        candidate = self.candidate.exact_per_million
+        if not live or candidate is None:
             return None
-        return float((self.candidate.per_million / self.live.per_million - 1) * 100)
+        return float((candidate / live - 1) * 100)
 
 
 def _throughputs(revisions: list[Revision]) -> dict[int, float]:
@@ -80,11 +83,16 @@ def _expected(
     tokens_per_s = throughputs.get(revision.pk)
     hours = gpu_hours_per_million(runtime.gpu_count, tokens_per_s)
     price = prices.get(runtime.gpu_model)
-    per_million = None
+    exact = None
     if hours is not None and price is not None:
-        per_million = (Decimal(str(hours)) * price[0]).quantize(Decimal("0.01"))
+        exact = Decimal(str(hours)) * price[0]
     return Expected(
-        revision.label, runtime.gpu_model, tokens_per_s, per_million, price[1] if price else ""
+        revision.label,
+        runtime.gpu_model,
+        tokens_per_s,
+        exact.quantize(Decimal("0.01")) if exact is not None else None,
+        price[1] if price else "",
+        exact,
     )
 
 

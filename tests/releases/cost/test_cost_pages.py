@@ -180,7 +180,8 @@ def test_the_release_page_shows_expected_cost_and_after_release_the_measured_one
         Decimal("0.56"),
     )
     assert round(expected.change_pct) == -50
-    assert "1.11 USD" in before and "0.56 USD" in before and "-50.0 %" in before
+    shown = before[before.index('id="cost"') : before.index('class="release-layout"')]
+    assert "1.11 USD" in shown and "0.56 USD" in shown and "-50.0 %" in shown, shown
     assert "measured since the release" not in before
     # The candidate's one routed backend of one GPU: 24 GPU-hours a day at 2.00 over
     # 48 M output tokens, 1.00 per million.
