@@ -128,8 +128,8 @@ def demo_breakdown(
     rejected = [0] * len(keys)
     if pressed:
         own = [index for index, key in enumerate(keys) if key[0] == QUOTA_TENANT]
-        for index, share in zip(own, _split(limited, [requests[i] for i in own]), strict=True):
-            rejected[index] = min(share, requests[index])
+        for index, hits in zip(own, _split(limited, [requests[i] for i in own]), strict=True):
+            rejected[index] = min(hits, requests[index])
     rejected[-1] = limited - sum(rejected)
     requests[-1] = max(requests[-1], rejected[-1])
     shortfall = sum(requests) - fields["requests"]
