@@ -59,7 +59,8 @@ def _price(value: Any) -> Decimal:
         raise ValidationError(
             {"price_per_gpu_hour": _("The price must be below 100000000 per GPU-hour.")}
         )
-    return price
+    # As the column keeps it (2.45 reads back 2.4500), in the Event and the answer alike.
+    return price.quantize(Decimal(1).scaleb(-PRICE_DECIMALS))
 
 
 def _effective_from(value: Any) -> dt.date:
@@ -170,7 +171,7 @@ def recorded_payload(sheet: PriceSheet) -> dict[str, Any]:
     """What the `price_sheet.recorded` Event of a version says."""
     return {
         "gpu_model": sheet.gpu_model,
-        "price_per_gpu_hour": f"{Decimal(sheet.price_per_gpu_hour):.4f}",
+        "price_per_gpu_hour": str(sheet.price_per_gpu_hour),
         "currency": sheet.currency,
         "effective_from": sheet.effective_from.isoformat(),
         "note": sheet.note,
