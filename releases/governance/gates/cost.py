@@ -2,9 +2,10 @@
 
 "Basic evaluation and a cost record" before an internal service's release: the
 candidate's runtime names its GPU model, and that model has a price sheet in force on
-the day (UTC) of the assessment. The reason names no price: a new version of the price
-is no new fact about the release, so it does not void its sign-offs (the snapshot binds
-the gates' reasons); the evidence cites the version and its price.
+the day (UTC) of the assessment. The reason names neither the price nor the day: the
+snapshot binds the gates' reasons (a waived gate's too), and a new price version or a
+new day is no new fact about the release that should void its sign-offs; the evidence
+cites the version and its price.
 """
 
 from __future__ import annotations
@@ -42,8 +43,7 @@ def cost_record(inputs: Inputs) -> Verdict:
     if sheet is None:
         return (
             "fail",
-            f"No price sheet for {runtime.gpu_model} in force on "
-            f"{assessment_day(inputs.now).isoformat()}: record one at {prices}.",
+            f"No price sheet for {runtime.gpu_model} in force today: record one at {prices}.",
             [],
         )
     ref = cite(
