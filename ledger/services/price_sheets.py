@@ -59,8 +59,9 @@ def _price(value: Any) -> Decimal:
         raise ValidationError(
             {"price_per_gpu_hour": _("The price must be below 100000000 per GPU-hour.")}
         )
-    # As the column keeps it (2.45 reads back 2.4500), in the Event and the answer alike.
-    return price.quantize(Decimal(1).scaleb(-PRICE_DECIMALS))
+    # As the column keeps it (2.45 reads back 2.4500; -0 is 0), in the Event and the
+    # answer alike.
+    return (price if price else Decimal(0)).quantize(Decimal(1).scaleb(-PRICE_DECIMALS))
 
 
 def _effective_from(value: Any) -> dt.date:
@@ -114,6 +115,13 @@ def _clean(
 
 
 def _duplicate(gpu_model: str, day: dt.date) -> ValidationError:
+    if day == dt.date.max:
+        return ValidationError(
+            {
+                "effective_from": _("%(gpu)s already has a price from %(day)s.")
+                % {"gpu": gpu_model, "day": day}
+            }
+        )
     return ValidationError(
         {
             "effective_from": _(

@@ -162,3 +162,13 @@ def test_gpu_models_runtimes_use_without_a_price(sre, team, django_assert_num_qu
     assert [(g.gpu_model, g.runtimes, g.services) for g in unpriced] == [
         ("L4-24GB", ["l4"], [live.service.slug])
     ]
+
+
+def test_edge_values_are_kept_or_refused_in_words(sre):
+    assert str(_record(sre, price_per_gpu_hour="-0").price_per_gpu_hour) == "0.0000"
+    _record(sre, effective_from=dt.date.max)
+
+    with pytest.raises(ValidationError) as refused:
+        _record(sre, effective_from=dt.date.max)
+
+    assert "already has a price from 9999-12-31" in refused.value.messages[0]
