@@ -6,6 +6,7 @@ from rest_framework.routers import DefaultRouter
 from ledger.api import events as ledger_events
 from ledger.api import evidence as ledger_evidence
 from ledger.api import gateway as ledger_gateway
+from ledger.api import price_sheets as ledger_price_sheets
 from ledger.api import registry as ledger_registry
 from ledger.api import run_evidence as ledger_run_evidence
 from ledger.api import signing as ledger_signing
@@ -29,6 +30,7 @@ router.register("revisions", ledger_registry.RevisionViewSet, basename="revision
 router.register("capabilities", ledger_registry.CapabilityViewSet, basename="capability")
 router.register("events", ledger_events.EventViewSet, basename="event")
 router.register("loadtests", ledger_evidence.LoadTestReportViewSet, basename="loadtest")
+router.register("price-sheets", ledger_price_sheets.PriceSheetViewSet, basename="price-sheet")
 router.register("run-summaries", ledger_run_evidence.RunSummaryViewSet, basename="run-summary")
 router.register("replay/backends", replay_backends.BackendViewSet, basename="replay-backend")
 router.register(

@@ -29,6 +29,7 @@ from ledger.models import (
     License,
     LicenseAcceptance,
     ModelAsset,
+    PriceSheet,
     Revision,
     Runtime,
     Service,
@@ -268,6 +269,21 @@ class GatewayPolicyAdmin(ReadOnlyAdmin):
     list_display = ["service", "label", "version", "sha256", "created_at"]
     search_fields = ["service__slug", "label"]
     list_select_related = ["service"]
+
+
+@admin.register(PriceSheet)
+class PriceSheetAdmin(ReadOnlyAdmin):
+    list_display = [
+        "gpu_model",
+        "price_per_gpu_hour",
+        "currency",
+        "effective_from",
+        "recorded_by",
+        "recorded_at",
+    ]
+    list_filter = ["gpu_model", "currency"]
+    search_fields = ["gpu_model", "note"]
+    list_select_related = ["recorded_by"]
 
 
 @admin.register(Revision)

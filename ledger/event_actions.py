@@ -31,6 +31,7 @@ ACTION_LABELS: dict[str, StrOrPromise] = {
     "model_asset.registered": _("Model asset registered"),
     "model_asset.retired": _("Model asset retired"),
     "model_asset.updated": _("Model asset changed"),
+    "price_sheet.recorded": _("Price sheet recorded"),
     "retention.request_data_purged": _("Request-level load-test data dropped"),
     "revision.created": _("Revision created"),
     "revision.fingerprint_changed": _("Revision fingerprint changed"),

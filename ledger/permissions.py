@@ -60,6 +60,23 @@ def can_approve_licenses(user: Requester) -> bool:
     return _signed_in(user) and (user.is_superuser or has_role(user, Role.SECURITY_COMPLIANCE))
 
 
+def can_record_price_sheet(user: Requester) -> bool:
+    """Record a version of a GPU model's price per GPU-hour: platform SREs (who run the
+    hardware and know what it costs) and administrators. There is no FinOps role; a
+    FinOps analyst who records prices is given the platform SRE role. Anyone signed in
+    reads the prices."""
+    return _signed_in(user) and (user.is_superuser or has_role(user, Role.PLATFORM_SRE))
+
+
+def ensure_can_record_price_sheet(actor: Actor) -> None:
+    if actor is not None and not can_record_price_sheet(actor):
+        raise PermissionDenied(
+            _(
+                "Only platform SREs and administrators can record price sheets; anyone can read them."
+            )
+        )
+
+
 def can_record_license_acceptance(user: Requester, asset: ModelAsset) -> bool:
     """Record that someone accepted a gated license's terms for an asset: security &
     compliance, who keep the company's agreements, or a model owner of the asset's team,

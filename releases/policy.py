@@ -21,11 +21,15 @@ can take some away (a decommission measures nothing new) and add its own.
 | change_path         | yes          | yes      | yes        |
 | blackout            | yes          | yes      | yes        |
 | gateway_policy      | advisory: limits, tenants | limits, tenants | limits, tenants, degradation, egress |
+| cost_record         |              | yes      | yes        |
 | decommission_plan   | decommission releases only               |
 | signoffs            | none         | model team, platform | model team, platform, security & compliance, business owner |
 
 A decommission skips load_evidence, metrics_coverage, replay,
-failures_classified, gray_plan and gateway_policy: nothing new is served.
+failures_classified, gray_plan, gateway_policy and cost_record: nothing new is served.
+
+cost_record reads the candidate's runtime: it names a GPU model, and that model has a
+price sheet (`ledger.models.PriceSheet`) in force on the day (UTC) of the assessment.
 
 gateway_policy reads the candidate's gateway policy version: *limits* means every
 limit set, *tenants* every tenant of the service listed with rpm and tpm,
@@ -44,7 +48,7 @@ the gate is (`WAIVER_OWNERS`):
 | waived by               | gates |
 |-------------------------|-------|
 | security & compliance   | license, provenance, logging_policy |
-| platform                | image_pinned, load_evidence, metrics_coverage, replay, rollback_plan, gray_plan, decommission_plan, gateway_policy |
+| platform                | image_pinned, load_evidence, metrics_coverage, replay, rollback_plan, gray_plan, decommission_plan, gateway_policy, cost_record |
 | business owner          | failures_classified |
 
 Whoever waives a gate does not sign off the role that owns it on that release, nor
@@ -79,6 +83,7 @@ GATES: Final[dict[str, str]] = {
     "decommission_plan": gettext_noop("Decommission moves recorded"),
     "blackout": gettext_noop("Planned start outside blackout windows"),
     "gateway_policy": gettext_noop("Gateway policy complete for the tier"),
+    "cost_record": gettext_noop("Cost record: a price sheet for the GPU model"),
     "signoffs": gettext_noop("Sign-offs complete"),
 }
 
@@ -114,6 +119,7 @@ NOT_FOR_DECOMMISSION: Final = frozenset(
         "failures_classified",
         "gray_plan",
         "gateway_policy",
+        "cost_record",
     }
 )
 
@@ -138,6 +144,8 @@ WAIVER_OWNERS: Final[dict[str, str]] = {
     "gray_plan": "platform",
     "decommission_plan": "platform",
     "gateway_policy": "platform",
+    # What an hour of the hardware costs: platform runs it and records its price.
+    "cost_record": "platform",
     # Whether it is fit for the tasks it serves: the failures it is allowed to keep.
     "failures_classified": "business_owner",
 }

@@ -9,6 +9,7 @@ from ledger.forms.lists import (
     EventListFilter,
     RuntimeListFilter,
 )
+from ledger.forms.price_sheets import PriceSheetForm
 from ledger.forms.registry import (
     ASSET_FIELDS,
     AssetForm,
@@ -30,6 +31,7 @@ __all__ = [
     "LicenseReviewForm",
     "LifecycleForm",
     "LoadTestUploadForm",
+    "PriceSheetForm",
     "RevisionForm",
     "RuntimeForm",
     "RuntimeListFilter",

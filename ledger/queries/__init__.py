@@ -62,6 +62,15 @@ from ledger.queries.goodput import (
     report_goodput,
     service_slo,
 )
+from ledger.queries.price_sheets import (
+    GpuModelPrices,
+    in_force_among,
+    price_in_force,
+    price_overview,
+    prices_in_force,
+    unpriced_gpu_models,
+    versions_by_gpu_model,
+)
 from ledger.queries.registry import (
     FingerprintCheck,
     capabilities_left_behind,
@@ -139,6 +148,7 @@ __all__ = [
     "Finding",
     "FingerprintCheck",
     "GoodputResult",
+    "GpuModelPrices",
     "LicenseReview",
     "MatrixCell",
     "MatrixColumn",
@@ -176,6 +186,7 @@ __all__ = [
     "gpu_hours_per_million",
     "has_breaking",
     "has_current_report",
+    "in_force_among",
     "latency_point",
     "latency_points",
     "latest_license_review",
@@ -198,6 +209,9 @@ __all__ = [
     "normalise_gpu",
     "normalise_model_name",
     "pct",
+    "price_in_force",
+    "price_overview",
+    "prices_in_force",
     "register_share_reader",
     "register_trend_markers",
     "report_capacity",
@@ -219,4 +233,6 @@ __all__ = [
     "subject_type_choices",
     "subject_type_names",
     "ttft_cdf_series",
+    "unpriced_gpu_models",
+    "versions_by_gpu_model",
 ]

@@ -105,6 +105,14 @@ def seed_api_data() -> dict[str, object]:
             },
         ],
     )
+    # A price recorded by the system, with no note: its recorder is null.
+    price_sheet = services.record_price_sheet(
+        actor=None,
+        gpu_model="H100-80GB",
+        price_per_gpu_hour="2.4500",
+        currency="USD",
+        effective_from=timezone.now().date(),
+    )
     # A draft release of a candidate: no sign-off, no rollback target, no planned start yet.
     candidate = RevisionFactory(service=service)
     release = release_services.create_release(
@@ -178,6 +186,7 @@ def seed_api_data() -> dict[str, object]:
         "revision": revision,
         "report": report,
         "run_summary": run_summary,
+        "price_sheet": price_sheet,
         "release": release,
         "export": export,
         "subscription": subscription,

@@ -129,6 +129,7 @@ def _detail_parameters(data: dict) -> dict[str, list[dict]]:
         "/api/services/{slug}/serving/": [{"slug": "kb-assistant"}],
         "/api/services/{slug}/incident/": [{"slug": "kb-assistant"}, {"slug": "sql-agent"}],
         "/api/run-summaries/{id}/": [{"id": data["run_summary"].pk}],
+        "/api/price-sheets/{id}/": [{"id": data["price_sheet"].pk}],
         "/api/services/{slug}/run-summaries/": [{"slug": "kb-assistant"}, {"slug": "sql-agent"}],
         "/api/services/{slug}/run-summaries/{date}/breakdown/": [
             {"slug": "kb-assistant", "date": data["run_summary"].date.isoformat()}

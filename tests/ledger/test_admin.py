@@ -22,9 +22,18 @@ MODELS = [
     "runtime",
     "revision",
     "capability",
+    "pricesheet",
     "event",
 ]
-READ_ONLY = ["tasktype", "licenseacceptance", "service", "modelasset", "runtime", "revision"]
+READ_ONLY = [
+    "tasktype",
+    "licenseacceptance",
+    "service",
+    "modelasset",
+    "runtime",
+    "revision",
+    "pricesheet",
+]
 
 
 @pytest.fixture
@@ -46,6 +55,13 @@ def _one_of_everything(team, *, slug, task_type, asset, family, runtime, license
     services.declare_capability(revision, actor=None, kind="streaming", value="sse")
     services.record_license_acceptance(
         revision.model_asset, actor=None, terms_version="2024-07", accepted_by=accepted_by
+    )
+    services.record_price_sheet(
+        actor=None,
+        gpu_model=f"{runtime}-gpu",
+        price_per_gpu_hour="2.4500",
+        currency="USD",
+        effective_from="2026-11-01",
     )
     return revision
 

@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from io import StringIO
 
 from django.contrib.auth import authenticate
 from django.core.management import call_command
 from django.test import RequestFactory
+from django.utils import timezone
 
 from ledger.chain import verify_chain
-from ledger.models import Capability, Event, LicenseAcceptance, ModelAsset, Revision, Service
+from ledger.models import (
+    Capability,
+    Event,
+    LicenseAcceptance,
+    ModelAsset,
+    PriceSheet,
+    Revision,
+    Service,
+)
 from ledger.permissions import can_edit_team_objects
-from ledger.queries import license_findings, serving_history
+from ledger.queries import license_findings, serving_history, unpriced_gpu_models
 
 DEMO_SERVICES = {
     "kb-assistant": ("production", "customer_data"),
@@ -153,3 +163,15 @@ def test_seed_demo_attaches_evidence_and_replay_data_once(db):
     assert reports.get(tool="guidellm").level_count == 3
     assert SampleSet.objects.filter(name__startswith="starter-").count() == 7
     assert Backend.objects.get(name="kb-assistant-live").revision == live
+
+
+def test_seed_demo_prices_every_gpu_model_its_runtimes_name_once(db):
+    seed()
+
+    today = timezone.now().date()
+    assert unpriced_gpu_models(today) == []
+    sheets = list(PriceSheet.objects.all())
+    assert {s.currency for s in sheets} == {"USD"}
+    assert {s.effective_from for s in sheets} == {today - dt.timedelta(days=90)}
+    seed()
+    assert PriceSheet.objects.count() == len(sheets)

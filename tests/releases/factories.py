@@ -12,7 +12,7 @@ from typing import Any
 from django.utils import timezone
 
 from ledger import services as ledger_services
-from ledger.models import LoadTestReport, Revision, Service
+from ledger.models import LoadTestReport, PriceSheet, Revision, Service
 from ledger.services.gateway_policies import create_gateway_policy
 from releases.governance import services
 from releases.models import Release
@@ -111,6 +111,22 @@ def replay_run(
     )
 
 
+def priced(gpu_model: str = "H100-80GB", *, days_ago: int = 30) -> PriceSheet:
+    """A price sheet for `gpu_model` in force today (the one there is, if any): what the
+    cost_record gate of internal and production releases asks for."""
+    found = PriceSheet.objects.in_force(gpu_model, timezone.now().date())
+    if found is not None:
+        return found
+    return ledger_services.record_price_sheet(
+        actor=None,
+        gpu_model=gpu_model,
+        price_per_gpu_hour=Decimal("2.4500"),
+        currency="USD",
+        effective_from=timezone.now().date() - dt.timedelta(days=days_ago),
+        note="List price of the test cloud.",
+    )
+
+
 @dataclass
 class World:
     service: Service
@@ -167,6 +183,7 @@ def build_world(
         slo_error_rate_pct=Decimal("1.00"),
     )
     runtime = RuntimeFactory(team=team, gpu_model="H100-80GB", gpu_count=1)
+    priced(runtime.gpu_model)
     gateway_policy = create_gateway_policy(
         service, actor=None, document=complete_policy(service), note="What every tier needs."
     )

@@ -80,8 +80,9 @@ def test_all_gates_take_a_constant_number_of_queries(world, owner, django_assert
     release = file_release(world, owner)
     # release + its joins, its revisions + theirs, reports, latest runs, verification,
     # the revisions rolled back off the service, the service's task types (its gateway
-    # policy must cover them), windows, waivers, sign-offs
-    with django_assert_num_queries(10):
+    # policy must cover them), the price sheet of the candidate's GPU model (the
+    # cost_record gate), windows, waivers, sign-offs
+    with django_assert_num_queries(11):
         gates.assess(release)
     more_sets = [world.sample_set.name]
     for n in range(5):
@@ -91,7 +92,7 @@ def test_all_gates_take_a_constant_number_of_queries(world, owner, django_assert
     for _ in range(5):
         report(world.candidate, "batch")
     services.update_release(release, actor=owner, required_sample_sets=more_sets)
-    with django_assert_num_queries(10):
+    with django_assert_num_queries(11):
         gates.assess(release)
 
 
@@ -130,9 +131,9 @@ def test_assess_many_judges_each_release_as_assess_does_in_as_many_queries(
     one_by_one = [gates.assess(release, now=now) for release in releases]
 
     # As many as for one release: the releases, their revisions, reports, latest runs,
-    # verifications, rolled-back revisions, task types, windows, waivers and sign-offs of
-    # all of them.
-    with django_assert_num_queries(10):
+    # verifications, rolled-back revisions, task types, price sheets (cost_record),
+    # windows, waivers and sign-offs of all of them.
+    with django_assert_num_queries(11):
         together = gates.assess_many(releases, now=now)
 
     def seen(assessment):

@@ -493,8 +493,9 @@ def test_waiting_for_me_query_count_is_constant(
     # then the gates of all of them at once: 8 the candidates' reports, 9 the latest
     # runs of the required sets, 10 the rollback targets' last verifications and 11
     # the revisions rolled back off their services, 12 the services' task types (their
-    # gateway policies must cover them), 13 blackout windows, 14 waivers and 15 sign-offs.
-    with django_assert_num_queries(15):
+    # gateway policies must cover them), 13 the price sheets of the candidates' GPU models
+    # (the cost_record gate), 14 blackout windows, 15 waivers and 16 sign-offs.
+    with django_assert_num_queries(16):
         response = client.get(url)
     rows = response.context["rows"]
     assert len(rows) == count
@@ -525,12 +526,13 @@ def test_release_page_query_count_is_constant(
     # Whatever the number of sign-offs, comments and events: 1 session, 2 user; 3 the
     # release and 4 its revisions, with every part the page and the gates show (read
     # once for both), the gates' 5 reports, 6 latest runs, 7 last verification, 8
-    # revisions rolled back off the service, 9 the service's task types, 10 blackout
-    # windows, 11 waivers and 12 sign-offs (what the reader signed among them); the
-    # reader's 13 roles and 14 permissions (may they waive); 15 the diff's capabilities;
-    # 16 comments and 17 the timeline; the cost section's 18 load-test throughputs of
-    # both revisions and 19 price sheets in force.
-    with django_assert_num_queries(19):
+    # revisions rolled back off the service, 9 the service's task types, 10 the price
+    # sheet of the candidate's GPU model (the cost_record gate), 11 blackout windows, 12
+    # waivers and 13 sign-offs (what the reader signed among them); the reader's 14 roles
+    # and 15 permissions (may they waive); 16 the diff's capabilities; 17 comments and 18
+    # the timeline; the cost section's 19 load-test throughputs of both revisions and 20
+    # price sheets in force.
+    with django_assert_num_queries(20):
         response = client.get(reverse("releases:release_detail", args=[release.pk]))
     assert len(response.context["comments"]) == comments
 

@@ -57,6 +57,13 @@ def test_seed_demo_makes_releases_in_every_state_once():
     for release in Release.objects.all():
         gate = gates.assess(release).gate("gateway_policy")
         assert gate is None or gate["status"] == "pass", (release.service.slug, gate)
+    # Every GPU model of the demo has a price: no internal or production release is held
+    # by the cost_record gate either.
+    for release in Release.objects.select_related("service"):
+        gate = gates.assess(release).gate("cost_record")
+        applies = release.service.tier != "experimental"
+        assert (gate is not None) is applies, release.service.slug
+        assert gate is None or gate["status"] == "pass", (release.service.slug, gate)
 
     call_command("seed_demo", "--quiet-logins")
     assert Release.objects.count() == 9

@@ -15,11 +15,12 @@ candidates' load-test reports (1); the latest finished replay of each required
 set on each candidate (0-1: none when no set is named); the rollback targets'
 last verifications and the revisions rolled back off their services (0-2: none
 without a target); the task types of the services whose gateway policy must cover
-them (0-1); blackout windows (1); waivers (1); sign-offs with their signers (1).
+them (0-1); the price sheets in force for the candidates' GPU models (0-1: none when
+no release takes the cost_record gate); blackout windows (1); waivers (1); sign-offs with their signers (1).
 
 The gates themselves: `product.py` (what the candidate is and how it
 measured), `plan.py` (rollback, gray plan, logging, risk, path, calendar,
-sign-offs), `gateway.py` (the candidate's gateway policy); `base.py` holds the shapes and the citing helpers.
+sign-offs), `gateway.py` (the candidate's gateway policy), `cost.py` (a price for its hardware); `base.py` holds the shapes and the citing helpers.
 """
 
 from __future__ import annotations
@@ -33,10 +34,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ledger import queries as ledger_queries
-from ledger.models import LoadTestReport, Revision, Service
+from ledger.models import LoadTestReport, PriceSheet, Revision, Service
 from releases import policy
 from releases.governance import snapshot as snapshots
-from releases.governance.gates import gateway, plan, product
+from releases.governance.gates import cost, gateway, plan, product
 from releases.governance.gates.base import (
     Assessment,
     EvidenceRef,
@@ -141,6 +142,7 @@ def load_inputs_many(
         release.to_revision.model_asset for release in fresh
     )
     served = _served_task_types(fresh)
+    prices = _prices_in_force(fresh, now)
     windows = list(
         BlackoutWindow.objects.filter(
             Q(service__in={release.service_id for release in fresh}) | Q(service__isnull=True)
@@ -184,6 +186,7 @@ def load_inputs_many(
                 target_rolled_back=(
                     rolled_back[release.service_id].get(target.pk) if target is not None else None
                 ),
+                price_sheet=prices.get(candidate.runtime.gpu_model),
             )
         )
     return found
@@ -205,6 +208,17 @@ def _served_task_types(releases: Sequence[Release]) -> dict[int, tuple[str, ...]
     for service_id, slug in rows.order_by("tasktype__slug"):
         served[service_id].append(slug)
     return {service_id: tuple(slugs) for service_id, slugs in served.items()}
+
+
+def _prices_in_force(releases: Sequence[Release], now: dt.datetime) -> dict[str, PriceSheet]:
+    """The price sheet in force today for the GPU model of each candidate whose release
+    takes the cost_record gate."""
+    models = {
+        release.to_revision.runtime.gpu_model
+        for release in releases
+        if "cost_record" in policy.gates_for(release.service.tier, release.change_kind)
+    }
+    return ledger_queries.prices_in_force(models, cost.assessment_day(now))
 
 
 def assess(release: Release, *, now: dt.datetime | None = None, reload: bool = True) -> Assessment:
@@ -321,6 +335,7 @@ _JUDGES = {
     "decommission_plan": plan.decommission_plan,
     "blackout": plan.blackout,
     "gateway_policy": gateway.gateway_policy,
+    "cost_record": cost.cost_record,
 }
 
 

@@ -9,7 +9,7 @@ from typing import Any, Literal, TypedDict
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
-from ledger.models import LoadTestReport, Revision
+from ledger.models import LoadTestReport, PriceSheet, Revision
 from releases.governance.queries.rolled_back import RolledBack
 from releases.models import BlackoutWindow, Release, SignOff, Waiver
 from replay.models import Run
@@ -61,6 +61,8 @@ class Inputs:
     served_task_types: tuple[str, ...] = ()
     # The rollback target was rolled back off the service, and no release put it live since.
     target_rolled_back: RolledBack | None = None
+    # The price sheet in force for the candidate's GPU model (read for the cost_record gate).
+    price_sheet: PriceSheet | None = None
     # Filled while judging: what the snapshot binds to.
     evidence_used: dict[str, LoadTestReport] = field(default_factory=dict)
 

@@ -4,7 +4,8 @@ Demo users of each role (password "demo"), then the demo registry of
 `ledger.demo` applied through `apply_document` — so through the domain verbs,
 with every event in the chain, then demo evidence, replay sets and releases in
 every state (`releases.demo`), rollouts, rollbacks and reviews in every state
-(`releases.demo.rollouts`, `releases.demo.reviews`). `--scale N` adds N fleet
+(`releases.demo.rollouts`, `releases.demo.reviews`), with a price sheet for each GPU
+model its runtimes name (`ledger.demo.price_sheets`). `--scale N` adds N fleet
 services with two dozen revisions each, for benchmarks.
 
 Idempotent: running it again changes nothing and appends no event.
@@ -22,6 +23,7 @@ from ledger.chain import head_hash
 from ledger.declarative import Document, DocumentError, apply_document
 from ledger.demo import demo_document, history_documents, seed_fleet
 from ledger.demo.evidence import seed_evidence
+from ledger.demo.price_sheets import seed_price_sheets
 from ledger.demo.run_evidence import seed_fleet_run_evidence, seed_run_evidence
 from ledger.models import Event, Service
 from ledger.roles import Role
@@ -148,6 +150,13 @@ class Command(BaseCommand):
         self.stdout.write(
             f"demo evidence and replay: {reports} load-test reports, {sets} sample sets, "
             f"{backends} backends, {days} days of run evidence added"
+        )
+        # Before the releases: internal and production ones need a price (cost_record).
+        prices = seed_price_sheets()
+        self.stdout.write(
+            f"demo price sheets: {prices} GPU models priced"
+            if prices
+            else "demo price sheets: kept as they are"
         )
         releases = seed_releases()
         self.stdout.write(
