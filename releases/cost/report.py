@@ -11,6 +11,7 @@ most of its cost is in, and counts the service-days of any other apart (`other_c
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -62,11 +63,13 @@ class DayCost:
 
 @dataclass(frozen=True)
 class Marker:
-    """A release that reached 100 % within the period: a line on the trend."""
+    """A line on the trend: a release that reached 100 % within the period ("released"),
+    or, on one service's page, a day its served revision changed ("serving")."""
 
     date: dt.date
     label: str
     url: str
+    kind: str = "released"
 
 
 @dataclass
@@ -185,13 +188,32 @@ def _markers(since: dt.date, until: dt.date, services: list[str] | None) -> list
     ]
 
 
+def _switches(days: list[CostDay]) -> list[Marker]:
+    """Where one service's served revision changes from a day to the next (a release, a
+    rollback or a live revision set by hand): a line on its own page's trend."""
+    from django.urls import reverse
+
+    found = []
+    for before, after in itertools.pairwise(days):
+        revision = after.served_by
+        if revision.revision_id != before.served_by.revision_id and revision.label:
+            number = revision.label.removeprefix("r")
+            url = reverse("ledger:revision_detail", args=[after.service, int(number)])
+            found.append(Marker(after.date, f"{after.service} {revision.label}", url, "serving"))
+    return found
+
+
 def cost_report(
     since: dt.date, until: dt.date, services: Iterable[str] | None = None
 ) -> CostReport:
-    """The report of these days (both included) and services (all when None)."""
+    """The report of these days (both included) and services (all when None). One
+    service's report also marks the days its served revision changed."""
     chosen = list(services) if services is not None else None
-    report = build_report(cost_days(since, until, chosen), since, until)
+    days = list(cost_days(since, until, chosen))
+    report = build_report(days, since, until)
     report.markers = _markers(since, until, chosen)
+    if chosen is not None and len(chosen) == 1:
+        report.markers = sorted([*report.markers, *_switches(days)], key=lambda m: m.date)
     return report
 
 

@@ -81,6 +81,7 @@ def test_a_day_is_priced_split_by_output_tokens_and_its_idle_capacity_kept_apart
 
 
 def test_the_gateways_day_wins_a_scrape_only_day_is_unattributed_and_no_price_is_unpriced(world):
+    PriceSheet.objects.all().delete()  # build_world's, for the gate: this test sets its own
     price(since=TODAY - dt.timedelta(days=1))
     gateway_day = summary(world.service, TODAY, requests=10, output_tokens=100)
     breakdown(gateway_day, "support", "chat", requests=10, output_tokens=100)

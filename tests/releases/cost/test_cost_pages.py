@@ -11,6 +11,7 @@ import pytest
 import time_machine
 from django.utils import timezone
 
+from ledger.models import PriceSheet
 from releases.cost.release_cost import release_cost
 from releases.models import Release
 from tests.releases.cost.test_cost_days import breakdown, price, summary
@@ -100,6 +101,7 @@ def test_a_period_without_evidence_says_so_and_how_cost_is_counted(client, audit
 
 def test_an_unpriced_day_is_counted_not_costed(client, auditor, team):
     world = build_world(team)
+    PriceSheet.objects.all().delete()  # build_world's, for the gate
     summary(world.service, YESTERDAY, requests=5)
     client.force_login(auditor)
 
@@ -187,3 +189,25 @@ def test_the_release_page_shows_expected_cost_and_after_release_the_measured_one
     # 48 M output tokens, 1.00 per million.
     assert (measured.measured_per_million, measured.measured_days) == (Decimal("1.00"), 3)
     assert "1.00 USD over 3 days of run evidence" in after
+
+
+def test_a_services_page_marks_the_day_its_served_revision_changed(client, auditor, team):
+    price(since=YESTERDAY - dt.timedelta(days=40))
+    world = build_world(team)
+    for offset, revision in ((2, world.live), (1, world.candidate), (0, world.candidate)):
+        summary(world.service, YESTERDAY - dt.timedelta(days=offset), revision=revision, requests=1)
+    client.force_login(auditor)
+
+    response = client.get("/services/kb-assistant/cost/")
+    fleet = client.get("/cost/")
+
+    text = _text(response)
+    switched = str(YESTERDAY - dt.timedelta(days=1))
+    label = f"kb-assistant {world.candidate.label}"
+    assert re.search(
+        rf"{switched}</time> <span class=\"badge info\">now serving</span> <a href=\"[^\"]+\">{label}</a>",
+        text,
+    )
+    (spec,) = chart_specs(response.content.decode())
+    assert [shape["x0"] for shape in spec["layout"]["shapes"]] == [switched]
+    assert "now serving" not in _text(fleet)  # the fleet's trend marks releases only
