@@ -71,7 +71,11 @@ def test_the_service_page_shows_tenants_task_types_idle_and_the_chart(client, au
     assert re.search(r"sales</th>.*?14\.70.*?21,600,000.*?0\.68.*?180.*?0\.0817", by_tenant)
     assert "chat" in text[text.index('id="by-task-type"') :]
     (spec,) = chart_specs(response.content.decode())
-    assert [trace["name"] for trace in spec["data"]] == ["tenants", "idle capacity"]
+    assert [trace["name"] for trace in spec["data"]] == [
+        "tenants",
+        "idle capacity",
+        "per million output tokens",
+    ]
 
 
 def test_the_fleet_page_lists_every_service_and_says_what_it_could_not_cost(
