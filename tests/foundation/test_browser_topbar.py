@@ -61,7 +61,7 @@ def test_every_item_of_the_desktop_top_bar_is_on_one_line(
         # Through the CSSOM: the Content-Security-Policy refuses an inline <style>.
         page.evaluate(f"document.documentElement.style.fontSize = '{font_px}px'")
         expect(page.locator("html")).to_have_attribute("lang", language)
-        expect(page.locator("header .mainnav a")).to_have_count(12)  # Admin and API included
+        expect(page.locator("header .mainnav a")).to_have_count(13)  # Admin, API and Cost included
 
         bar = page.locator("header.topbar").bounding_box()
         assert bar["height"] <= ONE_ROW_PX

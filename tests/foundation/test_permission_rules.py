@@ -230,6 +230,10 @@ NO_PAGE_API_PAIR: dict[str, str] = {
     "ledger.permissions.can_manage_accounts": "the admin's account pages; no API",
     "ledger.permissions.can_manage_teams": "asked only by the team verbs; no page or API",
     "releases.permissions.can_view_release": "a read rule of pages; not an action",
+    "releases.permissions.can_view_cost": (
+        "a read rule of the cost pages (anyone signed in); walked in "
+        "tests/releases/cost/test_cost_pages.py"
+    ),
     "releases.permissions.can_file_some_release": "asked only by create_release",
     "releases.permissions.can_sign": (
         "per role and state; page and verb walked in tests/releases/test_transitions.py, "

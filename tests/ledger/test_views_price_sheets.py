@@ -167,12 +167,13 @@ def test_the_empty_state_says_what_to_do(client, sre, auditor, team):
     assert "Record the price of the first GPU model below." in client.get(URL).content.decode()
 
 
-def test_the_page_is_in_the_navigation(client, auditor):
+def test_the_page_is_in_the_navigation_under_cost(client, auditor):
     client.force_login(auditor)
 
     page = client.get(URL).content.decode()
 
-    assert '<a href="/price-sheets/" aria-current="page">' in page
+    assert '<a href="/cost/" aria-current="page">' in page
+    assert '<a href="/price-sheets/">' in client.get("/cost/").content.decode()
 
 
 def test_signing_in_is_required(client):

@@ -38,6 +38,8 @@ BELOW = 75_000_000  # 1.15: 15 %
 
 
 def priced(per_hour: str = "3.60", gpu_model: str = "H100-80GB") -> PriceSheet:
+    """The only price of `gpu_model` (build_world records one for the cost_record gate)."""
+    PriceSheet.objects.filter(gpu_model=gpu_model).delete()
     return PriceSheet.objects.create(
         gpu_model=gpu_model,
         price_per_gpu_hour=Decimal(per_hour),
@@ -171,6 +173,7 @@ def test_a_price_change_within_the_window_is_no_drift(costed):
 
 
 def test_without_a_price_sheet_there_is_no_cost_to_judge(world):
+    PriceSheet.objects.all().delete()  # build_world's, for the cost_record gate
     measured(world.service)
     days(world.service, [ABOVE // 2] * 7)
 
