@@ -22,10 +22,8 @@ FOCUS_VENV := .venv-focus
 STAMP_FOCUS := $(FOCUS_VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
-# Three workers on this 2-core machine: much of the suite waits (browsers, the LiteLLM
-# proxy and Prometheus starting, live servers), and a third worker fills those waits;
-# the suite took 14 min 35 s on two (issue 31's note).
-PYTEST_WORKERS ?= 3
+# Two workers, one per core: three were slower here (15 min 17 s against 14 min 35 s).
+PYTEST_WORKERS ?= 2
 # mypy's incremental cache outside the checkout, so a fresh clone (CI's) reuses it: it
 # is checked against each file's content, and a cold run took 18 s of the 15 minutes.
 export MYPY_CACHE_DIR ?= $(HOME)/.cache/inference-release-ledger/mypy
