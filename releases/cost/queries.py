@@ -84,7 +84,21 @@ class CostDay:
         return self.split.parts if self.split is not None else ()
 
 
-class _Prices:
+def newest_throughputs(revision_ids: Iterable[int]) -> dict[int, float]:
+    """Each revision's output tokens per second, from its newest load test that says."""
+    found: dict[int, float] = {}
+    for revision_id, tokens_per_s in (
+        LoadTestReport.objects.filter(
+            revision_id__in=list(revision_ids), output_tokens_per_s__isnull=False
+        )
+        .order_by("revision_id", "measured_at", "pk")
+        .values_list("revision_id", "output_tokens_per_s")
+    ):
+        found[revision_id] = tokens_per_s  # the newest wins
+    return found
+
+
+class Prices:
     """The price sheets of some GPU models, read once; the version in force on a day."""
 
     def __init__(self, gpu_models: Iterable[str]) -> None:
@@ -181,15 +195,7 @@ def _served_by(revision_ids: set[int]) -> dict[int, ServedBy]:
         .annotate(n=Count("pk"))
         .values_list("revision_id", "n")
     )
-    throughput: dict[int, float] = {}
-    for revision_id, tokens_per_s in (
-        LoadTestReport.objects.filter(
-            revision_id__in=revision_ids, output_tokens_per_s__isnull=False
-        )
-        .order_by("revision_id", "measured_at", "pk")
-        .values_list("revision_id", "output_tokens_per_s")
-    ):
-        throughput[revision_id] = tokens_per_s  # the newest wins
+    throughput = newest_throughputs(revision_ids)
     releases = dict(
         Release.objects.filter(to_revision_id__in=revision_ids, state=Release.State.RELEASED)
         .order_by("to_revision_id", "pk")
@@ -290,7 +296,7 @@ def cost_days(
     summaries = _summaries(since, until, services)
     revisions = {revision for *_, revision, _totals in summaries if revision}
     served = _served_by(revisions)
-    prices = _Prices({s.gpu_model for s in served.values() if s.gpu_model})
+    prices = Prices({s.gpu_model for s in served.values() if s.gpu_model})
     key = allocation_key()
     if not summaries:
         return

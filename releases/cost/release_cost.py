@@ -17,9 +17,9 @@ from decimal import Decimal
 
 from django.utils import timezone
 
-from ledger.models import LoadTestReport, PriceSheet, Revision
+from ledger.models import Revision
 from ledger.queries import gpu_hours_per_million
-from releases.cost.queries import cost_days
+from releases.cost.queries import Prices, cost_days, newest_throughputs
 from releases.cost.report import build_report
 from releases.models import Release
 
@@ -43,6 +43,7 @@ class ReleaseCost:
     measured_per_million: Decimal | None
     measured_days: int
     measured_currency: str
+    released: bool  # whether there is a measured cost to speak of
 
     @property
     def change_pct(self) -> float | None:
@@ -54,35 +55,13 @@ class ReleaseCost:
         return float((candidate / live - 1) * 100)
 
 
-def _throughputs(revisions: list[Revision]) -> dict[int, float]:
-    found: dict[int, float] = {}
-    for revision_id, tokens_per_s in (
-        LoadTestReport.objects.filter(revision__in=revisions, output_tokens_per_s__isnull=False)
-        .order_by("revision_id", "measured_at", "pk")
-        .values_list("revision_id", "output_tokens_per_s")
-    ):
-        found[revision_id] = tokens_per_s  # the newest wins
-    return found
-
-
-def _prices(gpu_models: set[str], today: dt.date) -> dict[str, tuple[Decimal, str]]:
-    found: dict[str, tuple[Decimal, str]] = {}
-    for model, price, currency in (
-        PriceSheet.objects.filter(gpu_model__in=gpu_models, effective_from__lte=today)
-        .order_by("gpu_model", "effective_from")
-        .values_list("gpu_model", "price_per_gpu_hour", "currency")
-    ):
-        found[model] = (price, currency)  # the latest in force wins
-    return found
-
-
 def _expected(
-    revision: Revision, throughputs: dict[int, float], prices: dict[str, tuple[Decimal, str]]
+    revision: Revision, throughputs: dict[int, float], prices: Prices, today: dt.date
 ) -> Expected:
     runtime = revision.runtime
     tokens_per_s = throughputs.get(revision.pk)
     hours = gpu_hours_per_million(runtime.gpu_count, tokens_per_s)
-    price = prices.get(runtime.gpu_model)
+    price = prices.in_force(runtime.gpu_model, today) if runtime.gpu_model else None
     exact = None
     if hours is not None and price is not None:
         exact = Decimal(str(hours)) * price[0]
@@ -100,12 +79,16 @@ def release_cost(release: Release) -> ReleaseCost:
     today = timezone.now().astimezone(dt.UTC).date()
     live_revision = release.from_revision
     revisions = [release.to_revision] + ([live_revision] if live_revision is not None else [])
-    throughputs = _throughputs(revisions)
-    prices = _prices({r.runtime.gpu_model for r in revisions if r.runtime.gpu_model}, today)
-    candidate = _expected(release.to_revision, throughputs, prices)
-    live = _expected(live_revision, throughputs, prices) if live_revision is not None else None
+    throughputs = newest_throughputs(r.pk for r in revisions)
+    prices = Prices({r.runtime.gpu_model for r in revisions if r.runtime.gpu_model})
+    candidate = _expected(release.to_revision, throughputs, prices, today)
+    live = (
+        _expected(live_revision, throughputs, prices, today) if live_revision is not None else None
+    )
     measured, days, currency = None, 0, ""
-    if release.state == Release.State.RELEASED and release.closed_at is not None:
+    released = release.state == Release.State.RELEASED and release.closed_at is not None
+    if released:
+        assert release.closed_at is not None
         since = release.closed_at.astimezone(dt.UTC).date()
         until = min(since + dt.timedelta(days=MEASURED_DAYS - 1), today - dt.timedelta(days=1))
         if until >= since:
@@ -117,4 +100,4 @@ def release_cost(release: Release) -> ReleaseCost:
             report = build_report(served, since, until)
             measured = report.total.per_million_output_tokens
             days, currency = len(report.days), report.currency
-    return ReleaseCost(live, candidate, measured, days, currency)
+    return ReleaseCost(live, candidate, measured, days, currency, released)
