@@ -63,9 +63,78 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
     if db["ENGINE"].endswith("postgresql"):
         test = db.setdefault("TEST", {})
         base = test.get("NAME") or f"test_{db['NAME']}"
-        # TEST_DB_SUFFIX keeps two pytest runs of one checkout out of each other's way.
+        # TEST_DB_SUFFIX names a run's databases by hand; without it, two suites running
+        # at once (two clones, or CI beside a developer's run) still get one each.
         suffix = os.environ.get("TEST_DB_SUFFIX", "")
-        test["NAME"] = f"{base}_{_migrations_digest()}{'_' + suffix if suffix else ''}"
+        name = f"{base}_{_migrations_digest()}{'_' + suffix if suffix else ''}"
+        test["NAME"] = _claim_database(db, name)
+
+
+# The connection holding this process's claim on its test database, open until it exits.
+_claim: object = None
+
+
+def _claim_database(db: dict, name: str) -> str:
+    """The first of name, name_2, name_3 … that no other running suite is using.
+
+    A session-level advisory lock marks a name as taken; PostgreSQL releases it when this
+    process's connection closes, however the process ends. Advisory locks belong to one
+    database, so every suite asks in `postgres`.
+    """
+    global _claim
+    import psycopg
+
+    connection = psycopg.connect(
+        host=db.get("HOST") or "127.0.0.1",
+        port=db.get("PORT") or 5432,
+        user=db.get("USER") or None,
+        password=db.get("PASSWORD") or None,
+        dbname="postgres",
+        autocommit=True,
+    )
+    for slot in range(1, 64):
+        candidate = name if slot == 1 else f"{name}_{slot}"
+        row = connection.execute(
+            "SELECT pg_try_advisory_lock(hashtext(%s))", [candidate]
+        ).fetchone()
+        if row and row[0]:
+            _claim = connection
+            return candidate
+    connection.close()
+    raise RuntimeError(f"63 suites hold a test database named like {name}: none is free")
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """Start from an empty reused database.
+
+    A run cut short in a transactional test (killed at a session's end, say) leaves that
+    test's committed rows behind, and --reuse-db would hand them to the next run, where
+    every factory's unique name would then collide. Such a database is flushed first.
+    """
+    with django_db_blocker.unblock():
+        _flush_if_left_dirty()
+
+
+def _flush_if_left_dirty() -> None:
+    from django.core.management import call_command
+    from django.db import connection
+
+    # What migrate itself writes is not a left-over.
+    written_by_migrate = {"django_content_type", "auth_permission"}
+    tables = sorted(
+        set(connection.introspection.django_table_names(only_existing=True)) - written_by_migrate
+    )
+    if not tables:
+        return
+    quote = connection.ops.quote_name
+    # Table names from Django's own models, quoted by its backend.
+    probe = " OR ".join(f"EXISTS (SELECT 1 FROM {quote(table)})" for table in tables)  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {probe}")
+        (dirty,) = cursor.fetchone()
+    if dirty:
+        call_command("flush", interactive=False, verbosity=0)
 
 
 @pytest.fixture(autouse=True)
