@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import shutil
 import tempfile
@@ -13,6 +14,8 @@ from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
 from tests.factories import UserFactory
+
+FAST_PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 ROOT = Path(__file__).resolve().parent.parent
 _ARTIFACTS = ROOT / ".pytest-artifacts"
@@ -137,18 +140,47 @@ def _flush_if_left_dirty() -> None:
         call_command("flush", interactive=False, verbosity=0)
 
 
+def _storages_in(media: Path) -> dict:
+    from django.conf import settings
+
+    storages = settings.STORAGES
+    if not storages["default"]["BACKEND"].endswith("FileSystemStorage"):
+        return storages
+    return {**storages, "default": {**storages["default"], "OPTIONS": {"location": media}}}
+
+
 @pytest.fixture(autouse=True)
 def _media_in_tmp(settings, tmp_path):
     """Uploaded files of one test never land in the project folder or another test's."""
     settings.MEDIA_ROOT = tmp_path / "media"
-    if settings.STORAGES["default"]["BACKEND"].endswith("FileSystemStorage"):
-        settings.STORAGES = {
-            **settings.STORAGES,
-            "default": {
-                **settings.STORAGES["default"],
-                "OPTIONS": {"location": tmp_path / "media"},
-            },
-        }
+    settings.STORAGES = _storages_in(tmp_path / "media")
+
+
+@pytest.fixture(scope="module")
+def demo_world(django_db_setup, django_db_blocker, tmp_path_factory):
+    """seed_demo's world, built once for a module's tests and rolled back after them.
+
+    Seeding takes seconds, and a dozen modules read the demo. Each test still runs in a
+    savepoint of its own inside this transaction (pytest-django's db fixture nests), so
+    what one test writes is gone before the next reads. Not for transactional tests.
+    """
+    from django.core.management import call_command
+    from django.db import transaction
+    from django.test import override_settings
+
+    media = tmp_path_factory.mktemp("demo-media")
+    with (
+        override_settings(
+            PASSWORD_HASHERS=FAST_PASSWORD_HASHERS,
+            MEDIA_ROOT=media,
+            STORAGES=_storages_in(media),
+        ),
+        django_db_blocker.unblock(),
+        transaction.atomic(),
+    ):
+        call_command("seed_demo", "--quiet-logins", stdout=io.StringIO())
+        yield
+        transaction.set_rollback(True)
 
 
 @pytest.fixture(autouse=True)
@@ -178,7 +210,7 @@ def _default_language():
 @pytest.fixture(autouse=True)
 def _fast_passwords(settings):
     # Hashing the cast's passwords with PBKDF2 would be most of each test's time.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    settings.PASSWORD_HASHERS = FAST_PASSWORD_HASHERS
 
 
 # The cast (healthchecks' alice/bob/charlie): one person per role and an outsider.

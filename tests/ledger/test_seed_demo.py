@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from io import StringIO
 
+import pytest
 from django.contrib.auth import authenticate
 from django.core.management import call_command
 from django.test import RequestFactory
@@ -22,6 +23,9 @@ from ledger.models import (
 )
 from ledger.permissions import can_edit_team_objects
 from ledger.queries import license_findings, serving_history, unpriced_gpu_models
+
+# seed_demo has built the demo once for the module; a test's own seed() is a second run.
+pytestmark = pytest.mark.usefixtures("demo_world")
 
 DEMO_SERVICES = {
     "kb-assistant": ("production", "customer_data"),
@@ -42,8 +46,6 @@ def seed(*args: str) -> str:
 
 
 def test_seed_demo_builds_a_registry_across_tiers_engines_and_licenses(db):
-    seed()
-
     services = {s.slug: s for s in Service.objects.select_related("live_revision")}
     assert {slug: (s.tier, s.exposure) for slug, s in services.items()} == DEMO_SERVICES
     assert all(service.live_revision is not None for service in services.values())
@@ -64,8 +66,6 @@ def test_seed_demo_builds_a_registry_across_tiers_engines_and_licenses(db):
 
 
 def test_seed_demo_gives_earlier_revisions_a_history_of_having_served(db):
-    seed()
-
     kb = Service.objects.get(slug="kb-assistant")
     served = dict(kb.revisions.values_list("number", "served_at"))
     assert kb.live_revision.number == 3
@@ -75,8 +75,6 @@ def test_seed_demo_gives_earlier_revisions_a_history_of_having_served(db):
 
 
 def test_seed_demo_candidates_show_license_findings(db):
-    seed()
-
     translate = Service.objects.get(slug="doc-translate")
     codes = {
         number: {finding.code for finding in license_findings(translate, revision)}
@@ -90,7 +88,6 @@ def test_seed_demo_candidates_show_license_findings(db):
 
 
 def test_seed_demo_twice_appends_no_event_and_keeps_the_chain_whole(db):
-    seed()
     events = Event.objects.count()
 
     output = seed()
@@ -101,8 +98,6 @@ def test_seed_demo_twice_appends_no_event_and_keeps_the_chain_whole(db):
 
 
 def test_demo_owner_can_log_in_and_edit_the_demo_services(db):
-    seed()
-
     owner = authenticate(
         RequestFactory().post("/accounts/login/"), username="owner", password="demo"
     )
@@ -113,7 +108,6 @@ def test_demo_owner_can_log_in_and_edit_the_demo_services(db):
 
 
 def test_seed_demo_scale_adds_services_with_history_and_the_chain_verifies(db):
-    seed()
     before = Event.objects.count()
 
     output = seed("--scale", "3")
@@ -154,8 +148,7 @@ def test_seed_demo_attaches_evidence_and_replay_data_once(db):
     from ledger.models import LoadTestReport
     from replay.models import Backend, SampleSet
 
-    call_command("seed_demo", "--quiet-logins", stdout=StringIO())
-    call_command("seed_demo", "--quiet-logins", stdout=StringIO())
+    seed()
 
     live = Service.objects.get(slug="kb-assistant").live_revision
     reports = LoadTestReport.objects.filter(revision=live)
@@ -166,8 +159,6 @@ def test_seed_demo_attaches_evidence_and_replay_data_once(db):
 
 
 def test_seed_demo_prices_every_gpu_model_its_runtimes_name_once(db):
-    seed()
-
     today = timezone.now().date()
     assert unpriced_gpu_models(today) == []
     sheets = list(PriceSheet.objects.all())

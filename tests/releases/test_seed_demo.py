@@ -20,11 +20,10 @@ from releases.models import (
     UnauthorizedChange,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("demo_world")]
 
 
 def test_seed_demo_makes_releases_in_every_state_once():
-    call_command("seed_demo", "--quiet-logins")
     by_service = {(r.service.slug, r.state): r for r in Release.objects.select_related("service")}
     assert set(by_service) == {
         ("doc-translate", "draft"),
@@ -65,8 +64,12 @@ def test_seed_demo_makes_releases_in_every_state_once():
         assert (gate is not None) is applies, release.service.slug
         assert gate is None or gate["status"] == "pass", (release.service.slug, gate)
 
-    call_command("seed_demo", "--quiet-logins")
+    events = Event.objects.count()
+    call_command("seed_demo", "--quiet-logins")  # idempotent
     assert Release.objects.count() == 9
+    assert Review.objects.count() == 4
+    assert UnauthorizedChange.objects.filter(kind="gateway").count() == 1
+    assert Event.objects.count() == events
     assert verify_chain().ok
 
 
@@ -74,8 +77,6 @@ def test_the_demo_gateway_routes_the_rolling_out_candidate_at_its_stage_share():
     """The demo's backends are not monitored (nothing serves their port) but routed."""
     from releases.gateway.queries import gateway
     from replay.models import Backend
-
-    call_command("seed_demo", "--quiet-logins")
 
     [route] = gateway(["dataagent-sql"]).routes
     release = Release.objects.get(service__slug="dataagent-sql", state="rolling_out")
@@ -89,8 +90,6 @@ def test_the_demo_gateway_routes_the_rolling_out_candidate_at_its_stage_share():
 def test_every_live_demo_revision_runs_a_policy_with_limits_tenants_and_degradation():
     from ledger.models import Service
 
-    call_command("seed_demo", "--quiet-logins")
-
     for service in Service.objects.select_related("live_revision__gateway_policy"):
         document = service.live_revision.gateway_policy.document
         assert document is not None, service.slug
@@ -103,7 +102,6 @@ def test_every_live_demo_revision_runs_a_policy_with_limits_tenants_and_degradat
 def test_seed_demo_shows_every_variant_of_the_incident_screen(client):
     """Stable, rolling out at 10 %, guard breached, rolled back, never released, target
     not verified for 30 days: each on its own demo service."""
-    call_command("seed_demo", "--quiet-logins")
     client.force_login(get_user_model().objects.get(username="sre"))
 
     def screen(slug: str) -> dict:
@@ -139,7 +137,6 @@ def test_seed_demo_shows_every_variant_of_the_incident_screen(client):
 
 
 def test_seed_demo_leaves_a_review_in_each_state_one_raised_by_the_latency_drift(client):
-    call_command("seed_demo", "--quiet-logins")
     reviews = {r.service.slug: r for r in Review.objects.select_related("service")}
 
     assert {slug: r.state for slug, r in reviews.items()} == {
@@ -164,17 +161,10 @@ def test_seed_demo_leaves_a_review_in_each_state_one_raised_by_the_latency_drift
     page = client.get("/services/support-summarizer/").content.decode()
     assert "Replay the verification set against support-summarizer r1" in page
 
-    events = Event.objects.count()
-    call_command("seed_demo", "--quiet-logins")
-    assert Review.objects.count() == 4
-    assert Event.objects.count() == events
-    assert verify_chain().ok
-
 
 def test_the_demos_rollback_leaves_the_rolled_back_revision_out_of_the_default(client):
     """kb-assistant's rollback #1 took its gateway-policy revision off: the incident
     screen names an earlier revision as the target and says why not that one."""
-    call_command("seed_demo", "--quiet-logins")
     rollback = RollbackEvent.objects.select_related("from_revision").get(
         service__slug="kb-assistant"
     )
@@ -196,7 +186,6 @@ def test_the_demos_backends_are_not_monitored_and_verify_now_says_why(client):
     from replay.demo import DEMO_BACKEND_URL
     from replay.models import Backend
 
-    call_command("seed_demo", "--quiet-logins")
     demo = Backend.objects.filter(base_url=DEMO_BACKEND_URL)
     assert demo.exists() and not demo.filter(enabled=True).exists()
     client.force_login(get_user_model().objects.get(username="sre"))
@@ -212,8 +201,6 @@ def test_seed_demo_leaves_one_service_with_a_drifted_gateway(client):
     """dataagent-sql's emergency rollout was never applied to the gateway: an open finding
     of kind gateway, read as sentences on its incident screen; every other service was
     in sync when the demo recorded it."""
-    call_command("seed_demo", "--quiet-logins")
-    call_command("seed_demo", "--quiet-logins")  # idempotent: still one finding
 
     [finding] = UnauthorizedChange.objects.filter(kind="gateway")
     assert finding.service.slug == "dataagent-sql" and finding.reconciled_at is None
@@ -237,7 +224,6 @@ def test_the_demos_canary_lab_is_approved_for_its_analysis_and_holds_without_pro
     from releases.governance import services
 
     settings.PROMETHEUS_URL = ""
-    call_command("seed_demo", "--quiet-logins")
     release = Release.objects.select_related("service").get(service__slug="canary-lab")
     assert release.service.tier == "experimental" and release.state == "approved"
     assert [s["traffic_pct"] for s in release.gray_stages] == [10, 50, 100]
