@@ -589,3 +589,47 @@ def ensure_can_complete_review_action(actor: Actor, action: ReviewAction) -> Non
             )
             % {"team": repr(action.service.team.slug)}
         )
+
+
+# ---------------------------------------------------------------- peak drills
+
+
+def can_plan_drill(user: Requester, services: Sequence[Service] = ()) -> bool:
+    """Plan a drill: platform, or a model owner of every service it names (a drill sends
+    load to their backends)."""
+    if not _signed_in(user):
+        return False
+    if user.is_superuser or has_role(user, Role.PLATFORM_SRE):
+        return True
+    return bool(services) and all(can_edit_team_objects(user, s.team) for s in services)
+
+
+def can_run_drill(user: Requester) -> bool:
+    """Start a drill's load: platform (it is a peak's worth of traffic on shared backends)."""
+    return _signed_in(user) and (user.is_superuser or has_role(user, Role.PLATFORM_SRE))
+
+
+def can_conclude_drill(user: Requester, signers: Sequence[str]) -> bool:
+    """Conclude a drill: a person holding one of the roles it names as its signers."""
+    if not _signed_in(user):
+        return False
+    return user.is_superuser or any(has_role(user, Role(role)) for role in signers)
+
+
+def ensure_can_plan_drill(actor: Actor, services: Sequence[Service]) -> None:
+    if actor is not None and not can_plan_drill(actor, services):
+        raise PermissionDenied(
+            _("Only platform, or model owners of every service in scope, can plan a drill.")
+        )
+
+
+def ensure_can_run_drill(actor: Actor) -> None:
+    if actor is not None and not can_run_drill(actor):
+        raise PermissionDenied(_("Only platform can run a drill."))
+
+
+def ensure_can_conclude_drill(actor: Actor, signers: Sequence[str]) -> None:
+    if actor is not None and not can_conclude_drill(actor, signers):
+        raise PermissionDenied(
+            _("Only %(roles)s can conclude this drill.") % {"roles": ", ".join(signers)}
+        )

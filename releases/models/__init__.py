@@ -1,4 +1,5 @@
 from releases.models.calendar import BlackoutWindow, StandardChangeTemplate
+from releases.models.drill import Drill
 from releases.models.exports import Export
 from releases.models.gateway_checks import CheckReading, GatewayCheck, read_check
 from releases.models.periodic_reviews import (
@@ -18,6 +19,7 @@ __all__ = [
     "CheckReading",
     "Comment",
     "Delivery",
+    "Drill",
     "Export",
     "GatewayCheck",
     "Observation",

@@ -12,7 +12,7 @@ from typing import Any
 from django.utils import timezone
 
 from ledger import services as ledger_services
-from ledger.models import LoadTestReport, PriceSheet, Revision, Service
+from ledger.models import LoadTestReport, PriceSheet, Revision, Service, TaskType
 from ledger.services.gateway_policies import create_gateway_policy
 from releases.governance import services
 from releases.models import Release
@@ -168,10 +168,16 @@ def complete_policy(service: Service, **sections: Any) -> dict[str, Any]:
 
 
 def build_world(
-    team, *, tier: str = "production", slug: str = "kb-assistant", sample_candidate: bool = False
+    team,
+    *,
+    tier: str = "production",
+    slug: str = "kb-assistant",
+    sample_candidate: bool = False,
+    task_types: tuple[str, ...] = (),
 ) -> World:
     """`sample_candidate`: the candidate serves what the shared sample load-test files
-    measured (gemma-3-270m on llama.cpp), so a browser upload of one is its evidence."""
+    measured (gemma-3-270m on llama.cpp), so a browser upload of one is its evidence.
+    `task_types`: what the service serves (its gateway policy then degrades each)."""
     service = ServiceFactory(
         slug=slug,
         team=team,
@@ -182,6 +188,10 @@ def build_world(
         slo_tpot_ms=30,
         slo_error_rate_pct=Decimal("1.00"),
     )
+    if task_types:
+        service.task_types.set(
+            [TaskType.objects.get_or_create(slug=t, defaults={"name": t})[0] for t in task_types]
+        )
     runtime = RuntimeFactory(team=team, gpu_model="H100-80GB", gpu_count=1)
     priced(runtime.gpu_model)
     gateway_policy = create_gateway_policy(

@@ -1,0 +1,1 @@
+"""Peak drills: plan, run, conclude (issue 32)."""
