@@ -216,7 +216,7 @@ def conclude_drill(drill: Drill, answers: Mapping[str, Any], *, actor: Actor) ->
         errors["reclaimed_by"] = _("no user %(name)s.") % {"name": repr(reclaimed_by)}
     if action_owner and not users.filter(username=action_owner, is_active=True).exists():
         errors["action_owner"] = _("no active user %(name)s.") % {"name": repr(action_owner)}
-    if scale_up and not errors:
+    if scale_up and not {"reclaimed_at", "reclaimed_by", "action_owner"} & errors.keys():
         if reclaimed_at is not None and not reclaimed_by:
             errors["reclaimed_by"] = _("say who reclaimed the scale-up.")
         elif reclaimed_at is None and not (action_owner and action_due):
