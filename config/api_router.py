@@ -11,6 +11,7 @@ from ledger.api import registry as ledger_registry
 from ledger.api import run_evidence as ledger_run_evidence
 from ledger.api import signing as ledger_signing
 from releases.audit.api import exports as releases_exports
+from releases.drills import api as releases_drills
 from releases.gateway import api as releases_gateway
 from releases.governance.api import releases as releases_api
 from releases.governance.api import rollbacks as releases_rollbacks
@@ -41,6 +42,7 @@ router.register("releases", releases_api.ReleaseViewSet, basename="release")
 router.register("exports", releases_exports.ExportViewSet, basename="export")
 router.register("webhooks", releases_exports.WebhookSubscriptionViewSet, basename="webhook")
 router.register("reviews", releases_reviews.ReviewViewSet, basename="review")
+router.register("drills", releases_drills.DrillViewSet, basename="drill")
 
 app_name = "api"
 urlpatterns = [
