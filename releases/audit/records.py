@@ -40,7 +40,15 @@ from django.utils.translation import gettext_lazy as _
 from ledger.chain import canonical_json
 from ledger.exports.events import EVENT_COLUMNS, event_rows
 from ledger.models import Event, GatewayPolicy, Revision
-from releases.models import Release, Review, ReviewTrigger, RollbackEvent, SignOff, Waiver
+from releases.models import (
+    Drill,
+    Release,
+    Review,
+    ReviewTrigger,
+    RollbackEvent,
+    SignOff,
+    Waiver,
+)
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
@@ -138,6 +146,21 @@ def _reviews(filters: AuditFilters) -> QuerySet[Review]:
         # A review belongs to a service, never to a release: no release filter matches it.
         reviews = reviews.none()
     return reviews
+
+
+def _drills(filters: AuditFilters) -> QuerySet[Drill]:
+    drills = Drill.objects.filter(filters.period_q("created_at"))
+    scope = Q()
+    if filters.service:
+        scope &= Q(services__slug=filters.service)
+    if filters.tier:
+        scope &= Q(services__tier=filters.tier)
+    if scope:
+        drills = drills.filter(pk__in=Drill.objects.filter(scope).values("pk"))
+    if filters.narrows_releases:
+        # A drill rehearses services, never a release: no release filter matches it.
+        drills = drills.none()
+    return drills
 
 
 def _revisions(filters: AuditFilters) -> QuerySet[Revision]:
@@ -323,6 +346,49 @@ def _review_rows(reviews: QuerySet[Review]) -> Iterator[tuple[Any, ...]]:
     return rows_of(columns)(reviews)
 
 
+DRILL_COLUMNS = (
+    Column("id", "pk"),
+    Column("name", "name"),
+    Column("business_event", "business_event"),
+    Column("services", "pk"),
+    Column("state", "state"),
+    Column("window_starts_at", "window_starts_at"),
+    Column("window_ends_at", "window_ends_at"),
+    Column("revision", "revision_id"),
+    Column("mix", "mix", canonical_json),
+    Column("arrival", "arrival", canonical_json),
+    Column("bounds", "bounds", canonical_json),
+    Column("capacity", "capacity", canonical_json),
+    Column("seed", "seed"),
+    Column("in_flight_ceiling", "in_flight_ceiling"),
+    Column("signers", "signers", canonical_json),
+    Column("results", "results", canonical_json),
+    Column("ran_at", "ran_at"),
+    Column("conclusion", "conclusion", canonical_json),
+    Column("concluded_by", "concluded_by__username"),
+    Column("concluded_at", "concluded_at"),
+    Column("created_by", "created_by__username"),
+    Column("created_at", "created_at"),
+)
+
+
+def _drill_rows(drills: QuerySet[Drill]) -> Iterator[tuple[Any, ...]]:
+    services: dict[int, list[str]] = {}
+    for drill_id, slug in (
+        Drill.services.through.objects.filter(drill__in=drills.values("pk"))
+        .order_by("drill_id", "service__slug")
+        .values_list("drill_id", "service__slug")
+    ):
+        services.setdefault(drill_id, []).append(slug)
+    columns = tuple(
+        replace(column, write=lambda pk: " ".join(services.get(pk, [])))
+        if column.name == "services"
+        else column
+        for column in DRILL_COLUMNS
+    )
+    return rows_of(columns)(drills)
+
+
 # `gateway_policy_known` and the event's columns are annotations (`_revision_rows`,
 # `_gateway_policy_rows`).
 REVISION_COLUMNS = (
@@ -485,6 +551,16 @@ RECORD_TYPES: dict[str, RecordType] = {
             page_related=("service", "assignee", "concluded_by"),
             page_order=("-raised_at", "-id"),
             period_field="raised_at",
+        ),
+        RecordType(
+            key="drills",
+            label=_("Drills"),
+            singular=_("drill"),
+            queryset=_drills,
+            spec=DRILL_COLUMNS,
+            rows=_drill_rows,
+            page_related=("created_by", "concluded_by"),
+            page_order=("-created_at", "-id"),
         ),
         RecordType(
             key="revisions",

@@ -76,6 +76,7 @@ def test_counts_per_record_type_follow_the_filters(client, auditor, record):
         "waivers": 1,
         "rollbacks": 0,
         "reviews": 0,
+        "drills": 0,
         # The release's from and to revisions, and the one policy version both run with.
         "revisions": 2,
         "gateway_policies": 1,
@@ -91,6 +92,7 @@ def test_counts_per_record_type_follow_the_filters(client, auditor, record):
         "waivers": 0,
         "rollbacks": 0,
         "reviews": 0,
+        "drills": 0,
         "revisions": 2,
         "gateway_policies": 1,
         "events": draft_events,

@@ -120,6 +120,7 @@ def test_csv_has_one_file_per_record_type_spreadsheet_safe(auditor, october):
     archive = _zip(export)
     assert sorted(archive.namelist()) == [
         "cost-focus.csv",
+        "drills.csv",
         "events.csv",
         "gateway_policies.csv",
         "manifest.json",
@@ -471,6 +472,7 @@ def test_the_command_writes_a_file_per_record_type_and_bundles_them(october, tmp
 
     assert sorted(p.name for p in out.iterdir()) == [
         "cost-focus.csv",
+        "drills.csv",
         "events.csv",
         "gateway_policies.csv",
         "releases.csv",

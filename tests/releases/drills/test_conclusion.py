@@ -127,3 +127,20 @@ def test_only_the_named_signers_conclude(drill, sre, auditor):
     drill = ran(drill, sre)
     with pytest.raises(PermissionDenied):
         conclude_drill(drill, {"protected": ["chat", "sql"]}, actor=auditor)
+
+
+def test_the_auditors_record_carries_the_drill_and_its_conclusion(drill, sre):
+    from releases.audit.records import RECORD_TYPES, AuditFilters
+
+    drill = conclude_drill(
+        ran(drill, sre),
+        {"protected": ["chat", "sql"], "action_owner": "sam", "action_due_on": "2027-01-02"},
+        actor=sre,
+    )
+    record = RECORD_TYPES["drills"]
+    [row] = list(record.rows(record.queryset(AuditFilters(service="kb-assistant"))))
+    cells = dict(zip(record.columns, row, strict=True))
+    assert cells["services"] == "kb-assistant" and cells["state"] == "concluded"
+    assert '"open_action":{"due_on":"2027-01-02","owner":"sam"}' in cells["conclusion"]
+    assert not list(record.queryset(AuditFilters(service="dataagent-sql")))
+    assert not list(record.queryset(AuditFilters(change_kind="model_upgrade")))
