@@ -106,9 +106,9 @@ class ShardedRun:
     results: dict[int, AsyncResult] = field(default_factory=dict)
 
 
-def _deadline(spec: DrillSpec, plan: Plan, start_at: float) -> float:
+def _deadline(spec: DrillSpec, plan: Plan, start_at: float, grace_s: float) -> float:
     total_timeout = backend_of(spec).total_timeout_s
-    return start_at + plan.profile.duration_s + total_timeout + RESULT_GRACE_S
+    return start_at + plan.profile.duration_s + total_timeout + grace_s
 
 
 def dispatch_shards(
@@ -117,6 +117,7 @@ def dispatch_shards(
     shards: int,
     only: list[int] | None = None,
     lead_s: float = LEAD_S,
+    grace_s: float = RESULT_GRACE_S,
     queue: str | None = None,
 ) -> ShardedRun:
     """Send shards 0..n-1 (or ``only`` those) as one Celery group, all starting ``lead_s`` from now."""
@@ -128,7 +129,7 @@ def dispatch_shards(
         raise PlanInvalid({"ceiling": f"must be at least the number of shards ({shards})"})
     plan = build_plan(spec)  # refuses a bad plan here, before any worker is busy
     start_at = time.time() + lead_s
-    deadline = _deadline(spec, plan, start_at)
+    deadline = _deadline(spec, plan, start_at, grace_s)
     indexes = list(range(shards)) if only is None else only
     options: dict[str, Any] = {
         "expires": start_at + LATE_START_S,
@@ -229,6 +230,7 @@ def run_sharded(
     shards: int,
     rerun_missing: bool = True,
     lead_s: float = LEAD_S,
+    grace_s: float = RESULT_GRACE_S,
     queue: str | None = None,
 ) -> MergedRun:
     """Run the spec's plan over ``shards`` worker processes and merge what they did.
@@ -238,13 +240,13 @@ def run_sharded(
     that the shards need.
     """
     plan = build_plan(spec)
-    run = dispatch_shards(spec, shards=shards, lead_s=lead_s, queue=queue)
+    run = dispatch_shards(spec, shards=shards, lead_s=lead_s, grace_s=grace_s, queue=queue)
     done, missing = collect_shards(run)
     reruns: list[int] = []
     if missing and rerun_missing:
         logger.warning("open loop: re-running missing shards %s once", sorted(missing))
         again = dispatch_shards(
-            spec, shards=shards, only=sorted(missing), lead_s=lead_s, queue=queue
+            spec, shards=shards, only=sorted(missing), lead_s=lead_s, grace_s=grace_s, queue=queue
         )
         redone, missing = collect_shards(again)
         done.update(redone)
