@@ -18,6 +18,8 @@ from django.utils import timezone
 
 from replay import services
 from replay.models import Backend, Probe, Run
+from replay.openloop import shards as shards_module
+from replay.openloop.shards import DrillSpec
 from replay.services import retention
 from replay.services.common import try_singleton_lock
 
@@ -32,6 +34,25 @@ def run_replay(run_id: int) -> dict[str, object] | None:
         return None
     run = services.execute_run(run_id)
     return {"run": run.pk, "state": run.state, "verdict": run.verdict}
+
+
+@shared_task(name="run_open_loop_shard", acks_late=True)
+def run_open_loop_shard(
+    spec: DrillSpec, shard: int, shards: int, start_at: float
+) -> dict[str, object]:
+    """One shard of an open-loop plan (replay.openloop.shards), starting at ``start_at``.
+
+    Not idempotent by design (it sends load), so it is never retried: a shard whose
+    worker died is reported missing, or re-run once, by the caller that merges. Its
+    message ``expires`` shortly after its start, so a redelivered one is dropped.
+    """
+    outcome = shards_module.run_shard(spec, shard, shards, start_at)
+    if outcome["status"] == "ok":
+        summary = outcome["result"]["rows"]
+        logger.info("run_open_loop_shard: shard %s of %s, %d arrivals", shard, shards, len(summary))
+    else:
+        logger.warning("run_open_loop_shard: shard %s of %s: %s", shard, shards, outcome["reason"])
+    return outcome
 
 
 @shared_task(name="replay_scheduled", acks_late=True)

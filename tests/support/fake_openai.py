@@ -125,6 +125,10 @@ class ServerConfig:
     # which turns it on. Off, and without `metrics`, /metrics answers 404 as a server
     # without metrics does.
     engine_metrics: bool = False
+    # At most this many chat requests served at once; the others wait, in arrival order,
+    # as an engine's queue does (their arrival is logged when they are read, before the
+    # wait). None: no cap. The service time is the scenario's (ttft_ms, itl_ms, tokens).
+    max_concurrent: int | None = None
 
 
 @dataclass
@@ -256,6 +260,16 @@ class _Handler:
         # Notified at each chat request's arrival (FakeOpenAI.wait_for_chat_requests).
         self.arrivals = threading.Condition()
         self._tasks: set[asyncio.Task] = set()
+        self._cap: tuple[int, asyncio.Semaphore] | None = None
+
+    def _slot(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """A serving slot under ``config.max_concurrent`` (made on the serving loop)."""
+        cap = self.config.max_concurrent
+        if cap is None:
+            return contextlib.nullcontext()
+        if self._cap is None or self._cap[0] != cap:
+            self._cap = (cap, asyncio.Semaphore(cap))
+        return self._cap[1]
 
     @property
     def config(self) -> ServerConfig:
@@ -363,12 +377,13 @@ class _Handler:
         if method == "GET":
             return await self._respond(writer, *self._get(path))
         if method == "POST" and path == "/v1/chat/completions":
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
-            try:
-                return await self._chat(record, body, writer)
-            finally:
-                self.in_flight -= 1
+            async with self._slot():
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+                try:
+                    return await self._chat(record, body, writer)
+                finally:
+                    self.in_flight -= 1
         return await self._respond(writer, 404, {"detail": "Not Found"})
 
     async def _control(self, method: str, path: str, body: Any, writer) -> bool:
@@ -435,6 +450,8 @@ class _Handler:
             else:
                 entry |= {"owned_by": "me", "permissions": []}
             return 200, {"object": "list", "data": [entry]}
+        if path == "/health":  # vLLM's; GuideLLM asks it before a benchmark
+            return 200, {}
         endpoints = {
             ("vllm", "/version"): {"version": config.version},
             ("ollama", "/api/version"): {"version": config.version},
@@ -1013,6 +1030,7 @@ def main() -> None:
     parser.add_argument("--ttft-ms", type=float, default=0.0)
     parser.add_argument("--itl-ms", type=float, default=0.0)
     parser.add_argument("--tokens", type=int, default=8)
+    parser.add_argument("--max-concurrent", type=int, default=None)
     parser.add_argument(
         "--engine-metrics",
         action="store_true",
@@ -1021,7 +1039,10 @@ def main() -> None:
     options = parser.parse_args()
     scenario = Scenario(ttft_ms=options.ttft_ms, itl_ms=options.itl_ms, tokens=options.tokens)
     config = ServerConfig(
-        model=options.model, scenario=scenario, engine_metrics=options.engine_metrics
+        model=options.model,
+        scenario=scenario,
+        engine_metrics=options.engine_metrics,
+        max_concurrent=options.max_concurrent,
     )
     handler = _Handler(config)
 

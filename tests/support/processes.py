@@ -148,9 +148,12 @@ def http_get(url: str) -> tuple[int, str]:
 
 @contextlib.contextmanager
 def celery_worker(
-    env: dict[str, str], queue: str, pool: str = "solo"
+    env: dict[str, str], queue: str, pool: str = "solo", name: str | None = None
 ) -> Iterator[subprocess.Popen]:
     """A real Celery worker process consuming one queue; stopped with SIGTERM afterwards.
+
+    ``name``: its node name (``name@host``; the queue's name by default): give each of
+    several workers on one queue its own, so that each can be pinged.
 
     What it printed is `process.output` once the block has ended.
     """
@@ -172,7 +175,7 @@ def celery_worker(
             "-Q",
             queue,
             "-n",
-            f"{queue}@%h",
+            f"{name or queue}@%h",
             "--loglevel",
             "INFO",
         ],
