@@ -7,6 +7,7 @@ from django.contrib import admin
 from releases.models import (
     BlackoutWindow,
     Comment,
+    Drill,
     GatewayCheck,
     Release,
     SignOff,
@@ -90,3 +91,10 @@ class GatewayCheckAdmin(_ReadOnly):
     list_display = ["service", "state", "checked_at", "since"]
     list_filter = ["state"]
     search_fields = ["service__slug"]
+
+
+@admin.register(Drill)
+class DrillAdmin(_ReadOnly):
+    list_display = ["pk", "name", "state", "window_starts_at", "created_by", "concluded_at"]
+    list_filter = ["state"]
+    search_fields = ["name", "business_event"]
