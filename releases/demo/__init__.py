@@ -3,6 +3,7 @@ the same verbs as the pages (`manage.py seed_demo` runs them after the ledger's 
 replay's demo)."""
 
 from releases.demo.analysis import seed_canary_lab
+from releases.demo.drills import seed_drills
 from releases.demo.gateway import seed_gateway_drift
 from releases.demo.releases import seed_releases
 from releases.demo.reviews import seed_reviews
@@ -10,6 +11,7 @@ from releases.demo.rollouts import seed_rollouts
 
 __all__ = [
     "seed_canary_lab",
+    "seed_drills",
     "seed_gateway_drift",
     "seed_releases",
     "seed_reviews",

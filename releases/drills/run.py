@@ -71,8 +71,9 @@ def _scaled(arrival: dict[str, Any], share: float) -> dict[str, Any]:
     return {**arrival, "rate": arrival["rate"] * share}
 
 
-def parts_of(drill: Drill) -> list[Part]:
-    """Each backend's task types and spec; PlanRefused when a task type has nowhere to go."""
+def parts_of(drill: Drill, *, enabled_only: bool = True) -> list[Part]:
+    """Each backend's task types and spec; PlanRefused when a task type has nowhere to go.
+    `enabled_only=False` also takes a disabled backend (the demo tells a run, sends none)."""
     services = list(drill.services.order_by("slug").select_related("live_revision"))
     errors: dict[str, str] = {}
     serving: dict[str, Service] = {}
@@ -94,7 +95,8 @@ def parts_of(drill: Drill) -> list[Part]:
                 "service": service.slug
             }
             continue
-        backend = Backend.objects.filter(revision=revision, enabled=True).order_by("name").first()
+        candidates = Backend.objects.filter(revision=revision).order_by("-enabled", "name")
+        backend = (candidates.filter(enabled=True) if enabled_only else candidates).first()
         if backend is None:
             errors[f"services.{service.slug}"] = _(
                 "%(revision)s has no enabled backend: register one (manage.py "

@@ -12,6 +12,7 @@ from ledger.chain import verify_chain
 from ledger.models import Event
 from releases.governance import gates
 from releases.models import (
+    Drill,
     GatewayCheck,
     Release,
     Review,
@@ -260,3 +261,21 @@ def test_the_demos_canary_lab_is_approved_for_its_analysis_and_holds_without_pro
     assert outcome.verdict == "error" and stage.state == "held"
     release.refresh_from_db()
     assert release.state == "rolling_out"
+
+
+def test_the_demo_has_a_concluded_month_end_drill_and_the_next_one_planned(client):
+    concluded, planned = Drill.objects.order_by("pk")
+    assert (concluded.state, planned.state) == ("concluded", "planned")
+    assert {s.slug for s in concluded.services.all()} == {"kb-assistant", "dataagent-sql"}
+    results = concluded.results
+    assert results["by_task_type"]["sql"]["verdict"] == "missed"
+    assert results["by_task_type"]["chat"]["verdict"] == "met"
+    # sql slows past 30/s: every task type met its bounds up to the second stage only.
+    assert results["knee_rate"] == 30
+    assert concluded.conclusion["degraded"] == ["sql"]
+    assert concluded.conclusion["temporary_cost"]["currency"] == "USD"
+    assert planned.window_starts_at > concluded.window_starts_at
+
+    client.force_login(get_user_model().objects.get(username="business"))
+    page = client.get(f"/drills/{concluded.pk}/").content.decode()
+    assert "every task type met its bounds up to 30" in page

@@ -30,6 +30,7 @@ from ledger.roles import Role
 from ledger.services import accounts
 from releases.demo import (
     seed_canary_lab,
+    seed_drills,
     seed_gateway_drift,
     seed_releases,
     seed_reviews,
@@ -184,6 +185,12 @@ class Command(BaseCommand):
             f"demo reviews: {reviews} raised by the sweep"
             if reviews
             else "demo reviews: kept as they are"
+        )
+        drills = seed_drills()
+        self.stdout.write(
+            f"demo drills: {drills} added (one concluded, one planned)"
+            if drills
+            else "demo drills: kept as they are"
         )
         if unmonitored := unmonitor_demo_backends():
             self.stdout.write(f"demo backends: {unmonitored} disabled (nothing serves them)")
