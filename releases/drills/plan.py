@@ -360,9 +360,10 @@ def _bounds(
             "e2e_p95_ms": e2e,
             # From the gateway policy when the plan leaves them out.
             "failure_message": failure or rule.get("message", ""),
+            # A fallback names where to; a queue is a degradation too; a stop is not.
             "degrade_to": degrade
             or rule.get("to_service", "")
-            or ("" if not rule else str(rule.get("action", ""))),
+            or ("" if rule.get("action") in (None, "stop") else str(rule["action"])),
         }
     return bounds
 
