@@ -106,6 +106,15 @@ class DrillViewSet(
         responses={201: DrillSerializer, 400: REFUSED},
     )
     def create(self, request: Request) -> Response:
+        # Before the body is read: only platform and model owners plan drills (the verb
+        # then checks a model owner's services).
+        if not (
+            permissions.can_plan_drill(request.user)
+            or permissions.can_file_some_release(request.user)
+        ):
+            raise PermissionDenied(
+                "Only platform, or model owners of every service in scope, can plan a drill."
+            )
         try:
             drill = self.call_verb(verbs.plan_drill, request.data)
         except PlanRefused as refused:

@@ -190,13 +190,13 @@ def conclude_drill(drill: Drill, answers: Mapping[str, Any], *, actor: Actor) ->
     task_types = [entry["task_type"] for entry in drill.mix]
     protected = _task_types(answers.get("protected"), "protected", task_types, errors)
     degraded = _task_types(answers.get("degraded"), "degraded", task_types, errors)
-    if not errors and set(protected) | set(degraded) != set(task_types):
+    if set(protected) & set(degraded):
+        errors["degraded"] = _("a task type cannot be both protected and degraded.")
+    elif not errors and set(protected) | set(degraded) != set(task_types):
         missing = [t for t in task_types if t not in protected and t not in degraded]
         errors["protected"] = _(
             "say of every task type whether it was protected or degraded: %(missing)s."
-        ) % {"missing": ", ".join(missing) or _("one is named in both")}
-    elif set(protected) & set(degraded):
-        errors["degraded"] = _("a task type cannot be both protected and degraded.")
+        ) % {"missing": ", ".join(missing)}
     seen = answers.get("failure_message_seen")
     if degraded and not isinstance(seen, bool):
         errors["failure_message_seen"] = _(
