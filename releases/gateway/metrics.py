@@ -312,3 +312,13 @@ def read_gateway_day(before: Scrape, after: Scrape, names: ServiceNames) -> Gate
 
 def _ratio(part: int, whole: int) -> float | None:
     return round(part / whole, 6) if whole else None
+
+
+def counted_services(scrape: Scrape) -> set[str]:
+    """The model groups (service slugs) the gateway has counted a request of since it
+    started: the services a scrape has a day for."""
+    return {
+        requested
+        for labels in scrape.counters.get(TOTAL_REQUESTS, {})
+        if (requested := _told(dict(labels).get("requested_model"))) is not None
+    }

@@ -1,7 +1,8 @@
 """From a real LiteLLM proxy's /metrics to a day's breakdown rows: the whole config the
 ledger renders (GATEWAY_PROMETHEUS_METRICS on) turns the callers' ledger metadata into
-labels, two scrapes around the traffic are differenced, and each recorded row holds as
-many requests as the backend says that tenant and task type sent it."""
+labels, the daily scrape (`scrape_gateway`, the beat task's verb) opens the window
+before the traffic and closes it after, and each recorded row holds as many requests
+as the backend says that tenant and task type sent it."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ import pytest
 from django.utils import timezone
 
 from ledger.metrics_import import parse_exposition
-from ledger.models import RunBreakdown, TaskType
+from ledger.models import RunBreakdown, RunSummary, TaskType
 from ledger.models.run_evidence import UNATTRIBUTED
 from releases.gateway.metrics import TOTAL_REQUESTS
 from releases.gateway.queries import gateway, whole_config_text
-from releases.gateway.services.gateway_day import record_gateway_day
+from releases.gateway.services.gateway_day import scrape_gateway
 from replay.models import Backend
 
 pytestmark = pytest.mark.django_db
@@ -26,9 +27,15 @@ METRICS_GUARD_S = 120.0
 
 
 @pytest.fixture(autouse=True)
-def _gateway_metrics(settings):
+def _gateway_metrics(settings, litellm_gateway):
     settings.GATEWAY_PROMETHEUS_METRICS = True
     settings.GATEWAY_METRICS_REQUIRE_AUTH = True
+    settings.GATEWAY_API_KEY = litellm_gateway.master_key
+
+
+def _yesterday_at(hour: int) -> dt.datetime:
+    midnight = timezone.now().astimezone(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return midnight - dt.timedelta(days=1) + dt.timedelta(hours=hour)
 
 
 def _scrape(proxy, name: str):
@@ -79,7 +86,7 @@ def _send(
 
 
 def test_the_gateways_metrics_record_each_tenants_requests_as_the_backend_received_them(
-    world, fake_backends, litellm_gateway
+    world, fake_backends, litellm_gateway, settings
 ):
     service = world.service
     service.task_types.set(
@@ -92,8 +99,9 @@ def test_the_gateways_metrics_record_each_tenants_requests_as_the_backend_receiv
     litellm_gateway.use(whole_config_text(gateway([service.slug]).routes))
     fake.reset()  # LiteLLM asks each deployment for /v1/models as it starts
     slug = service.slug
-    before = _scrape(litellm_gateway, "before")
-    already = _counted(before, slug)
+    settings.GATEWAY_URL = litellm_gateway.base_url  # the proxy's port is its latest start's
+    opened = scrape_gateway(now=_yesterday_at(0))
+    already = _counted(_scrape(litellm_gateway, "before"), slug)
 
     received = {}
     codes = _send(litellm_gateway, slug, 5, {"ledger_tenant": "support", "ledger_task_type": "rag"})
@@ -118,12 +126,9 @@ def test_the_gateways_metrics_record_each_tenants_requests_as_the_backend_receiv
         content="fake: fault=http_error status=429",
     )
     attempts = fake.received() - sum(received.values())
-    after = _scrape_once_counted(litellm_gateway, slug, already + 12, "after")
+    _scrape_once_counted(litellm_gateway, slug, already + 12, "after")
 
-    yesterday = timezone.now().astimezone(dt.UTC).date() - dt.timedelta(days=1)
-    summary, outcome = record_gateway_day(
-        service, actor=None, date=yesterday, before=before, after=after
-    )
+    closed = scrape_gateway()
 
     assert codes == [200] * 10
     assert received == {
@@ -135,7 +140,9 @@ def test_the_gateways_metrics_record_each_tenants_requests_as_the_backend_receiv
     # gateway's count (and the row's) once.
     retries = service.live_revision.gateway_policy.document["retries"]["num_retries"]
     assert (limited, attempts) == ([429, 429], 2 * (1 + retries))
-    assert outcome == "recorded"
+    assert (opened.status, closed.status, closed.refused) == ("opened", "recorded", {})
+    assert closed.recorded == {slug: "recorded"}
+    summary = RunSummary.objects.get(service=service, date=_yesterday_at(0).date())
     assert summary.source == "gateway"
     rows = {
         (row.tenant, row.task_type): row for row in RunBreakdown.objects.filter(summary=summary)

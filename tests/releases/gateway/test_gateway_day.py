@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
-import re
 
 import pytest
 from django.core.management import call_command
@@ -17,12 +16,16 @@ from django.utils import timezone
 
 from ledger import services as ledger_services
 from ledger.metrics_import import parse_exposition
-from ledger.models import Event, RunBreakdown, RunSummary, TaskType
+from ledger.models import Event, RunBreakdown, RunSummary
 from ledger.models.run_evidence import UNATTRIBUTED
 from releases.gateway.litellm import deployment_id
 from releases.gateway.queries import service_names
 from releases.gateway.services.gateway_day import record_gateway_day
-from tests.ledger.factories import RevisionFactory, ServiceFactory
+from tests.releases.gateway.metrics_world import (
+    as_ledger_names,
+    metrics_backends,
+    metrics_service,
+)
 from tests.releases.gateway.test_gateway_metrics import AFTER, BEFORE
 from tests.replay.factories import BackendFactory
 
@@ -33,37 +36,18 @@ YESTERDAY = timezone.now().astimezone(dt.UTC).date() - dt.timedelta(days=1)
 
 @pytest.fixture
 def service(team):
-    service = ServiceFactory(slug="kb-assistant", team=team, tenants=["support", "sales"])
-    service.task_types.set(
-        [TaskType.objects.get_or_create(slug=s, name=s)[0] for s in ("chat", "rag")]
-    )
-    return service
+    return metrics_service(team)
 
 
 @pytest.fixture
 def backends(service):
-    """The scrapes' deployments 7 and 8 as this database's backends of the service."""
-    live = RevisionFactory(service=service)
-    ledger_services.set_live_revision(service, live, actor=None, reason="test")
-    return (
-        BackendFactory(name="kb-assistant-live", revision=live),
-        BackendFactory(name="kb-assistant-canary", revision=RevisionFactory(service=service)),
-    )
-
-
-def _text(text: str, backends) -> str:
-    """In one pass: backend 7 may be this database's 8."""
-    ids = {
-        f'"{deployment_id("kb-assistant", number)}"': f'"{deployment_id("kb-assistant", b.pk)}"'
-        for number, b in zip((7, 8), backends, strict=True)
-    }
-    return re.sub("|".join(map(re.escape, ids)), lambda found: ids[found.group(0)], text)
+    return metrics_backends(service)
 
 
 def _scrapes(backends):
     return (
-        parse_exposition(_text(BEFORE, backends), source="before.txt"),
-        parse_exposition(_text(AFTER, backends), source="after.txt"),
+        parse_exposition(as_ledger_names(BEFORE, backends), source="before.txt"),
+        parse_exposition(as_ledger_names(AFTER, backends), source="after.txt"),
     )
 
 
@@ -127,7 +111,7 @@ def _files(tmp_path, backends, after: str = AFTER) -> list[str]:
     paths = []
     for name, text in (("before.txt", BEFORE), ("after.txt", after)):
         path = tmp_path / name
-        path.write_text(_text(text, backends))
+        path.write_text(as_ledger_names(text, backends))
         paths.append(str(path))
     return paths
 
