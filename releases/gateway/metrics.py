@@ -314,11 +314,35 @@ def _ratio(part: int, whole: int) -> float | None:
     return round(part / whole, 6) if whole else None
 
 
-def counted_services(scrape: Scrape) -> set[str]:
-    """The model groups (service slugs) the gateway has counted a request of since it
-    started: the services a scrape has a day for."""
-    return {
-        requested
-        for labels in scrape.counters.get(TOTAL_REQUESTS, {})
-        if (requested := _told(dict(labels).get("requested_model"))) is not None
-    }
+def by_service(scrape: Scrape) -> dict[str, Scrape]:
+    """The series read here, split by ``requested_model`` (the service's slug) in one pass:
+    a gateway of many services, and of many series (``client_ip`` and ``user_agent`` are
+    labels), is split once rather than read whole for each service. Each part holds every
+    family the scrape holds (empty when the service has no series of it), so a metric the
+    gateway exposes is never taken for one it does not."""
+    parts: dict[str, Scrape] = {}
+
+    def part(labels: Labels) -> Scrape | None:
+        slug = _told(dict(labels).get("requested_model"))
+        if slug is None:
+            return None
+        if slug not in parts:
+            parts[slug] = Scrape(scrape.source)
+        return parts[slug]
+
+    for name in (TOTAL_REQUESTS, INPUT_TOKENS, OUTPUT_TOKENS):
+        for labels, value in scrape.counters.get(name, {}).items():
+            if (found := part(labels)) is not None:
+                found.counters.setdefault(name, {})[labels] = value
+    for name in (TTFT, TOTAL_LATENCY):
+        for labels, histogram in scrape.histograms.get(name, {}).items():
+            if (found := part(labels)) is not None:
+                found.histograms.setdefault(name, {})[labels] = histogram
+    for found in parts.values():
+        for name in (TOTAL_REQUESTS, INPUT_TOKENS, OUTPUT_TOKENS):
+            if name in scrape.counters:
+                found.counters.setdefault(name, {})
+        for name in (TTFT, TOTAL_LATENCY):
+            if name in scrape.histograms:
+                found.histograms.setdefault(name, {})
+    return parts

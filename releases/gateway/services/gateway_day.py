@@ -39,7 +39,7 @@ from ledger.models import Revision, RunSummary, Service
 from ledger.services import record_run_summary
 from ledger.services.run_evidence import Outcome
 from lib.actors import Actor
-from releases.gateway.metrics import GatewayDay, counted_services, read_gateway_day
+from releases.gateway.metrics import GatewayDay, by_service, read_gateway_day
 from releases.gateway.queries import service_names
 from releases.gateway.services.checks import GatewayUnreadable, read_metrics_text
 from releases.models import GatewayMetricsScrape
@@ -111,11 +111,17 @@ def _record_services(
     before: Scrape, after: Scrape, *, date: dt.date, window: Mapping[str, Any]
 ) -> GatewayScrapeOutcome:
     outcome = GatewayScrapeOutcome("recorded", date)
-    for service in Service.objects.filter(slug__in=counted_services(after)).order_by("slug"):
+    earlier, later = by_service(before), by_service(after)
+    for service in Service.objects.filter(slug__in=list(later)).order_by("slug"):
         try:
             with transaction.atomic():  # a refused day leaves the others recorded
                 _, recorded = record_gateway_day(
-                    service, actor=None, date=date, before=before, after=after, window=window
+                    service,
+                    actor=None,
+                    date=date,
+                    before=earlier.get(service.slug, Scrape(before.source)),
+                    after=later[service.slug],
+                    window=window,
                 )
         except ValidationError as error:
             outcome.refused[service.slug] = _reasons(error)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ledger.metrics_import import parse_exposition
 from ledger.models.run_evidence import UNATTRIBUTED
-from releases.gateway.metrics import ServiceNames, read_gateway_day
+from releases.gateway.metrics import ServiceNames, by_service, read_gateway_day
 
 NAMES = ServiceNames(
     slug="kb-assistant",
@@ -190,3 +190,19 @@ def test_a_quiet_window_is_a_day_of_no_requests_and_no_rows():
 
     assert day.breakdown == []
     assert day.fields["requests"] == 0
+
+
+def test_a_scrape_split_by_service_reads_as_the_whole_one():
+    """The beat task splits the gateway's scrape once; each part reads as the whole."""
+    before, after = (parse_exposition(text) for text in (BEFORE, AFTER))
+    earlier, later = by_service(before), by_service(after)
+
+    assert set(later) == {"kb-assistant", "dataagent-sql"}
+    assert read_gateway_day(earlier["kb-assistant"], later["kb-assistant"], NAMES).fields == (
+        read_gateway_day(before, after, NAMES).fields
+    )
+    # dataagent-sql has no token series: its part still has the family, so 0 tokens, not
+    # unknown.
+    other = ServiceNames("dataagent-sql", frozenset(), frozenset())
+    day = read_gateway_day(earlier["dataagent-sql"], later["dataagent-sql"], other)
+    assert (day.fields["requests"], day.fields["output_tokens"]) == (70, 0)
