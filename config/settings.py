@@ -631,6 +631,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "scrape_metrics",
         "schedule": crontab(minute=5, hour=0),
     },
+    # The same from the gateway's /metrics, by tenant, task type and backend, when
+    # GATEWAY_URL is set and GATEWAY_PROMETHEUS_METRICS is on (a no-op otherwise).
+    "scrape-gateway-metrics": {
+        "task": "scrape_gateway_metrics",
+        "schedule": crontab(minute=5, hour=0),
+    },
 }
 
 # The ledger's Ed25519 signing key (PKCS#8 PEM) for events, checkpoints and exports;

@@ -60,7 +60,14 @@ pins), in its installed source (paths under ``litellm/``) and its documentation:
   ``litellm/integrations/prometheus.py``, which needs ``prometheus_client`` beside it),
   and ``require_auth_for_metrics_endpoint`` says whether a scrape must send one of the
   proxy's keys (``PrometheusAuthMiddleware``; 1.108.7 requires one when it is unset, so
-  it is always written). It belongs to the whole proxy, so a service's part never has it.
+  it is always written). ``custom_prometheus_metadata_labels`` turns the caller's
+  ``metadata.ledger_tenant`` and ``metadata.ledger_task_type`` into the labels
+  ``metadata_ledger_tenant`` and ``metadata_ledger_task_type`` of every metric
+  (``PrometheusMetricLabels.get_labels`` in ``litellm/types/integrations/prometheus.py``
+  adds them; ``get_custom_labels_from_metadata`` reads the request's metadata, no
+  database needed), so the gateway's metrics can say a request's task type, which
+  LiteLLM itself does not know (``releases/gateway/metrics.py`` reads them). It belongs
+  to the whole proxy, so a service's part never has it.
 
 Not rendered, on purpose: ``degradation`` (LiteLLM does not know a request's task type;
 the callers apply it), ``egress`` (only the ledger's own backends are ever rendered, so
@@ -85,6 +92,10 @@ KEYLESS_API_KEY_ENV = "GATEWAY_KEYLESS_API_KEY"
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
 # split_weights hands out this many weight units: a share is kept to 0.01 %.
 WEIGHT_TOTAL = 10_000
+# What callers put in a request's `metadata` to name their tenant and task type, and the
+# labels the proxy's metrics carry them in (dots become underscores).
+METADATA_KEYS = ("ledger_tenant", "ledger_task_type")
+METADATA_LABELS = tuple(f"metadata.{key}" for key in METADATA_KEYS)
 # LiteLLM counts spend in USD (its model cost map prices tokens in USD).
 BUDGET_CURRENCY = "USD"
 
@@ -282,6 +293,7 @@ def _litellm_settings(metrics: GatewayMetrics) -> dict[str, Any]:
         "litellm_settings": {
             "callbacks": ["prometheus"],
             "require_auth_for_metrics_endpoint": metrics.require_auth,
+            "custom_prometheus_metadata_labels": list(METADATA_LABELS),
         }
     }
 

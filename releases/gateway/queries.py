@@ -43,6 +43,7 @@ from releases.gateway.litellm import (
     render_yaml,
     split_weights,
 )
+from releases.gateway.metrics import ServiceNames
 from releases.governance.queries.rollout import carrying_traffic
 from releases.models import Release, Stage
 from replay.client import api_root
@@ -284,3 +285,17 @@ def policy_preview(
         # A document the verb would refuse is not rendered: the renderer trusts its input.
         config=None if problems else service_config_yaml(service.slug, document, draft=True),
     )
+
+
+def service_names(service: Service) -> ServiceNames:
+    """What the gateway's metrics are attributed to: the service's tenants and task types,
+    and every backend of any of its revisions by the ``model_info.id`` the rendered config
+    gives it (a day may span a release: yesterday's backends still name yesterday's
+    traffic). Two queries."""
+    tenants = frozenset(t for t in service.tenants or [] if isinstance(t, str))
+    task_types = frozenset(service.task_types.values_list("slug", flat=True))
+    backends = {
+        deployment_id(service.slug, pk): name
+        for pk, name in Backend.objects.filter(revision__service=service).values_list("pk", "name")
+    }
+    return ServiceNames(service.slug, tenants, task_types, backends)

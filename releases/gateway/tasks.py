@@ -3,6 +3,10 @@
 - `check_gateway`: is the running gateway doing what the ledger renders? A beat entry
   (`check-gateway`, every GATEWAY_CHECK_EVERY_MINUTES) runs it; the verb takes a
   singleton lock, so two ticks at once check once.
+- `scrape_gateway_metrics`: daily, just after midnight UTC (beat entry
+  `scrape-gateway-metrics`): the gateway's /metrics closes yesterday's window and each
+  service it counted gets its day by tenant, task type and backend. Idempotent: a
+  second scrape the same day keeps the window, and the same day again is "unchanged".
 - `record_gateway_config`: record a service's rendered config after a change of
   routing. Idempotent: a config already recorded is not recorded again, so
   ``acks_late`` is safe.
@@ -14,7 +18,7 @@ import logging
 
 from celery import shared_task
 
-from releases.gateway.services import checks, config_record
+from releases.gateway.services import checks, config_record, gateway_day
 
 logger = logging.getLogger(__name__)
 
@@ -43,3 +47,14 @@ def record_gateway_config(causes: list[list[int]]) -> int:
     recorded = config_record.record_config_changes((service, event) for service, event in causes)
     logger.info("record_gateway_config: %d of %d services changed", len(recorded), len(causes))
     return len(recorded)
+
+
+@shared_task(name="scrape_gateway_metrics", acks_late=True)
+def scrape_gateway_metrics() -> dict[str, object] | None:
+    """Daily: scrape the gateway's /metrics, record the day it closes."""
+    outcome = gateway_day.scrape_gateway()
+    if outcome is None:
+        logger.info("scrape_gateway_metrics: no GATEWAY_URL, metrics off, or already running")
+        return None
+    logger.info("scrape_gateway_metrics: %s", outcome.to_json())
+    return outcome.to_json()

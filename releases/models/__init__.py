@@ -2,6 +2,7 @@ from releases.models.calendar import BlackoutWindow, StandardChangeTemplate
 from releases.models.drill import Drill
 from releases.models.exports import Export
 from releases.models.gateway_checks import CheckReading, GatewayCheck, read_check
+from releases.models.gateway_metrics import GatewayMetricsScrape
 from releases.models.periodic_reviews import (
     Review,
     ReviewAction,
@@ -22,6 +23,7 @@ __all__ = [
     "Drill",
     "Export",
     "GatewayCheck",
+    "GatewayMetricsScrape",
     "Observation",
     "ReadinessRecord",
     "Release",

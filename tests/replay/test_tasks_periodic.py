@@ -45,6 +45,8 @@ def test_beat_runs_the_reaper_and_the_probe_sweep():
         "checkpoint_ledger": 3600.0,
         # Daily, just after midnight: the first scrape of a day closes the day before.
         "scrape_metrics": crontab(minute=5, hour=0),
+        # The same from the gateway's /metrics, by tenant, task type and backend.
+        "scrape_gateway_metrics": crontab(minute=5, hour=0),
         # Retention sweeps, daily.
         "purge_expired_outputs": 86400.0,
         "purge_expired_request_data": 86400.0,

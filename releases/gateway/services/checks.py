@@ -46,6 +46,7 @@ from replay.outbound import DestinationPolicy, guarded_client
 from replay.services.common import try_singleton_lock
 
 MODEL_INFO_PATH = "/model/info"
+METRICS_PATH = "/metrics/"
 # The Events of a gateway-wide outcome that changed, by the state it changed to.
 ACTIONS: dict[str, str] = {
     "in_sync": "gateway.check_in_sync",
@@ -108,6 +109,28 @@ def read_model_info(base_url: str, key: str, *, timeout: float) -> list[dict[str
     if not isinstance(data, list) or not all(isinstance(entry, dict) for entry in data):
         raise GatewayUnreadable(f"{url} did not answer a list of deployments")
     return data
+
+
+def read_metrics_text(base_url: str, key: str, *, timeout: float) -> str:
+    """The proxy's ``/metrics/`` (its Prometheus callback), as text, through the same guard
+    and size limit as ``/model/info``. ``/metrics`` redirects there, and the guarded
+    client follows no redirect."""
+    url = base_url.rstrip("/") + METRICS_PATH
+    limit_mb = settings.GATEWAY_MAX_RESPONSE_MB
+    try:
+        status, content = asyncio.run(_get(url, key, timeout, limit_mb * 1024 * 1024))
+    except httpx.HTTPError as error:
+        raise GatewayUnreadable(f"{url}: {type(error).__name__}: {error}"[:500]) from error
+    except _TooLarge as error:
+        raise GatewayUnreadable(
+            f"{url} answered more than {limit_mb} MB (GATEWAY_MAX_RESPONSE_MB); not read"
+        ) from error
+    if status != 200:
+        raise GatewayUnreadable(f"{url} answered HTTP {status}")
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise GatewayUnreadable(f"{url}: the answer is not UTF-8 text ({error.reason})") from error
 
 
 @dataclass

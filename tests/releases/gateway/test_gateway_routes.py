@@ -181,6 +181,11 @@ def test_the_whole_config_asks_for_the_proxys_metrics_when_set_and_a_part_never_
     assert with_metrics["litellm_settings"] == {
         "callbacks": ["prometheus"],
         "require_auth_for_metrics_endpoint": False,
+        # The caller's metadata as labels: the gateway's metrics then say the task type.
+        "custom_prometheus_metadata_labels": [
+            "metadata.ledger_tenant",
+            "metadata.ledger_task_type",
+        ],
     }
     assert with_metrics["model_list"] == without["model_list"]
     # A service's part (and the sha256 its gateway.config_changed Events record) is the same.
