@@ -604,6 +604,12 @@ def can_plan_drill(user: Requester, services: Sequence[Service] = ()) -> bool:
     return bool(services) and all(can_edit_team_objects(user, s.team) for s in services)
 
 
+def can_plan_some_drill(user: Requester) -> bool:
+    """Open the drill form or post a plan: platform, and model owners of some team (the
+    plan's services are then checked by `can_plan_drill`)."""
+    return can_plan_drill(user) or can_file_some_release(user)
+
+
 def can_run_drill(user: Requester) -> bool:
     """Start a drill's load: platform (it is a peak's worth of traffic on shared backends)."""
     return _signed_in(user) and (user.is_superuser or has_role(user, Role.PLATFORM_SRE))

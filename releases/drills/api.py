@@ -108,10 +108,7 @@ class DrillViewSet(
     def create(self, request: Request) -> Response:
         # Before the body is read: only platform and model owners plan drills (the verb
         # then checks a model owner's services).
-        if not (
-            permissions.can_plan_drill(request.user)
-            or permissions.can_file_some_release(request.user)
-        ):
+        if not permissions.can_plan_some_drill(request.user):
             raise PermissionDenied(
                 "Only platform, or model owners of every service in scope, can plan a drill."
             )

@@ -36,7 +36,7 @@ def drill_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(
         request,
         "releases/drills/drill_list.html",
-        {"page": page, "can_plan": permissions.can_plan_drill(request.user)},
+        {"page": page, "can_plan": permissions.can_plan_some_drill(request.user)},
     )
 
 
@@ -60,9 +60,7 @@ def drill_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @login_required
 def drill_new(request: AuthenticatedHttpRequest) -> HttpResponse:
-    if not permissions.can_plan_drill(request.user) and not permissions.can_file_some_release(
-        request.user
-    ):
+    if not permissions.can_plan_some_drill(request.user):
         raise PermissionDenied(
             _("Only platform, or model owners of every service in scope, can plan a drill.")
         )

@@ -52,6 +52,11 @@ class Rule:
 
 
 RULES: dict[str, Rule] = {
+    "plan a drill": Rule(
+        allows=lambda user, w: release_rules.can_plan_some_drill(user),
+        page=lambda w: "/drills/new/",
+        api=lambda w: ("post", "/api/drills/"),
+    ),
     "create in the registry": Rule(
         allows=lambda user, w: ledger_rules.can_create(user),
         page=lambda w: "/services/new",
@@ -262,6 +267,14 @@ NO_PAGE_API_PAIR: dict[str, str] = {
         "a form on the release page every reader opens; no page answers 403 for it"
     ),
     "releases.permissions.can_manage_calendar": "asked only by the calendar verbs",
+    "releases.permissions.can_plan_drill": (
+        "asked by the verb with the plan's services; the page and API ask can_plan_some_drill"
+    ),
+    "releases.permissions.can_run_drill": "asked by run_drill (manage.py run_drill); no page",
+    "releases.permissions.can_conclude_drill": (
+        "needs a drill that ran; page and API walked in tests/releases/drills/test_pages.py "
+        "and tests/releases/drills/test_api.py"
+    ),
     "releases.permissions.can_manage_reviews": "pages only (service, reviews); no API",
     "releases.permissions.can_complete_review_action": "a page only (the review); no API",
 }
