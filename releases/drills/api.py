@@ -38,10 +38,10 @@ class DrillSerializer(serializers.ModelSerializer):
     )
     window = serializers.SerializerMethodField()
     created_by: serializers.Field = serializers.SlugRelatedField(
-        read_only=True, slug_field="username"
+        read_only=True, slug_field="username", allow_null=True
     )
     concluded_by: serializers.Field = serializers.SlugRelatedField(
-        read_only=True, slug_field="username"
+        read_only=True, slug_field="username", allow_null=True
     )
 
     class Meta:

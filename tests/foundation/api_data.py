@@ -17,7 +17,15 @@ from releases.audit.records import AuditFilters
 from releases.audit.services import exports, webhooks
 from releases.governance import services as release_services
 from releases.guards import guard_specs, judge_observation
-from releases.models import Delivery, Observation, Release, Review, RollbackEvent, Stage
+from releases.models import (
+    Delivery,
+    Drill,
+    Observation,
+    Release,
+    Review,
+    RollbackEvent,
+    Stage,
+)
 from releases.reviews.services.periodic_reviews import sweep_reviews
 from replay import services as replay_services
 from replay.models import Probe, Run
@@ -180,6 +188,16 @@ def seed_api_data() -> dict[str, object]:
     )
     sweep_reviews(service_ids=[service.pk])
     review = Review.objects.get(service=service)
+    # A drill the system planned, never run: no window, no revision, no results.
+    drill = Drill.objects.create(
+        name="Month-end close",
+        mix=[{"task_type": "chat", "sample_set": 1, "weight": 1.0}],
+        arrival={"type": "constant", "rate": 5.0, "duration_s": 60},
+        bounds={"chat": {"ttft_p95_ms": 800.0, "e2e_p95_ms": 4000.0}},
+        seed=7,
+        signers=["platform_sre", "business_owner"],
+    )
+    drill.services.set([service])
     return {
         "admin": admin,
         "owner": owner,
@@ -191,6 +209,7 @@ def seed_api_data() -> dict[str, object]:
         "export": export,
         "subscription": subscription,
         "review": review,
+        "drill": drill,
     }
 
 

@@ -146,6 +146,7 @@ def _detail_parameters(data: dict) -> dict[str, list[dict]]:
         "/api/webhooks/{id}/": [{"id": data["subscription"].pk}],
         "/api/webhooks/{id}/deliveries/": [{"id": data["subscription"].pk}],
         "/api/reviews/{id}/": [{"id": data["review"].pk}],
+        "/api/drills/{id}/": [{"id": data["drill"].pk}],
     }
 
 
