@@ -406,6 +406,12 @@ class _Handler:
                     for r in self.requests
                     if r.path == "/v1/chat/completions"
                 },
+                # The same in arrival order, for clients that send no X-Request-Id.
+                "arrivals": [
+                    [r.received_at, r.first_token_at, r.headers.get("x-request-id", "")]
+                    for r in self.requests
+                    if r.path == "/v1/chat/completions"
+                ],
             }
             return await self._respond(writer, 200, stats)
         if path == "/_fake/config" and method == "POST":
