@@ -258,6 +258,14 @@ def run_sharded(
     return merge(plan, shards, done, missing, reruns)
 
 
+def run_in_process(spec: DrillSpec) -> MergedRun:
+    """The whole plan in this process, no Celery (``run_drill --workers 1``, tests): merged
+    as one shard, so callers read the same shape as from ``run_sharded``."""
+    plan = build_plan(spec)
+    outcome = run_shard(spec, 0, 1, time.time())
+    return merge(plan, 1, {0: OpenLoopResult.from_json(outcome["result"])}, {}, [])
+
+
 def run_shard(spec: DrillSpec, shard: int, shards: int, start_at: float) -> dict[str, Any]:
     """One shard, in this process (what the task does): ``{"status": "ok", "result": ...}``."""
     from replay import services
