@@ -192,12 +192,17 @@ GUIDELLM_VENV = ROOT / "bench" / ".venv-guidellm"
 
 
 def _server_side(arrivals: list[list[Any]], rate: float) -> tuple[float, float | None]:
-    """(rate the server saw, p99 of its receipts behind a perfect grid from the first one)."""
+    """(rate the server saw, p99 of its receipts behind a perfect grid at ``rate``).
+
+    The grid is laid at the earliest it can be without any receipt before it (its
+    start is the smallest receipt_k - k / rate), the same rule for both clients.
+    """
     received = sorted(a[0] for a in arrivals)
     if len(received) < 2:
         return 0.0, None
     seen_rate = (len(received) - 1) / (received[-1] - received[0])
-    behind = [(t - received[0] - k / rate) * 1000 for k, t in enumerate(received)]
+    start = min(t - k / rate for k, t in enumerate(received))
+    behind = [(t - start - k / rate) * 1000 for k, t in enumerate(received)]
     return seen_rate, summarize(behind)["p99"]
 
 
@@ -225,13 +230,13 @@ def _guidellm(base: str, rate: float, seconds: float) -> dict[str, Any]:
     done = report["benchmarks"][0]["requests"]["successful"]
     done.sort(key=lambda r: r["request_start_time"])
     arrivals = sorted(_server(base, "/_fake/stats")["arrivals"], key=lambda a: a[0])
-    errors = None
-    if len(done) == len(arrivals):  # paired in order: GuideLLM sends no request id
-        errors = [
-            r["time_to_first_token_ms"] - (a[1] - a[0]) * 1000
-            for r, a in zip(done, arrivals, strict=True)
-            if a[1] is not None
-        ]
+    # Paired by the response id the server answered (GuideLLM sends no request id).
+    by_response = {a[3]: a for a in arrivals if a[3]}
+    errors = [
+        r["time_to_first_token_ms"] - (a[1] - a[0]) * 1000
+        for r in done
+        if (a := by_response.get(r.get("response_id") or "")) is not None and a[1] is not None
+    ]
     seen_rate, behind = _server_side(arrivals, rate)
     return {"sent": len(arrivals), "ok": len(done), "ttft_error": errors, "server_rate": seen_rate,
             "server_behind_p99": behind}  # fmt: skip
@@ -264,7 +269,7 @@ def _compare_line(label: str, fig: dict[str, Any]) -> str:
     )
     behind = fig["server_behind_p99"]
     return (
-        f"{label:<22} sent {fig['sent']:>5} ok {fig['ok']:>5}  rate at the server "
+        f"{label:<22} sent {fig['sent']:>5} ok {fig['ok']:>5} paired {len(errors or []):>5}  rate at the server "
         f"{fig['server_rate']:.2f}/s  receipts behind the grid p99 "
         f"{'-' if behind is None else f'{behind:.1f}'} ms  {error}"
     )
