@@ -90,7 +90,7 @@ GC_THRESHOLD = (20_000, 50, 50)
 
 
 @contextlib.contextmanager
-def _quiet_gc() -> Iterator[None]:
+def quiet_gc() -> Iterator[None]:
     """Fewer and shorter garbage-collector pauses while starts are being timed.
 
     A full collection over a worker's modules, the plan and hundreds of open streams
@@ -152,6 +152,8 @@ async def run_open_loop(
     by the shards of one drill; None: now. A ``start_at`` already past makes the first
     starts late, never earlier than planned. ``backend.concurrency`` is ignored: a replay
     limit would close the loop; ``ceiling`` bounds the requests in flight instead.
+    Callers running it on their own loop wrap ``asyncio.run`` in ``quiet_gc()`` (as
+    ``run_open_loop_sync`` does); several runs meant to start together share a ``start_at``.
     """
     if ceiling < 1:
         raise PlanInvalid({"ceiling": "must be at least 1"})
@@ -216,7 +218,7 @@ async def run_open_loop(
 def run_open_loop_sync(backend: BackendConfig, plan: Plan, **options: Any) -> OpenLoopResult:
     """``run_open_loop`` for synchronous callers (Celery tasks, commands, benchmarks)."""
     plan.arrivals()  # computed before the clock starts, and frozen with the rest
-    with _quiet_gc():
+    with quiet_gc():
         return asyncio.run(run_open_loop(backend, plan, **options))
 
 
