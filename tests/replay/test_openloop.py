@@ -24,6 +24,8 @@ from replay.openloop import (
     ceiling_problem,
     run_open_loop_sync,
 )
+from replay.openloop.shards import merge, run_shard
+from replay.openloop.summary import RequestRecord
 from tests.support.fake_openai import FakeOpenAI
 
 
@@ -307,3 +309,48 @@ def test_a_sample_the_client_would_refuse_is_refused_before_anything_is_sent():
             run_open_loop_sync(backend_for(server), plan, ceiling=5)
         assert server.chat_requests == []
     assert "mix[0].samples[0]" in refused.value.errors
+
+
+# -- merging shards (the Celery path itself: test_openloop_shards.py) -----------------------
+
+
+def _shard_result(plan: Plan, shard: int, shards: int, worker: str) -> OpenLoopResult:
+    records = [
+        RequestRecord(
+            a.index,
+            a.offset_s * 1000,
+            a.offset_s * 1000 + 1,
+            a.task_type,
+            a.stage,
+            a.sample_key,
+            "on_time",
+            "ok",
+            10.0,
+            20.0,
+            1.0,
+            f"id-{a.index}",
+        )
+        for a in plan.shard(shard, shards)
+    ]
+    return OpenLoopResult(plan.to_json(), shard, shards, 10, 5.0, worker, 0.0, records)
+
+
+def test_merged_shards_count_each_arrival_once_and_a_partial_shard_not_at_all():
+    plan = Plan(constant(30, 2), (entry("a", 1, "x"), entry("b", 1, "y")), seed=6)
+    whole = {i: _shard_result(plan, i, 3, f"w{i % 2}") for i in range(3)}
+    merged = merge(plan, 3, whole, {}, [])
+    assert [row[0] for row in merged["rows"]] == list(range(60))
+    assert (merged["workers"], merged["counted"], merged["missing"]) == (2, 60, {})
+    assert merged["summary"]["overall"]["requests"] == 60
+
+    partial = _shard_result(plan, 2, 3, "w0")
+    partial.records = partial.records[:-1]  # a shard that lost a record is not half-counted
+    merged = merge(plan, 3, {**whole, 2: partial}, {}, [2])
+    assert merged["completed"] == [0, 1] and "2" in merged["missing"]
+    assert merged["reruns"] == []
+    assert merged["counted"] == 40 == merged["summary"]["overall"]["planned"]
+
+
+def test_a_shard_received_long_after_its_start_is_not_run():
+    outcome = run_shard({}, 0, 2, time.time() - 3600)  # type: ignore[typeddict-item]
+    assert outcome["status"] == "expired"

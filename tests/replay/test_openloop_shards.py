@@ -17,7 +17,8 @@ import pytest
 from django.db import connection
 
 from config.celery import app
-from replay.openloop.shards import build_plan, run_sharded
+from replay.openloop.plan import PlanInvalid
+from replay.openloop.shards import build_plan, run_in_process, run_sharded
 from tests.replay.helpers import backend_on, make_set, sample
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.processes import celery_worker, child_env, database_url
@@ -154,3 +155,20 @@ def test_a_killed_shard_is_reported_missing_when_not_rerun(fake, queue, env):
     assert [row[0] for row in merged["rows"]] == [a.index for a in plan.shard(kept, 2)]
     assert merged["counted"] == len(plan.shard(kept, 2)) < merged["planned"] == 40
     assert merged["summary"]["overall"]["planned"] == merged["counted"]
+
+
+def test_a_spec_runs_in_this_process_without_celery(fake):
+    spec = spec_for(fake, duration_s=1)
+    merged = run_in_process(spec)
+    assert (merged["workers"], merged["completed"], merged["counted"]) == (1, [0], 10)
+    assert len(fake.chat_requests) == 10
+    assert set(merged["summary"]["by_task_type"]) <= {"kb", "sql"}
+
+
+def test_a_spec_with_no_rerunnable_sample_is_refused_naming_the_entry(fake):
+    spec = spec_for(fake, duration_s=1)
+    only_side = make_set("side-effects", [sample("refund", rerunnable=False)])
+    spec["mix"][1]["sample_set_id"] = only_side.pk
+    with pytest.raises(PlanInvalid) as refused:
+        build_plan(spec)
+    assert "mix[1].samples" in refused.value.errors

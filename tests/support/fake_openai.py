@@ -187,6 +187,7 @@ class RecordedRequest:
     timing: Timing
     first_token_at: float | None = None  # loop time the first content chunk was written
     lateness_ms: list[float] = field(default_factory=list)  # each chunk's write past its due
+    response_id: str = ""  # the chatcmpl- id answered (streams), to pair with a client's log
 
 
 def _scenario_overrides(text: str) -> dict[str, Any]:
@@ -406,6 +407,17 @@ class _Handler:
                     for r in self.requests
                     if r.path == "/v1/chat/completions"
                 },
+                # The same in arrival order, for clients that send no X-Request-Id.
+                "arrivals": [
+                    [
+                        r.received_at,
+                        r.first_token_at,
+                        r.headers.get("x-request-id", ""),
+                        r.response_id,
+                    ]
+                    for r in self.requests
+                    if r.path == "/v1/chat/completions"
+                ],
             }
             return await self._respond(writer, 200, stats)
         if path == "/_fake/config" and method == "POST":
@@ -677,6 +689,7 @@ class _Stream:
 
     def __init__(self, record, body, scenario: Scenario, plan: _Plan, writer) -> None:
         self.record = record
+        record.response_id = plan.chat_id
         self.model = body.get("model")
         self.scenario = scenario
         self.plan = plan
