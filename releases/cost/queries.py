@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
+from fractions import Fraction
 
 from django.conf import settings
 from django.db.models import Count
@@ -29,6 +30,7 @@ from django.db.models import Count
 from ledger.models import LoadTestReport, PriceSheet, RunBreakdown, RunSummary
 from ledger.models.run_evidence import UNATTRIBUTED
 from releases.cost.attribution import (
+    IDLE,
     AllocationKey,
     DaySplit,
     Part,
@@ -339,3 +341,118 @@ def cost_days(
             split=split,
             usage=part_usage,
         )
+
+
+# The stored rows (`releases.models.CostShare`) in `CostDay`'s shape.
+_STORED_FIELDS = (
+    "service_id",
+    "service__slug",
+    "date",
+    "position",
+    "priced",
+    "revision_id",
+    "revision_label",
+    "fingerprint",
+    "gpu_model",
+    "gpus_per_replica",
+    "replicas",
+    "output_tokens_per_s",
+    "release",
+    "price_per_gpu_hour",
+    "currency",
+    "price_since",
+    "allocation_key",
+    "capacity_known",
+    "used_share",
+    "day_gpu_hours",
+    "tenant",
+    "task_type",
+    "gpu_hours",
+    "cost",
+    "requests",
+    "input_tokens",
+    "output_tokens",
+    "accepted_answers",
+)
+
+
+def _stored_day(rows: list[tuple]) -> CostDay:
+    (
+        _service_id,
+        slug,
+        day,
+        _position,
+        priced,
+        revision_id,
+        label,
+        fingerprint,
+        gpu_model,
+        gpus_per_replica,
+        replicas,
+        tokens_per_s,
+        release,
+        price,
+        currency,
+        price_since,
+        key,
+        capacity_known,
+        used,
+        day_hours,
+        *_part,
+    ) = rows[0]
+    served_by = ServedBy(
+        revision_id,
+        label,
+        fingerprint,
+        gpu_model,
+        gpus_per_replica,
+        replicas,
+        tokens_per_s,
+        release,
+    )
+    if not priced:
+        return CostDay(slug, day, served_by, None, "", None, None)
+    parts = []
+    usage = {}
+    for row in rows:
+        tenant, task_type, hours, cost, requests, input_tokens, output_tokens, accepted = row[20:]
+        parts.append(Part(tenant, task_type, Fraction(hours), cost))
+        if tenant != IDLE or task_type:
+            usage[(tenant, task_type)] = PartUsage(requests, input_tokens, output_tokens, accepted)
+    split = DaySplit(
+        Fraction(day_hours),
+        sum((part.cost for part in parts), Decimal("0.00")),
+        Fraction(used),
+        capacity_known,
+        AllocationKey(key),
+        tuple(parts),
+    )
+    return CostDay(slug, day, served_by, price, currency, price_since, split, usage)
+
+
+def stored_cost_days(
+    since: dt.date, until: dt.date, services: Iterable[str] | None = None
+) -> Iterator[CostDay]:
+    """The service-days `cost_days` yields, as they were computed when their facts were
+    recorded (`releases.cost.services.record_cost`): one query, streamed, in the same
+    order (service id, day). `Part.gpu_hours` is to the microhour, as the rows hold it."""
+    from releases.models import CostShare
+
+    rows = CostShare.objects.filter(date__gte=since, date__lte=until)
+    if services is not None:
+        rows = rows.filter(service__slug__in=list(services))
+    current: tuple[int, dt.date] | None = None
+    day_rows: list[tuple] = []
+    for row in (
+        rows.order_by("service_id", "date", "position")
+        .values_list(*_STORED_FIELDS)
+        .iterator(chunk_size=BREAKDOWN_CHUNK)
+    ):
+        key = (row[0], row[2])
+        if key != current:
+            if day_rows:
+                yield _stored_day(day_rows)
+            current, day_rows = key, []
+        day_rows.append(row)
+    if day_rows:
+        yield _stored_day(day_rows)

@@ -1,4 +1,5 @@
 from releases.models.calendar import BlackoutWindow, StandardChangeTemplate
+from releases.models.cost import CostShare
 from releases.models.exports import Export
 from releases.models.gateway_checks import CheckReading, GatewayCheck, read_check
 from releases.models.periodic_reviews import (
@@ -17,6 +18,7 @@ __all__ = [
     "BlackoutWindow",
     "CheckReading",
     "Comment",
+    "CostShare",
     "Delivery",
     "Export",
     "GatewayCheck",

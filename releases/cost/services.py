@@ -1,0 +1,190 @@
+"""The cost of service-days written down when their facts are recorded.
+
+A service-day's cost (`releases.models.CostShare`) is computed by `cost_days`, the one
+computation of the cost, and stored:
+
+- when a run summary is recorded or replaced: that service-day, in the same transaction
+  (`record_cost_of_events` listens to `ledger.chain.events_appended`), so a day's cost
+  exists exactly when the day does;
+- when a price sheet is recorded: every service-day from its `effective_from` of the
+  services whose run evidence names a revision on that GPU model, in the same
+  transaction (see docs/cost.md for what that costs at fleet scale);
+- by `manage.py recompute_cost` (a changed COST_ALLOCATION_KEY, a backfill).
+
+What else goes into a day's cost (the revision's routed replicas, its newest load
+test's throughput, the release that made it live) is frozen at that moment: a later
+change to them shows after the command recomputes the days.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import Max
+
+from ledger.models import Event, RunSummary, Service
+from releases.cost.attribution import IDLE
+from releases.cost.focus import charge_description, focus_tags
+from releases.cost.queries import CostDay, allocation_key, cost_days
+from releases.models import CostShare
+
+QUANTITY = Decimal("0.000001")
+_BATCH = 5_000
+RUN_SUMMARY_ACTIONS = frozenset({"run_summary.recorded", "run_summary.replaced"})
+
+
+@dataclass
+class Recomputed:
+    service_days: int = 0
+    unpriced: int = 0
+    rows: int = 0
+
+
+def _hours(value: Fraction) -> Decimal:
+    return (Decimal(value.numerator) / Decimal(value.denominator)).quantize(QUANTITY)
+
+
+def _rows(day: CostDay, service_id: int, summary_id: int, key: str) -> Iterator[CostShare]:
+    served = day.served_by
+    common: dict[str, Any] = {
+        "summary_id": summary_id,
+        "service_id": service_id,
+        "date": day.date,
+        "priced": day.priced,
+        "revision_id": served.revision_id,
+        "revision_label": served.label,
+        "fingerprint": served.fingerprint,
+        "release": served.release,
+        "gpu_model": served.gpu_model,
+        "gpus_per_replica": served.gpus_per_replica,
+        "replicas": served.replicas,
+        "output_tokens_per_s": served.output_tokens_per_s,
+        "price_per_gpu_hour": day.price_per_gpu_hour,
+        "currency": day.currency,
+        "price_since": day.price_since,
+    }
+    if day.split is None:
+        yield CostShare(position=0, **common)
+        return
+    split = day.split
+    common.update(
+        allocation_key=str(split.key),
+        capacity_known=split.capacity_known,
+        used_share=float(split.used_share),
+        day_gpu_hours=int(split.gpu_hours),
+    )
+    for position, part in enumerate(split.parts):
+        usage = day.usage.get((part.tenant, part.task_type)) if part.tenant != IDLE else None
+        yield CostShare(
+            position=position,
+            tenant=part.tenant,
+            task_type=part.task_type,
+            gpu_hours=_hours(part.gpu_hours),
+            cost=part.cost,
+            requests=usage.requests if usage else 0,
+            input_tokens=usage.input_tokens if usage else 0,
+            output_tokens=usage.output_tokens if usage else 0,
+            accepted_answers=usage.accepted_answers if usage else 0,
+            description=charge_description(day, part.tenant, part.task_type),
+            tags=focus_tags(part.tenant, part.task_type, served.gpu_model, key),
+            **common,
+        )
+
+
+def _chosen_summaries(
+    since: dt.date, until: dt.date, slugs: list[str] | None
+) -> dict[tuple[str, dt.date], tuple[int, int]]:
+    """(slug, day) → (service id, summary id) of the summary `cost_days` prices: the
+    gateway's where both sources recorded the day."""
+    rows = RunSummary.objects.filter(date__gte=since, date__lte=until)
+    if slugs is not None:
+        rows = rows.filter(service__slug__in=slugs)
+    chosen: dict[tuple[str, dt.date], tuple[int, int]] = {}
+    for pk, service_id, slug, day, source in rows.order_by(
+        "service_id", "date", "source"
+    ).values_list("pk", "service_id", "service__slug", "date", "source"):
+        if (slug, day) in chosen and source != RunSummary.Source.GATEWAY:
+            continue
+        chosen[(slug, day)] = (service_id, pk)
+    return chosen
+
+
+def record_cost(
+    since: dt.date, until: dt.date, services: Iterable[str] | None = None
+) -> Recomputed:
+    """(Re)write the stored cost of these days (both included) and services (all when
+    None): the rows there are replaced by what `cost_days` computes now."""
+    slugs = list(services) if services is not None else None
+    counts = Recomputed()
+    key = str(allocation_key())
+    with transaction.atomic():
+        stale = CostShare.objects.filter(date__gte=since, date__lte=until)
+        if slugs is not None:
+            stale = stale.filter(service__slug__in=slugs)
+        stale._raw_delete(stale.db)  # no signals, no cascade: nothing points at a row
+        chosen = _chosen_summaries(since, until, slugs)
+        batch: list[CostShare] = []
+        for day in cost_days(since, until, slugs):
+            counts.service_days += 1
+            counts.unpriced += 0 if day.priced else 1
+            service_id, summary_id = chosen[(day.service, day.date)]
+            for row in _rows(day, service_id, summary_id, key):
+                batch.append(row)
+                if len(batch) >= _BATCH:
+                    counts.rows += _write(batch)
+                    batch = []
+        counts.rows += _write(batch)
+    return counts
+
+
+def _write(rows: list[CostShare]) -> int:
+    if rows:
+        CostShare.objects.bulk_create(
+            rows, batch_size=_BATCH if connection.vendor != "sqlite" else 500
+        )
+    return len(rows)
+
+
+def _price_sheet_days(gpu_model: str, since: dt.date) -> tuple[list[str], dt.date] | None:
+    """The services whose run evidence from `since` names a revision on `gpu_model`, and
+    the last such day; None when there are none."""
+    days = RunSummary.objects.filter(date__gte=since, revision__runtime__gpu_model=gpu_model)
+    last = days.aggregate(last=Max("date"))["last"]
+    if last is None:
+        return None
+    slugs = sorted(set(days.values_list("service__slug", flat=True).distinct()))
+    return slugs, last
+
+
+def _day(value: str) -> dt.date:
+    return dt.date.fromisoformat(value)
+
+
+def record_cost_of_events(sender: Any, events: list[Event], **kwargs: Any) -> None:
+    """`events_appended` receiver: store the cost of the service-days these Events
+    recorded or re-priced, in the appending transaction."""
+    days: dict[int, list[dt.date]] = {}
+    sheets: list[tuple[str, dt.date]] = []
+    for event in events:
+        if event.action not in RUN_SUMMARY_ACTIONS and event.action != "price_sheet.recorded":
+            continue
+        payload = json.loads(event.payload)  # the canonical JSON the Event holds
+        if event.action in RUN_SUMMARY_ACTIONS and event.service_id is not None:
+            days.setdefault(event.service_id, []).append(_day(payload["date"]))
+        elif event.action == "price_sheet.recorded":
+            sheets.append((payload["gpu_model"], _day(payload["effective_from"])))
+    if days:
+        slugs = dict(Service.objects.filter(pk__in=days).values_list("pk", "slug"))
+        for service_id, dates in days.items():
+            record_cost(min(dates), max(dates), [slugs[service_id]])
+    for gpu_model, since in sheets:
+        found = _price_sheet_days(gpu_model, since)
+        if found is not None:
+            record_cost(since, found[1], found[0])
