@@ -76,6 +76,8 @@ class CostDay:
     price_since: dt.date | None  # the first day of the price sheet version
     split: DaySplit | None
     usage: dict[tuple[str, str], PartUsage] = field(default_factory=dict)
+    service_id: int | None = None
+    summary_id: int | None = None  # the run summary priced (the gateway's, if both)
 
     @property
     def priced(self) -> bool:
@@ -128,7 +130,10 @@ def allocation_key() -> AllocationKey:
 
 
 def _summaries(
-    since: dt.date, until: dt.date, services: Iterable[str] | None
+    since: dt.date,
+    until: dt.date,
+    services: Iterable[str] | None,
+    service_ids: Iterable[int] | None = None,
 ) -> list[tuple[int, int, str, dt.date, int | None, tuple[int, int, int]]]:
     """(summary id, service id, service slug, day, revision id, totals) of each
     service-day, in service id and day order, the gateway's summary where both sources
@@ -138,6 +143,8 @@ def _summaries(
     rows = RunSummary.objects.filter(date__gte=since, date__lte=until)
     if services is not None:
         rows = rows.filter(service__slug__in=list(services))
+    if service_ids is not None:
+        rows = rows.filter(service_id__in=list(service_ids))
     # The rows come grouped by service and day: a day's second source replaces the row
     # before only when it is the gateway's. A service's slug and id, a day and a
     # revision id are held once however many rows name them.
@@ -222,7 +229,10 @@ UNKNOWN_REVISION = ServedBy(None, "", "", "", 1, 1, None, "")
 
 
 def _rows_by_summary(
-    since: dt.date, until: dt.date, services: list[str] | None
+    since: dt.date,
+    until: dt.date,
+    services: list[str] | None,
+    service_ids: list[int] | None = None,
 ) -> Iterator[tuple[tuple[int, dt.date, int], list[tuple]]]:
     """Each summary's breakdown rows, streamed in (service id, day, summary) order: the
     order `_summaries` gives (integers and dates: no collation can reorder them), so
@@ -230,6 +240,8 @@ def _rows_by_summary(
     query = RunBreakdown.objects.filter(summary__date__gte=since, summary__date__lte=until)
     if services is not None:
         query = query.filter(summary__service__slug__in=services)
+    if service_ids is not None:
+        query = query.filter(summary__service_id__in=service_ids)
     current: tuple[int, dt.date, int] | None = None
     rows: list[tuple] = []
     for row in (
@@ -291,18 +303,24 @@ def _usage(rows: list[tuple]) -> tuple[list[Usage], dict[tuple[str, str], PartUs
 
 
 def cost_days(
-    since: dt.date, until: dt.date, services: Iterable[str] | None = None
+    since: dt.date,
+    until: dt.date,
+    services: Iterable[str] | None = None,
+    *,
+    service_ids: Iterable[int] | None = None,
 ) -> Iterator[CostDay]:
-    """Every service-day with run evidence from `since` to `until` (both included)."""
+    """Every service-day with run evidence from `since` to `until` (both included), of
+    these services (by slug, or by id; all when neither is given)."""
     services = list(services) if services is not None else None
-    summaries = _summaries(since, until, services)
+    ids = list(service_ids) if service_ids is not None else None
+    summaries = _summaries(since, until, services, ids)
     revisions = {revision for *_, revision, _totals in summaries if revision}
     served = _served_by(revisions)
     prices = Prices({s.gpu_model for s in served.values() if s.gpu_model})
     key = allocation_key()
     if not summaries:
         return
-    groups = _rows_by_summary(since, until, services)
+    groups = _rows_by_summary(since, until, services, ids)
     group = next(groups, None)
     for pk, service_id, slug, day, revision, totals in summaries:
         served_by = served.get(revision, UNKNOWN_REVISION) if revision else UNKNOWN_REVISION
@@ -340,6 +358,8 @@ def cost_days(
             price_since=price[2] if price else None,
             split=split,
             usage=part_usage,
+            service_id=service_id,
+            summary_id=pk,
         )
 
 

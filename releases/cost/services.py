@@ -29,7 +29,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import Max
 
-from ledger.models import Event, RunSummary, Service
+from ledger.models import Event, RunSummary
 from releases.cost.attribution import IDLE
 from releases.cost.focus import charge_description, focus_tags
 from releases.cost.queries import CostDay, allocation_key, cost_days
@@ -98,44 +98,33 @@ def _rows(day: CostDay, service_id: int, summary_id: int, key: str) -> Iterator[
         )
 
 
-def _chosen_summaries(
-    since: dt.date, until: dt.date, slugs: list[str] | None
-) -> dict[tuple[str, dt.date], tuple[int, int]]:
-    """(slug, day) → (service id, summary id) of the summary `cost_days` prices: the
-    gateway's where both sources recorded the day."""
-    rows = RunSummary.objects.filter(date__gte=since, date__lte=until)
-    if slugs is not None:
-        rows = rows.filter(service__slug__in=slugs)
-    chosen: dict[tuple[str, dt.date], tuple[int, int]] = {}
-    for pk, service_id, slug, day, source in rows.order_by(
-        "service_id", "date", "source"
-    ).values_list("pk", "service_id", "service__slug", "date", "source"):
-        if (slug, day) in chosen and source != RunSummary.Source.GATEWAY:
-            continue
-        chosen[(slug, day)] = (service_id, pk)
-    return chosen
-
-
 def record_cost(
-    since: dt.date, until: dt.date, services: Iterable[str] | None = None
+    since: dt.date,
+    until: dt.date,
+    services: Iterable[str] | None = None,
+    *,
+    service_ids: Iterable[int] | None = None,
 ) -> Recomputed:
-    """(Re)write the stored cost of these days (both included) and services (all when
-    None): the rows there are replaced by what `cost_days` computes now."""
+    """(Re)write the stored cost of these days (both included) and services (by slug or
+    by id; all when neither is given): the rows there are replaced by what `cost_days`
+    computes now."""
     slugs = list(services) if services is not None else None
+    ids = list(service_ids) if service_ids is not None else None
     counts = Recomputed()
     key = str(allocation_key())
     with transaction.atomic():
         stale = CostShare.objects.filter(date__gte=since, date__lte=until)
         if slugs is not None:
             stale = stale.filter(service__slug__in=slugs)
+        if ids is not None:
+            stale = stale.filter(service_id__in=ids)
         stale._raw_delete(stale.db)  # no signals, no cascade: nothing points at a row
-        chosen = _chosen_summaries(since, until, slugs)
         batch: list[CostShare] = []
-        for day in cost_days(since, until, slugs):
+        for day in cost_days(since, until, slugs, service_ids=ids):
             counts.service_days += 1
             counts.unpriced += 0 if day.priced else 1
-            service_id, summary_id = chosen[(day.service, day.date)]
-            for row in _rows(day, service_id, summary_id, key):
+            assert day.service_id is not None and day.summary_id is not None
+            for row in _rows(day, day.service_id, day.summary_id, key):
                 batch.append(row)
                 if len(batch) >= _BATCH:
                     counts.rows += _write(batch)
@@ -180,10 +169,8 @@ def record_cost_of_events(sender: Any, events: list[Event], **kwargs: Any) -> No
             days.setdefault(event.service_id, []).append(_day(payload["date"]))
         elif event.action == "price_sheet.recorded":
             sheets.append((payload["gpu_model"], _day(payload["effective_from"])))
-    if days:
-        slugs = dict(Service.objects.filter(pk__in=days).values_list("pk", "slug"))
-        for service_id, dates in days.items():
-            record_cost(min(dates), max(dates), [slugs[service_id]])
+    for service_id, dates in days.items():
+        record_cost(min(dates), max(dates), service_ids=[service_id])
     for gpu_model, since in sheets:
         found = _price_sheet_days(gpu_model, since)
         if found is not None:
