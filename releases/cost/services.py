@@ -8,7 +8,8 @@ computation of the cost, and stored:
   exists exactly when the day does;
 - when a price sheet is recorded: every service-day from its `effective_from` of the
   services whose run evidence names a revision on that GPU model, in the same
-  transaction (see docs/cost.md for what that costs at fleet scale);
+  transaction when they are at most PRICE_SHEET_INLINE_DAYS, else by the task
+  `record_price_sheet_cost` once the price sheet commits (docs/cost.md says why);
 - by `manage.py recompute_cost` (a changed COST_ALLOCATION_KEY, a backfill).
 
 What else goes into a day's cost (the revision's routed replicas, its newest load
@@ -30,6 +31,7 @@ from django.db import connection, transaction
 from django.db.models import Max
 
 from ledger.models import Event, RunSummary
+from lib.tasks import send_on_commit
 from releases.cost.attribution import IDLE
 from releases.cost.focus import charge_description, focus_tags
 from releases.cost.queries import CostDay, allocation_key, cost_days
@@ -37,6 +39,9 @@ from releases.models import CostShare
 
 QUANTITY = Decimal("0.000001")
 _BATCH = 5_000
+# A price sheet re-pricing at most this many service-days stores their cost in its own
+# transaction (the demo's: a few hundred, well under a second); more are queued.
+PRICE_SHEET_INLINE_DAYS = 5_000
 RUN_SUMMARY_ACTIONS = frozenset({"run_summary.recorded", "run_summary.replaced"})
 
 
@@ -133,23 +138,44 @@ def record_cost(
     return counts
 
 
+_COLUMNS = [field.column for field in CostShare._meta.concrete_fields if field.column != "id"]
+
+
 def _write(rows: list[CostShare]) -> int:
-    if rows:
-        CostShare.objects.bulk_create(
-            rows, batch_size=_BATCH if connection.vendor != "sqlite" else 500
-        )
+    """Insert the rows: one COPY on PostgreSQL (a fleet's price sheet re-prices a
+    million of them; bulk_create's per-value preparation is several times slower),
+    bulk_create elsewhere. Django's query log does not see a COPY."""
+    if not rows:
+        return 0
+    if connection.vendor != "postgresql":
+        CostShare.objects.bulk_create(rows, batch_size=500)
+        return len(rows)
+    quote = connection.ops.quote_name
+    statement = (
+        f"COPY {quote(CostShare._meta.db_table)} "
+        f"({', '.join(quote(column) for column in _COLUMNS)}) FROM STDIN"
+    )
+    with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
+        for row in rows:
+            copy.write_row([getattr(row, column) for column in _COLUMNS])
     return len(rows)
 
 
-def _price_sheet_days(gpu_model: str, since: dt.date) -> tuple[list[str], dt.date] | None:
-    """The services whose run evidence from `since` names a revision on `gpu_model`, and
-    the last such day; None when there are none."""
-    days = RunSummary.objects.filter(date__gte=since, revision__runtime__gpu_model=gpu_model)
+def _price_sheet_days(gpu_model: str, since: dt.date):
+    """The run summaries from `since` that name a revision on `gpu_model`."""
+    return RunSummary.objects.filter(date__gte=since, revision__runtime__gpu_model=gpu_model)
+
+
+def record_price_sheet_cost(gpu_model: str, since: dt.date) -> Recomputed:
+    """Store the cost of the days a price sheet of `gpu_model` from `since` prices: every
+    day from `since` of the services whose run evidence names a revision on that GPU
+    model (their other days are recomputed too, unchanged)."""
+    days = _price_sheet_days(gpu_model, since)
     last = days.aggregate(last=Max("date"))["last"]
     if last is None:
-        return None
-    slugs = sorted(set(days.values_list("service__slug", flat=True).distinct()))
-    return slugs, last
+        return Recomputed()
+    ids = sorted(set(days.values_list("service_id", flat=True)))
+    return record_cost(since, last, service_ids=ids)
 
 
 def _day(value: str) -> dt.date:
@@ -172,6 +198,8 @@ def record_cost_of_events(sender: Any, events: list[Event], **kwargs: Any) -> No
     for service_id, dates in days.items():
         record_cost(min(dates), max(dates), service_ids=[service_id])
     for gpu_model, since in sheets:
-        found = _price_sheet_days(gpu_model, since)
-        if found is not None:
-            record_cost(since, found[1], found[0])
+        if _price_sheet_days(gpu_model, since).count() <= PRICE_SHEET_INLINE_DAYS:
+            record_price_sheet_cost(gpu_model, since)
+        else:
+            # A fleet's worth: on commit, by the worker (bench/README.md has the figure).
+            send_on_commit("record_price_sheet_cost", gpu_model, since.isoformat())

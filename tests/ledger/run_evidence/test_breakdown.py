@@ -420,8 +420,8 @@ def test_the_push_s_queries_do_not_grow_with_its_rows(service, live, django_asse
     # INSERT, the chain's lock, head and INSERT (the rows' COPY is not in Django's query
     # log); then the day's cost, stored in the same transaction (releases.cost.services):
     # the old rows' DELETE, the day's summary, its revision's routed backends, load
-    # tests, release and runtime, the price sheets, the breakdown rows and the parts'
-    # INSERT. The same for 10 rows and for 500.
+    # tests, release and runtime, the price sheets and the breakdown rows (the parts'
+    # COPY is not in the log either). The same for 10 rows and for 500.
     with django_assert_num_queries(len(few.captured_queries)):
         _record(service, day_with_rows(breakdown_rows(500)), date=YESTERDAY - dt.timedelta(days=1))
     assert len(few.captured_queries) <= 21

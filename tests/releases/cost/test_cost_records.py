@@ -182,3 +182,32 @@ def test_the_copy_writes_the_python_writers_bytes_whatever_the_names(team):
     )
     assert one == "".join(focus_lines(since, last, ["legal-drafts"])).encode()
     assert b"".join(copy_focus(since, last, [])) == "".join(focus_lines(since, last, [])).encode()
+
+
+def test_a_price_sheet_repricing_a_fleet_queues_the_work_on_commit(
+    team, monkeypatch, django_capture_on_commit_callbacks
+):
+    from releases.cost import services as cost_services
+    from releases.cost.tasks import record_price_sheet_cost
+
+    world = build_world(team)
+    day = _yesterday()
+    record_run_summary(world.service, actor=None, date=day, requests=100, output_tokens=5000)
+    monkeypatch.setattr(cost_services, "PRICE_SHEET_INLINE_DAYS", 0)
+
+    with django_capture_on_commit_callbacks() as queued:
+        record_price_sheet(
+            actor=None,
+            gpu_model="H100-80GB",
+            price_per_gpu_hour="4.9000",
+            currency="USD",
+            effective_from=day,
+        )
+
+    sent = [c for c in queued if getattr(c, "func", None).__name__ == "send_task"]
+    assert [(c.args, c.keywords["args"]) for c in sent] == [
+        (("record_price_sheet_cost",), ("H100-80GB", day.isoformat()))
+    ]
+    assert next(stored_cost_days(day, day)).price_per_gpu_hour == Decimal("2.4500")
+    assert record_price_sheet_cost("H100-80GB", day.isoformat()) == 2
+    assert next(stored_cost_days(day, day)).price_per_gpu_hour == Decimal("4.9000")
