@@ -28,7 +28,10 @@ class CostShare(models.Model):
         related_name="cost_shares",
         help_text=_("The day's run summary the cost was computed from."),
     )
-    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="cost_shares")
+    # No index of its own: the unique constraint below leads with the service.
+    service = models.ForeignKey(
+        Service, on_delete=models.CASCADE, related_name="cost_shares", db_index=False
+    )
     date = models.DateField()
     position = models.PositiveSmallIntegerField(
         help_text=_("The part's place in the day's split; the idle line is last.")
