@@ -28,16 +28,15 @@ from fractions import Fraction
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Max
+from django.db.models import Max, QuerySet
 
 from ledger.models import Event, RunSummary
 from lib.tasks import send_on_commit
 from releases.cost.attribution import IDLE
-from releases.cost.focus import charge_description, focus_tags
+from releases.cost.focus import QUANTITY, charge_description, focus_tags
 from releases.cost.queries import CostDay, allocation_key, cost_days
 from releases.models import CostShare
 
-QUANTITY = Decimal("0.000001")
 _BATCH = 5_000
 # A price sheet re-pricing at most this many service-days stores their cost in its own
 # transaction (the demo's: a few hundred, well under a second); more are queued.
@@ -53,6 +52,7 @@ class Recomputed:
 
 
 def _hours(value: Fraction) -> Decimal:
+    """GPU-hours to the microhour, as the export writes them (`focus._quantity`)."""
     return (Decimal(value.numerator) / Decimal(value.denominator)).quantize(QUANTITY)
 
 
@@ -161,7 +161,7 @@ def _write(rows: list[CostShare]) -> int:
     return len(rows)
 
 
-def _price_sheet_days(gpu_model: str, since: dt.date):
+def _price_sheet_days(gpu_model: str, since: dt.date) -> QuerySet[RunSummary]:
     """The run summaries from `since` that name a revision on `gpu_model`."""
     return RunSummary.objects.filter(date__gte=since, revision__runtime__gpu_model=gpu_model)
 
