@@ -26,7 +26,9 @@ GENESIS_HASH = "0" * 64
 # Sent with `events=[Event, …]` once they are inserted, inside the appending transaction:
 # an app above the ledger that must act on some actions (the gateway records its config
 # after a routing change) listens here, as the ledger knows no action of an app above it.
-# A receiver only queues work on commit; it does not write.
+# A receiver either queues work on commit, or writes what must exist exactly when the
+# recorded fact does (the releases app stores a service-day's cost with its run summary):
+# its writes are part of the append, and an error in it rolls the append back.
 events_appended = Signal()
 # Any constant works; it only has to be the same for every writer of the chain.
 _CHAIN_LOCK_KEY = 7_031_460_221

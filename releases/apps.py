@@ -41,6 +41,10 @@ class ReleasesConfig(AppConfig):
         queries.register_share_reader(rollout_shares)
         # After a change of routing, the gateway's config is recorded (and announced).
         events_appended.connect(queue_config_record, dispatch_uid="gateway_config_record")
+        # A day of run evidence, or a price sheet, recorded: its days' cost is stored.
+        from releases.cost.services import record_cost_of_events
+
+        events_appended.connect(record_cost_of_events, dispatch_uid="cost_record")
         from lib import metrics
         from releases.reviews.queries.reviews import review_work_counts
 

@@ -30,7 +30,7 @@ import csv
 import datetime as dt
 import io
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -39,7 +39,7 @@ from django.conf import settings
 
 from ledger.exports.tabular import spreadsheet_safe
 from releases.cost.attribution import IDLE
-from releases.cost.queries import CostDay, allocation_key, cost_days
+from releases.cost.queries import CostDay, allocation_key, stored_cost_days
 
 FOCUS_COLUMNS = (
     "AvailabilityZone",
@@ -125,6 +125,24 @@ def _quantity(hours: Fraction) -> str:
     return str(exact.quantize(QUANTITY))
 
 
+def charge_description(day: CostDay, tenant: str, task_type: str) -> str:
+    """A part's ChargeDescription, spreadsheet-safe."""
+    label = day.served_by.label
+    if tenant == IDLE:
+        return spreadsheet_safe(f"Idle GPU capacity of {day.service} {label}")
+    return spreadsheet_safe(
+        f"GPU-hours of {day.service} {label} for tenant {tenant}, task type {task_type}"
+    )
+
+
+def focus_tags(tenant: str, task_type: str, gpu_model: str, key: str) -> str:
+    """A part's Tags: a JSON object of its tenant, task type, GPU model and the key."""
+    fields = {"tenant": tenant, "gpu_model": gpu_model, "allocation_key": key}
+    if tenant != IDLE:
+        fields["task_type"] = task_type
+    return json.dumps(fields, sort_keys=True)
+
+
 def focus_rows(
     days: Iterable[CostDay], teams: dict[str, str], stats: FocusStats
 ) -> Iterator[list[object]]:
@@ -152,27 +170,14 @@ def focus_rows(
         price = str(day.price_per_gpu_hour)
         team = spreadsheet_safe(teams.get(day.service, ""))
         for part in day.parts:
-            idle = part.tenant == IDLE
             usage = day.usage.get((part.tenant, part.task_type))
             cost = str(part.cost)
             hours = _quantity(part.gpu_hours)
-            what = (
-                f"Idle GPU capacity of {day.service} {served.label}"
-                if idle
-                else f"GPU-hours of {day.service} {served.label} for tenant {part.tenant}, "
-                f"task type {part.task_type}"
-            )
+            what = charge_description(day, part.tenant, part.task_type)
             tags = tagged.get((part.tenant, part.task_type, served.gpu_model))
             if tags is None:
-                fields = {
-                    "tenant": part.tenant,
-                    "gpu_model": served.gpu_model,
-                    "allocation_key": key,
-                }
-                if not idle:
-                    fields["task_type"] = part.task_type
-                tags = tagged[(part.tenant, part.task_type, served.gpu_model)] = json.dumps(
-                    fields, sort_keys=True
+                tags = tagged[(part.tenant, part.task_type, served.gpu_model)] = focus_tags(
+                    part.tenant, part.task_type, served.gpu_model, key
                 )
             stats.rows += 1
             yield [
@@ -185,7 +190,7 @@ def focus_rows(
                 billing_start,
                 "Usage",
                 "",
-                spreadsheet_safe(what),
+                what,
                 "Usage-Based",
                 charge_end,
                 charge_start,
@@ -244,8 +249,11 @@ def focus_lines(
     until: dt.date,
     services: Iterable[str] | None = None,
     stats: FocusStats | None = None,
+    read: Callable[..., Iterable[CostDay]] = stored_cost_days,
 ) -> Iterator[str]:
-    """The FOCUS CSV of these days (and services), header first, one line at a time."""
+    """The FOCUS CSV of these days (and services), header first, one line at a time,
+    written in Python from the stored cost (the reference `copy_focus` must equal), or
+    from what `read` yields (`cost_days`: the cost computed now)."""
     stats = stats if stats is not None else FocusStats()
     services = list(services) if services is not None else None
     buffer = io.StringIO()
@@ -253,7 +261,7 @@ def focus_lines(
     writer.writerow(COLUMNS)
     yield buffer.getvalue()
     teams = _service_teams(services)
-    for row in focus_rows(cost_days(since, until, services), teams, stats):
+    for row in focus_rows(read(since, until, services), teams, stats):
         buffer.seek(0)
         buffer.truncate()
         writer.writerow(row)

@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
+from fractions import Fraction
 
 from django.conf import settings
 from django.db.models import Count
@@ -29,6 +30,7 @@ from django.db.models import Count
 from ledger.models import LoadTestReport, PriceSheet, RunBreakdown, RunSummary
 from ledger.models.run_evidence import UNATTRIBUTED
 from releases.cost.attribution import (
+    IDLE,
     AllocationKey,
     DaySplit,
     Part,
@@ -74,6 +76,8 @@ class CostDay:
     price_since: dt.date | None  # the first day of the price sheet version
     split: DaySplit | None
     usage: dict[tuple[str, str], PartUsage] = field(default_factory=dict)
+    service_id: int | None = None
+    summary_id: int | None = None  # the run summary priced (the gateway's, if both)
 
     @property
     def priced(self) -> bool:
@@ -126,7 +130,10 @@ def allocation_key() -> AllocationKey:
 
 
 def _summaries(
-    since: dt.date, until: dt.date, services: Iterable[str] | None
+    since: dt.date,
+    until: dt.date,
+    services: Iterable[str] | None,
+    service_ids: Iterable[int] | None = None,
 ) -> list[tuple[int, int, str, dt.date, int | None, tuple[int, int, int]]]:
     """(summary id, service id, service slug, day, revision id, totals) of each
     service-day, in service id and day order, the gateway's summary where both sources
@@ -136,6 +143,8 @@ def _summaries(
     rows = RunSummary.objects.filter(date__gte=since, date__lte=until)
     if services is not None:
         rows = rows.filter(service__slug__in=list(services))
+    if service_ids is not None:
+        rows = rows.filter(service_id__in=list(service_ids))
     # The rows come grouped by service and day: a day's second source replaces the row
     # before only when it is the gateway's. A service's slug and id, a day and a
     # revision id are held once however many rows name them.
@@ -220,7 +229,10 @@ UNKNOWN_REVISION = ServedBy(None, "", "", "", 1, 1, None, "")
 
 
 def _rows_by_summary(
-    since: dt.date, until: dt.date, services: list[str] | None
+    since: dt.date,
+    until: dt.date,
+    services: list[str] | None,
+    service_ids: list[int] | None = None,
 ) -> Iterator[tuple[tuple[int, dt.date, int], list[tuple]]]:
     """Each summary's breakdown rows, streamed in (service id, day, summary) order: the
     order `_summaries` gives (integers and dates: no collation can reorder them), so
@@ -228,6 +240,8 @@ def _rows_by_summary(
     query = RunBreakdown.objects.filter(summary__date__gte=since, summary__date__lte=until)
     if services is not None:
         query = query.filter(summary__service__slug__in=services)
+    if service_ids is not None:
+        query = query.filter(summary__service_id__in=service_ids)
     current: tuple[int, dt.date, int] | None = None
     rows: list[tuple] = []
     for row in (
@@ -289,18 +303,24 @@ def _usage(rows: list[tuple]) -> tuple[list[Usage], dict[tuple[str, str], PartUs
 
 
 def cost_days(
-    since: dt.date, until: dt.date, services: Iterable[str] | None = None
+    since: dt.date,
+    until: dt.date,
+    services: Iterable[str] | None = None,
+    *,
+    service_ids: Iterable[int] | None = None,
 ) -> Iterator[CostDay]:
-    """Every service-day with run evidence from `since` to `until` (both included)."""
+    """Every service-day with run evidence from `since` to `until` (both included), of
+    these services (by slug, or by id; all when neither is given)."""
     services = list(services) if services is not None else None
-    summaries = _summaries(since, until, services)
+    ids = list(service_ids) if service_ids is not None else None
+    summaries = _summaries(since, until, services, ids)
     revisions = {revision for *_, revision, _totals in summaries if revision}
     served = _served_by(revisions)
     prices = Prices({s.gpu_model for s in served.values() if s.gpu_model})
     key = allocation_key()
     if not summaries:
         return
-    groups = _rows_by_summary(since, until, services)
+    groups = _rows_by_summary(since, until, services, ids)
     group = next(groups, None)
     for pk, service_id, slug, day, revision, totals in summaries:
         served_by = served.get(revision, UNKNOWN_REVISION) if revision else UNKNOWN_REVISION
@@ -338,4 +358,121 @@ def cost_days(
             price_since=price[2] if price else None,
             split=split,
             usage=part_usage,
+            service_id=service_id,
+            summary_id=pk,
         )
+
+
+# The stored rows (`releases.models.CostShare`) in `CostDay`'s shape.
+_STORED_FIELDS = (
+    "service_id",
+    "service__slug",
+    "date",
+    "position",
+    "priced",
+    "revision_id",
+    "revision_label",
+    "fingerprint",
+    "gpu_model",
+    "gpus_per_replica",
+    "replicas",
+    "output_tokens_per_s",
+    "release",
+    "price_per_gpu_hour",
+    "currency",
+    "price_since",
+    "allocation_key",
+    "capacity_known",
+    "used_share",
+    "day_gpu_hours",
+    "tenant",
+    "task_type",
+    "gpu_hours",
+    "cost",
+    "requests",
+    "input_tokens",
+    "output_tokens",
+    "accepted_answers",
+)
+
+
+def _stored_day(rows: list[tuple]) -> CostDay:
+    (
+        _service_id,
+        slug,
+        day,
+        _position,
+        priced,
+        revision_id,
+        label,
+        fingerprint,
+        gpu_model,
+        gpus_per_replica,
+        replicas,
+        tokens_per_s,
+        release,
+        price,
+        currency,
+        price_since,
+        key,
+        capacity_known,
+        used,
+        day_hours,
+        *_part,
+    ) = rows[0]
+    served_by = ServedBy(
+        revision_id,
+        label,
+        fingerprint,
+        gpu_model,
+        gpus_per_replica,
+        replicas,
+        tokens_per_s,
+        release,
+    )
+    if not priced:
+        return CostDay(slug, day, served_by, None, "", None, None)
+    parts = []
+    usage = {}
+    for row in rows:
+        tenant, task_type, hours, cost, requests, input_tokens, output_tokens, accepted = row[20:]
+        parts.append(Part(tenant, task_type, Fraction(hours), cost))
+        if tenant != IDLE or task_type:
+            usage[(tenant, task_type)] = PartUsage(requests, input_tokens, output_tokens, accepted)
+    split = DaySplit(
+        Fraction(day_hours),
+        sum((part.cost for part in parts), Decimal("0.00")),
+        Fraction(used),
+        capacity_known,
+        AllocationKey(key),
+        tuple(parts),
+    )
+    return CostDay(slug, day, served_by, price, currency, price_since, split, usage)
+
+
+def stored_cost_days(
+    since: dt.date, until: dt.date, services: Iterable[str] | None = None
+) -> Iterator[CostDay]:
+    """The service-days `cost_days` yields, as they were computed when their facts were
+    recorded (`releases.cost.services.record_cost`): one query, streamed, in the same
+    order (service id, day). `Part.gpu_hours` is to the microhour, as the rows hold it."""
+    from releases.models import CostShare
+
+    rows = CostShare.objects.filter(date__gte=since, date__lte=until)
+    if services is not None:
+        rows = rows.filter(service__slug__in=list(services))
+    current: tuple[int, dt.date] | None = None
+    day_rows: list[tuple] = []
+    for row in (
+        rows.order_by("service_id", "date", "position")
+        .values_list(*_STORED_FIELDS)
+        .iterator(chunk_size=BREAKDOWN_CHUNK)
+    ):
+        key = (row[0], row[2])
+        if key != current:
+            if day_rows:
+                yield _stored_day(day_rows)
+            current, day_rows = key, []
+        day_rows.append(row)
+    if day_rows:
+        yield _stored_day(day_rows)

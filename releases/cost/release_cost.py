@@ -6,7 +6,7 @@ load test measured (`ledger.queries.gpu_hours_per_million`), at the price sheet 
 today for its GPU model: what a million output tokens cost at that throughput, the GPUs
 fully busy. **Measured**: the candidate's days of run evidence since the release
 reached 100 % (at most `MEASURED_DAYS`), their cost (idle capacity included) over their
-output tokens, from `cost_days`.
+output tokens, from the stored cost (`stored_cost_days`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from ledger.models import Revision
 from ledger.queries import gpu_hours_per_million
-from releases.cost.queries import Prices, cost_days, newest_throughputs
+from releases.cost.queries import Prices, newest_throughputs, stored_cost_days
 from releases.cost.report import build_report
 from releases.models import Release
 
@@ -94,7 +94,7 @@ def release_cost(release: Release) -> ReleaseCost:
         if until >= since:
             served = [
                 day
-                for day in cost_days(since, until, [release.service.slug])
+                for day in stored_cost_days(since, until, [release.service.slug])
                 if day.served_by.revision_id == release.to_revision_id
             ]
             report = build_report(served, since, until)

@@ -1,4 +1,4 @@
-"""The cost pages' numbers: `cost_days` summed by tenant, task type, revision, service
+"""The cost pages' numbers: the stored cost (`stored_cost_days`) summed by tenant, task type, revision, service
 and day, with the cost per million output tokens and per accepted answer.
 
 An accepted answer is a request that did not fail (4xx, 5xx), was not refused and was
@@ -19,7 +19,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from releases.cost.attribution import IDLE
-from releases.cost.queries import CostDay, cost_days
+from releases.cost.queries import CostDay, stored_cost_days
 from releases.models import Release
 
 MILLION = Decimal(1_000_000)
@@ -209,7 +209,7 @@ def cost_report(
     """The report of these days (both included) and services (all when None). One
     service's report also marks the days its served revision changed."""
     chosen = list(services) if services is not None else None
-    days = list(cost_days(since, until, chosen))
+    days = list(stored_cost_days(since, until, chosen))
     report = build_report(days, since, until)
     report.markers = _markers(since, until, chosen)
     if chosen is not None and len(chosen) == 1:
@@ -232,4 +232,4 @@ def recent_cost(services: list[str], days: int) -> CostReport:
     since, until = last_days(days)
     if not services:
         return CostReport(since, until)
-    return build_report(cost_days(since, until, services), since, until)
+    return build_report(stored_cost_days(since, until, services), since, until)

@@ -1,4 +1,5 @@
 from releases.models.calendar import BlackoutWindow, StandardChangeTemplate
+from releases.models.cost import CostShare
 from releases.models.drill import Drill
 from releases.models.exports import Export
 from releases.models.gateway_checks import CheckReading, GatewayCheck, read_check
@@ -19,6 +20,7 @@ __all__ = [
     "BlackoutWindow",
     "CheckReading",
     "Comment",
+    "CostShare",
     "Delivery",
     "Drill",
     "Export",

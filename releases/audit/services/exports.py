@@ -49,6 +49,7 @@ from lib.tasks import send_on_commit
 from releases import permissions
 from releases.audit.records import RECORD_TYPES, AuditFilters, RecordType
 from releases.cost.focus import focus_lines, period_days
+from releases.cost.focus_copy import focus_bytes
 from releases.models import Export, Release
 
 logger = logging.getLogger(__name__)
@@ -133,8 +134,8 @@ def filters_of(export: Export) -> AuditFilters:
 COST_FILE = "cost-focus.csv"
 
 
-def cost_lines(filters: AuditFilters) -> Iterator[str]:
-    """The FOCUS rows of the services the filters select, over the days of the period.
+def _cost_scope(filters: AuditFilters) -> tuple[dt.date, dt.date, list[str] | None]:
+    """The days of the period and the services the filters select.
 
     Cost belongs to services, not to releases: a release filter (change kind, path,
     state) selects no cost, and the file holds its header only."""
@@ -150,7 +151,18 @@ def cost_lines(filters: AuditFilters) -> Iterator[str]:
     if filters.narrows_releases:
         services = []
     since, until = period_days(filters.since, filters.until)
-    return focus_lines(since, until, services)
+    return since, until, services
+
+
+def cost_lines(filters: AuditFilters) -> Iterator[str]:
+    """The FOCUS rows of the services the filters select, over the days of the period,
+    written in Python (the evidence bundle's record file)."""
+    return focus_lines(*_cost_scope(filters))
+
+
+def cost_chunks(filters: AuditFilters) -> Iterator[bytes]:
+    """The same CSV as UTF-8, by PostgreSQL's COPY where it can (the auditor's export)."""
+    return focus_bytes(*_cost_scope(filters))
 
 
 def _claim(export_id: int) -> Export | None:
@@ -248,7 +260,7 @@ def _write_tabular(
         for record in RECORD_TYPES.values():
             chunks = record_chunks(record, filters, export.format, progress)
             files.append(_member(archive, f"{record.key}.{export.format}", chunks))
-        files.append(_member(archive, COST_FILE, (line.encode() for line in cost_lines(filters))))
+        files.append(_member(archive, COST_FILE, cost_chunks(filters)))
         checkpoint = take_checkpoint(reason="export")
         manifest = {
             "format": f"inference-release-ledger.{export.format}/1",

@@ -3,7 +3,9 @@
     manage.py export_cost --since 2026-11-01 --until 2026-12-01 --output november.csv
 
 `--until` is exclusive, as FOCUS's period ends and `export_audit`'s are: the line above
-covers November. Streams: memory does not grow with the period. The file is written
+covers November. Streams the stored cost: PostgreSQL writes the CSV (a COPY,
+`releases/cost/focus_copy.py`), SQLite's path the Python writer; memory does not grow
+with the period. The file is written
 beside its name and renamed into place once complete, so a reader never sees half a file.
 """
 
@@ -17,7 +19,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils.dateparse import parse_date
 
 from ledger.models import Service
-from releases.cost.focus import FocusStats, focus_lines
+from releases.cost.focus import FocusStats
+from releases.cost.focus_copy import focus_bytes
 
 
 def _day(name: str, text: str) -> dt.date:
@@ -57,9 +60,9 @@ class Command(BaseCommand):
         partial = path.with_name(f".{path.name}.partial")
         stats = FocusStats()
         try:
-            with partial.open("w", encoding="utf-8", newline="") as out:
-                for line in focus_lines(since, until - dt.timedelta(days=1), services, stats):
-                    out.write(line)
+            with partial.open("wb") as out:
+                for chunk in focus_bytes(since, until - dt.timedelta(days=1), services, stats):
+                    out.write(chunk)
             os.replace(partial, path)
         except OSError as error:
             partial.unlink(missing_ok=True)

@@ -6,10 +6,10 @@ capabilities and latest replay runs (with the tags of their sample sets), the
 rollback plan in force with its target's last verification, the license events of the
 live asset, the service's reviews (the open one, the last concluded one, and what
 concluded reviews acknowledged), the last RECENT_DAYS days priced and split
-(`releases.cost.queries.cost_days`) and each tenant's rate-limit hits on those days. The judgements (`review_triggers`) are pure functions
+(the stored cost, `releases.cost.queries.stored_cost_days`) and each tenant's rate-limit hits on those days. The judgements (`review_triggers`) are pure functions
 of these facts, so the sweep's cost grows with the number of batches, not of services.
 
-Each read is one query for the whole batch (about twenty in all, seven of them the cost's);
+Each read is one query for the whole batch (about fifteen in all, one of them the cost's);
 none is per service.
 """
 
@@ -38,7 +38,7 @@ from ledger.models import (
 )
 from ledger.models.run_evidence import UNATTRIBUTED
 from ledger.roles import Role
-from releases.cost.queries import CostDay, cost_days
+from releases.cost.queries import CostDay, stored_cost_days
 from releases.governance.queries import plan as plans
 from releases.governance.queries.rolled_back import rolled_back_by_service
 from releases.models import Release, Review, ReviewTrigger
@@ -409,12 +409,11 @@ def _read_reviews(facts: dict[int, ServiceFacts], ids: list[int], today: dt.date
 
 
 def _read_cost(facts: dict[int, ServiceFacts], today: dt.date) -> None:
-    """The recent window's service-days as the cost pages price and split them
-    (`cost_days`: a fixed number of queries for the whole batch, none when no day has
-    run evidence)."""
+    """The recent window's service-days as the cost pages read them (the stored cost,
+    `stored_cost_days`: one query for the whole batch)."""
     by_slug = {f.service.slug: f for f in facts.values()}
     first, last = today - dt.timedelta(days=RECENT_DAYS), today - dt.timedelta(days=1)
-    for day in cost_days(first, last, list(by_slug)):
+    for day in stored_cost_days(first, last, list(by_slug)):
         by_slug[day.service].cost_days.append(day)
 
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from tests.foundation.test_browser_csp import CSP_LISTENER
-from tests.releases.cost.test_cost_days import breakdown, price, summary
+from tests.releases.cost.test_cost_days import breakdown, materialize, price, summary
 from tests.releases.factories import build_world, report
 from tests.releases.test_browser_release import log_in, no_sideways_scroll
 
@@ -34,6 +34,7 @@ def test_the_fleet_cost_page_with_and_without_javascript(live_server, browser, t
         )
         breakdown(day, "support", "chat", requests=200, output_tokens=32_400_000)
         breakdown(day, "sales", "rag", requests=100, output_tokens=10_800_000)
+    materialize()
     complaints: list[str] = []
     for javascript in (True, False):
         complaints.clear()

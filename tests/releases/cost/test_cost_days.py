@@ -11,6 +11,7 @@ from django.utils import timezone
 from ledger.models import PriceSheet, RunBreakdown, RunSummary
 from releases.cost.attribution import IDLE, AllocationKey
 from releases.cost.queries import PartUsage, cost_days
+from releases.cost.services import record_cost
 from releases.models import Release
 from tests.releases.factories import build_world, file_release, report
 from tests.replay.factories import BackendFactory
@@ -45,6 +46,13 @@ def price(gpu_model="H100-80GB", per_hour="2.45", since=TODAY - dt.timedelta(day
         effective_from=since,
         recorded_at=timezone.now(),
     )
+
+
+def materialize(since=dt.date(2000, 1, 1), until=dt.date(2100, 1, 1)) -> None:
+    """Store the cost of the days a test created with the ORM (`summary`, `breakdown`,
+    `price`): recording them through the verbs would have, from their Events
+    (`releases.cost.services.record_cost_of_events`); the ORM appends none."""
+    record_cost(since, until)
 
 
 @pytest.fixture

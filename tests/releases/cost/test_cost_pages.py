@@ -14,7 +14,7 @@ from django.utils import timezone
 from ledger.models import PriceSheet
 from releases.cost.release_cost import release_cost
 from releases.models import Release
-from tests.releases.cost.test_cost_days import breakdown, price, summary
+from tests.releases.cost.test_cost_days import breakdown, materialize, price, summary
 from tests.releases.factories import build_world, file_release, report
 from tests.support.charts import chart_specs
 
@@ -48,6 +48,7 @@ def costed(team):
         breakdown(day, "sales", "rag", requests=100, output_tokens=10_800_000, refusals=10)
     other = build_world(team, slug="legal-drafts")
     summary(other.service, YESTERDAY, requests=50, output_tokens=1000)
+    materialize()
     return world
 
 
@@ -107,6 +108,7 @@ def test_an_unpriced_day_is_counted_not_costed(client, auditor, team):
     world = build_world(team)
     PriceSheet.objects.all().delete()  # build_world's, for the gate
     summary(world.service, YESTERDAY, requests=5)
+    materialize()
     client.force_login(auditor)
 
     text = _text(client.get("/services/kb-assistant/cost/"))
@@ -137,6 +139,7 @@ def test_the_fleet_page_reads_a_fixed_number_of_queries(
         for offset in range(5):
             day = summary(world.service, YESTERDAY - dt.timedelta(days=offset), requests=10)
             breakdown(day, "support", "chat", requests=10, output_tokens=100)
+    materialize()
     with django_assert_max_num_queries(len(few.captured_queries)):
         client.get("/cost/")
 
@@ -177,6 +180,7 @@ def test_the_release_page_shows_expected_cost_and_after_release_the_measured_one
             requests=10,
             output_tokens=48_000_000,
         )
+    materialize()
     release.refresh_from_db()
     measured = release_cost(release)
     after = _text(client.get(f"/releases/{release.pk}/"))
@@ -200,6 +204,7 @@ def test_a_services_page_marks_the_day_its_served_revision_changed(client, audit
     world = build_world(team)
     for offset, revision in ((2, world.live), (1, world.candidate), (0, world.candidate)):
         summary(world.service, YESTERDAY - dt.timedelta(days=offset), revision=revision, requests=1)
+    materialize()
     client.force_login(auditor)
 
     response = client.get("/services/kb-assistant/cost/")

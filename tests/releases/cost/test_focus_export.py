@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 
 from ledger.models import Service
 from releases.cost.focus import COLUMNS, FOCUS_COLUMNS
-from tests.releases.cost.test_cost_days import TODAY, breakdown, price, summary
+from tests.releases.cost.test_cost_days import TODAY, breakdown, materialize, price, summary
 from tests.releases.factories import build_world, report
 from tests.support.focus_validator import validate_focus
 
@@ -51,6 +51,7 @@ def priced_month(team):
             breakdown(day, "sales", "rag", requests=100, output_tokens=3000, errors_5xx=4)
         summary(world.service, TODAY - dt.timedelta(days=3), requests=10)  # no price yet
     summary(worlds[1].service, TODAY - dt.timedelta(days=4), source="scrape", requests=10)
+    materialize()
     return worlds
 
 
@@ -141,6 +142,7 @@ def test_a_formula_tenant_is_written_as_text(team, tmp_path):
     price()
     day = summary(world.service, TODAY, requests=1, output_tokens=1)
     breakdown(day, "=HYPERLINK(1)", "chat", requests=1, output_tokens=1)
+    materialize()
 
     rows, _said = _export(tmp_path)
 
