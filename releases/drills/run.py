@@ -18,6 +18,7 @@ shared out by the same weights (at least 1 each).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +34,12 @@ from releases.drills.services import record_drill_results
 from releases.governance.services.errors import TransitionRefused
 from releases.models import Drill
 from replay.models import Backend
-from replay.openloop.runner import DEFAULT_LATE_TOLERANCE_MS, OpenLoopResult, run_open_loop
+from replay.openloop.runner import (
+    DEFAULT_LATE_TOLERANCE_MS,
+    OpenLoopResult,
+    quiet_gc,
+    run_open_loop,
+)
 from replay.openloop.shards import (
     DrillSpec,
     MergedRun,
@@ -45,6 +51,7 @@ from replay.openloop.shards import (
 from replay.openloop.summary import RequestRecord
 
 SEED_STRIDE = 1_000_003  # a part's seed: the drill's plus this times its position
+START_LEAD_S = 0.5  # set-up to the parts' shared start
 
 
 @dataclass(frozen=True)
@@ -140,25 +147,30 @@ def _in_process(parts: Sequence[Part]) -> list[MergedRun]:
     from replay import services
 
     plans = [build_plan(part.spec) for part in parts]
+    configs = [services.backend_config(part.backend) for part in parts]
+    # One clock for every part, a moment after set-up, so none starts before another.
+    start_at = time.time() + START_LEAD_S
 
     async def together() -> list[OpenLoopResult]:
         return list(
             await asyncio.gather(
                 *(
                     run_open_loop(
-                        services.backend_config(part.backend),
+                        config,
                         plan,
                         ceiling=part.spec["ceiling"],
                         late_tolerance_ms=part.spec.get(
                             "late_tolerance_ms", DEFAULT_LATE_TOLERANCE_MS
                         ),
+                        start_at=start_at,
                     )
-                    for part, plan in zip(parts, plans, strict=True)
+                    for part, plan, config in zip(parts, plans, configs, strict=True)
                 )
             )
         )
 
-    results = asyncio.run(together())
+    with quiet_gc():
+        results = asyncio.run(together())
     return [
         merge(plan, 1, {0: result}, {}, []) for plan, result in zip(plans, results, strict=True)
     ]
