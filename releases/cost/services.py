@@ -19,9 +19,11 @@ change to them shows after the command recomputes the days.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -182,9 +184,30 @@ def _day(value: str) -> dt.date:
     return dt.date.fromisoformat(value)
 
 
+# Service-days waiting while a bulk writer defers their cost (`deferred_cost`).
+_deferred: ContextVar[dict[int, list[dt.date]] | None] = ContextVar("deferred_cost", default=None)
+
+
+@contextlib.contextmanager
+def deferred_cost() -> Iterator[None]:
+    """Store the cost of the run summaries recorded inside the block once, at its end, in
+    one `record_cost` per service (a fixed number of queries for its whole range) rather
+    than one per day: the demo records 60 days of seven services at once. Price sheets
+    inside the block are priced as always. Not nested."""
+    pending: dict[int, list[dt.date]] = {}
+    token = _deferred.set(pending)
+    try:
+        yield
+    finally:
+        _deferred.reset(token)
+    for service_id, dates in sorted(pending.items()):
+        record_cost(min(dates), max(dates), service_ids=[service_id])
+
+
 def record_cost_of_events(sender: Any, events: list[Event], **kwargs: Any) -> None:
     """`events_appended` receiver: store the cost of the service-days these Events
-    recorded or re-priced, in the appending transaction."""
+    recorded or re-priced, in the appending transaction (or at the end of a
+    `deferred_cost` block)."""
     days: dict[int, list[dt.date]] = {}
     sheets: list[tuple[str, dt.date]] = []
     for event in events:
@@ -195,8 +218,12 @@ def record_cost_of_events(sender: Any, events: list[Event], **kwargs: Any) -> No
             days.setdefault(event.service_id, []).append(_day(payload["date"]))
         elif event.action == "price_sheet.recorded":
             sheets.append((payload["gpu_model"], _day(payload["effective_from"])))
+    pending = _deferred.get()
     for service_id, dates in days.items():
-        record_cost(min(dates), max(dates), service_ids=[service_id])
+        if pending is not None:
+            pending.setdefault(service_id, []).extend(dates)
+        else:
+            record_cost(min(dates), max(dates), service_ids=[service_id])
     for gpu_model, since in sheets:
         if _price_sheet_days(gpu_model, since).count() <= PRICE_SHEET_INLINE_DAYS:
             record_price_sheet_cost(gpu_model, since)

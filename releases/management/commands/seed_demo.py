@@ -28,6 +28,7 @@ from ledger.demo.run_evidence import seed_fleet_run_evidence, seed_run_evidence
 from ledger.models import Event, Service
 from ledger.roles import Role
 from ledger.services import accounts
+from releases.cost.services import deferred_cost
 from releases.demo import (
     seed_canary_lab,
     seed_drills,
@@ -147,7 +148,9 @@ class Command(BaseCommand):
         reports = seed_evidence()
         slugs = [service["slug"] for service in demo_document()["services"]]
         sets, backends = seed_replay(slugs)
-        days = seed_run_evidence(slugs)
+        # Sixty days of seven services: their cost stored once per service, not per day.
+        with deferred_cost():
+            days = seed_run_evidence(slugs)
         self.stdout.write(
             f"demo evidence and replay: {reports} load-test reports, {sets} sample sets, "
             f"{backends} backends, {days} days of run evidence added"
