@@ -15,8 +15,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from ledger.chain import canonical_json
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "gateway_policy.schema.json"
@@ -74,6 +72,10 @@ def path_of(parts: Any) -> str:
 
 def schema_problems(document: Any) -> list[str]:
     """Each way the document breaks the schema, by path, in document order."""
+    # Imported here: jsonschema takes over a second to import (its IRI format checker
+    # compiles a grammar), and most processes (workers, commands) never check a policy.
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(schema())
     errors = sorted(validator.iter_errors(document), key=lambda e: [str(p) for p in e.path])
     return [f"{path_of(error.absolute_path)}: {error.message}" for error in errors][:MAX_PROBLEMS]

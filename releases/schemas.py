@@ -8,13 +8,15 @@ field and the JSON path of the first problem.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_noop
 
 from releases.guards import BUCKETS_KEY, GUARD_METRICS, LEGACY_MEASURES, MEASURES
+
+if TYPE_CHECKING:
+    from jsonschema import ValidationError as ValidationErrorOfJsonschema
 
 # Their labels stay English where they are written (gate reasons, and so the snapshot
 # hash that sign-offs are bound to); gettext_noop puts them in the catalog, and pages
@@ -236,6 +238,8 @@ OBSERVATION_EXAMPLE = (
 
 def validate_observation(values: dict[str, Any]) -> None:
     """Refuse, naming the side and the key, an observation's aggregates that do not fit."""
+    import jsonschema  # over a second to import: only where a value is checked
+
     errors: dict[str, str] = {}
     for name, value in values.items():
         error = jsonschema.exceptions.best_match(
@@ -247,12 +251,14 @@ def validate_observation(values: dict[str, Any]) -> None:
         raise ValidationError(errors)
 
 
-def _path(error: jsonschema.ValidationError) -> str:
+def _path(error: ValidationErrorOfJsonschema) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
 
 
 def validate_json_fields(values: dict[str, Any]) -> None:
     """Refuse, naming every bad field, the JSON values in `values` that do not fit their schema."""
+    import jsonschema
+
     errors: dict[str, str] = {}
     for name, value in values.items():
         schema = SCHEMAS.get(name)

@@ -33,8 +33,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-import jsonschema
-from jsonschema.exceptions import SchemaError, best_match
 from referencing.exceptions import Unresolvable
 
 if TYPE_CHECKING:
@@ -119,9 +117,11 @@ class Checked(Protocol):
 def _check_schema(schema: Any, field: str) -> None:
     if not isinstance(schema, dict):
         raise CheckSpecError(field, "must be a JSON Schema object")
+    import jsonschema  # over a second to import: only where a check is read (see schemas)
+
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
-    except SchemaError as error:
+    except jsonschema.exceptions.SchemaError as error:
         raise CheckSpecError(f"{field}{error.json_path[1:]}", error.message) from None
 
 
@@ -209,6 +209,8 @@ def _snippet(text: str) -> str:
 
 def _schema_error(schema: dict[str, Any], instance: Any) -> str | None:
     """The most relevant violation as ``$.path: message``, or None when valid."""
+    import jsonschema
+
     cls = jsonschema.validators.validator_for(schema)
     validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
     try:
@@ -217,7 +219,7 @@ def _schema_error(schema: dict[str, Any], instance: Any) -> str | None:
         return f"the schema has a $ref that cannot be resolved: {error}"
     if not errors:
         return None
-    best = best_match(errors)
+    best = jsonschema.exceptions.best_match(errors)
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return f"{best.json_path}: {best.message}{more}"
 

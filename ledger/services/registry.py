@@ -11,7 +11,6 @@ import datetime as dt
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.db.models import Max
@@ -743,6 +742,8 @@ def validate_capability_value(kind: str, value: Any, *, context_limit: int | Non
                 "kind": f"Unknown capability {kind!r}; expected one of {', '.join(CAPABILITY_SCHEMAS)}."
             }
         )
+    import jsonschema  # over a second to import: only where a capability is checked
+
     try:
         jsonschema.validate(value, schema)
     except jsonschema.ValidationError as exc:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
@@ -110,7 +111,7 @@ class DrillViewSet(
         # then checks a model owner's services).
         if not permissions.can_plan_some_drill(request.user):
             raise PermissionDenied(
-                "Only platform, or model owners of every service in scope, can plan a drill."
+                _("Only platform, or model owners of every service in scope, can plan a drill.")
             )
         try:
             drill = self.call_verb(verbs.plan_drill, request.data)
@@ -129,7 +130,9 @@ class DrillViewSet(
     def conclusion(self, request: Request, pk: str | None = None) -> Response:
         drill = self.get_object()
         if not permissions.can_conclude_drill(request.user, drill.signers):
-            raise PermissionDenied(f"Only {', '.join(drill.signers)} can conclude this drill.")
+            raise PermissionDenied(
+                _("Only %(roles)s can conclude this drill.") % {"roles": ", ".join(drill.signers)}
+            )
         if not isinstance(request.data, dict):
             return self._refused(PlanRefused({"": "expected a JSON object."}))
         try:

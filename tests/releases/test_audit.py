@@ -166,9 +166,9 @@ def test_the_page_reads_in_a_constant_number_of_queries(
     client.force_login(auditor)
     client.get(reverse("releases:audit"))  # the session and the user's roles, cached
 
-    # session, user, groups (roles), 8 counts (releases, sign-offs, waivers, rollbacks,
-    # reviews, revisions, gateway policies, events), the page's count, the page's rows
-    with django_assert_num_queries(13):
+    # session, user, groups (roles), 9 counts (releases, sign-offs, waivers, rollbacks,
+    # reviews, drills, revisions, gateway policies, events), the page's count, the page's rows
+    with django_assert_num_queries(14):
         response = client.get(reverse("releases:audit"), {"type": "releases"})
     assert response.status_code == 200
 
