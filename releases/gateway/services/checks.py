@@ -88,9 +88,10 @@ async def _get(url: str, key: str, timeout: float, limit: int) -> tuple[int, byt
         return 200, bytes(body)
 
 
-def read_model_info(base_url: str, key: str, *, timeout: float) -> list[dict[str, Any]]:
-    """The ``data`` of the proxy's ``/model/info``: one entry per deployment it routes."""
-    url = base_url.rstrip("/") + MODEL_INFO_PATH
+def _read(base_url: str, path: str, key: str, timeout: float) -> tuple[str, bytes]:
+    """(the URL, its body): a 200 within GATEWAY_MAX_RESPONSE_MB through the guard, else
+    GatewayUnreadable saying what went wrong."""
+    url = base_url.rstrip("/") + path
     limit_mb = settings.GATEWAY_MAX_RESPONSE_MB
     try:
         status, content = asyncio.run(_get(url, key, timeout, limit_mb * 1024 * 1024))
@@ -102,6 +103,12 @@ def read_model_info(base_url: str, key: str, *, timeout: float) -> list[dict[str
         ) from error
     if status != 200:
         raise GatewayUnreadable(f"{url} answered HTTP {status}")
+    return url, content
+
+
+def read_model_info(base_url: str, key: str, *, timeout: float) -> list[dict[str, Any]]:
+    """The ``data`` of the proxy's ``/model/info``: one entry per deployment it routes."""
+    url, content = _read(base_url, MODEL_INFO_PATH, key, timeout)
     try:
         data = orjson.loads(content)["data"]
     except (orjson.JSONDecodeError, KeyError, TypeError) as error:
@@ -115,18 +122,7 @@ def read_metrics_text(base_url: str, key: str, *, timeout: float) -> str:
     """The proxy's ``/metrics/`` (its Prometheus callback), as text, through the same guard
     and size limit as ``/model/info``. ``/metrics`` redirects there, and the guarded
     client follows no redirect."""
-    url = base_url.rstrip("/") + METRICS_PATH
-    limit_mb = settings.GATEWAY_MAX_RESPONSE_MB
-    try:
-        status, content = asyncio.run(_get(url, key, timeout, limit_mb * 1024 * 1024))
-    except httpx.HTTPError as error:
-        raise GatewayUnreadable(f"{url}: {type(error).__name__}: {error}"[:500]) from error
-    except _TooLarge as error:
-        raise GatewayUnreadable(
-            f"{url} answered more than {limit_mb} MB (GATEWAY_MAX_RESPONSE_MB); not read"
-        ) from error
-    if status != 200:
-        raise GatewayUnreadable(f"{url} answered HTTP {status}")
+    url, content = _read(base_url, METRICS_PATH, key, timeout)
     try:
         return content.decode("utf-8")
     except UnicodeDecodeError as error:
