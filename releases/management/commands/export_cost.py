@@ -33,6 +33,23 @@ def _day(name: str, text: str) -> dt.date:
     return day
 
 
+def period_and_services(options: dict) -> tuple[dt.date, dt.date, list[str] | None]:
+    """`--since`, `--until` (excluded, after `--since`) and the `--service`s named, each
+    checked; CommandError names the option that is wrong."""
+    since, until = _day("since", options["since"]), _day("until", options["until"])
+    if until <= since:
+        raise CommandError(
+            f"--until {until} is not after --since {since}: the period would be empty "
+            "(--until is excluded)."
+        )
+    services = options["service"]
+    if services:
+        known = set(Service.objects.filter(slug__in=services).values_list("slug", flat=True))
+        if missing := sorted(set(services) - known):
+            raise CommandError(f"--service: no service is named {', '.join(missing)}.")
+    return since, until, services or None
+
+
 class Command(BaseCommand):
     help = "Write the GPU cost of a period per service, day, tenant and task type as FOCUS 1.0 CSV."
 
@@ -43,17 +60,7 @@ class Command(BaseCommand):
         parser.add_argument("--output", required=True, help="The CSV file to write.")
 
     def handle(self, *args, **options):
-        since, until = _day("since", options["since"]), _day("until", options["until"])
-        if until <= since:
-            raise CommandError(
-                f"--until {until} is not after --since {since}: the period would be empty "
-                "(--until is excluded)."
-            )
-        services = options["service"]
-        if services:
-            known = set(Service.objects.filter(slug__in=services).values_list("slug", flat=True))
-            if missing := sorted(set(services) - known):
-                raise CommandError(f"--service: no service is named {', '.join(missing)}.")
+        since, until, services = period_and_services(options)
         path = Path(options["output"])
         if path.is_dir():
             raise CommandError(f"--output {path} is a folder; name the CSV file to write.")

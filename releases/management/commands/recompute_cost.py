@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import datetime as dt
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from ledger.models import Service
 from releases.cost.services import record_cost
-from releases.management.commands.export_cost import _day
+from releases.management.commands.export_cost import period_and_services
 
 
 class Command(BaseCommand):
@@ -29,18 +28,8 @@ class Command(BaseCommand):
         parser.add_argument("--service", action="append", help="Only this service (repeatable).")
 
     def handle(self, *args, **options):
-        since, until = _day("since", options["since"]), _day("until", options["until"])
-        if until <= since:
-            raise CommandError(
-                f"--until {until} is not after --since {since}: the period would be empty "
-                "(--until is excluded)."
-            )
-        services = options["service"]
-        if services:
-            known = set(Service.objects.filter(slug__in=services).values_list("slug", flat=True))
-            if missing := sorted(set(services) - known):
-                raise CommandError(f"--service: no service is named {', '.join(missing)}.")
-        counts = record_cost(since, until - dt.timedelta(days=1), services or None)
+        since, until, services = period_and_services(options)
+        counts = record_cost(since, until - dt.timedelta(days=1), services)
         self.stdout.write(
             f"recomputed {counts.service_days} service-days from {since} to "
             f"{until - dt.timedelta(days=1)}: {counts.rows} rows, "
