@@ -329,6 +329,19 @@ REVIEW_COLUMNS = (
 )
 
 
+def _joined(
+    columns: tuple[Column, ...], name: str, values: dict[int, list[str]]
+) -> tuple[Column, ...]:
+    """The columns, with `name` (which reads the row's id) written as the row's values
+    joined by spaces: what a row has many of (a review's triggers, a drill's services)."""
+    return tuple(
+        replace(column, write=lambda pk: " ".join(values.get(pk, [])))
+        if column.name == name
+        else column
+        for column in columns
+    )
+
+
 def _review_rows(reviews: QuerySet[Review]) -> Iterator[tuple[Any, ...]]:
     kinds: dict[int, list[str]] = {}
     for review_id, kind in (
@@ -337,13 +350,7 @@ def _review_rows(reviews: QuerySet[Review]) -> Iterator[tuple[Any, ...]]:
         .values_list("review_id", "kind")
     ):
         kinds.setdefault(review_id, []).append(kind)
-    columns = tuple(
-        replace(column, write=lambda pk: " ".join(kinds.get(pk, [])))
-        if column.name == "triggers"
-        else column
-        for column in REVIEW_COLUMNS
-    )
-    return rows_of(columns)(reviews)
+    return rows_of(_joined(REVIEW_COLUMNS, "triggers", kinds))(reviews)
 
 
 DRILL_COLUMNS = (
@@ -380,13 +387,7 @@ def _drill_rows(drills: QuerySet[Drill]) -> Iterator[tuple[Any, ...]]:
         .values_list("drill_id", "service__slug")
     ):
         services.setdefault(drill_id, []).append(slug)
-    columns = tuple(
-        replace(column, write=lambda pk: " ".join(services.get(pk, [])))
-        if column.name == "services"
-        else column
-        for column in DRILL_COLUMNS
-    )
-    return rows_of(columns)(drills)
+    return rows_of(_joined(DRILL_COLUMNS, "services", services))(drills)
 
 
 # `gateway_policy_known` and the event's columns are annotations (`_revision_rows`,
