@@ -81,12 +81,17 @@ def _scaled(arrival: dict[str, Any], share: float) -> dict[str, Any]:
 def parts_of(drill: Drill, *, enabled_only: bool = True) -> list[Part]:
     """Each backend's task types and spec; PlanRefused when a task type has nowhere to go.
     `enabled_only=False` also takes a disabled backend (the demo tells a run, sends none)."""
-    services = list(drill.services.order_by("slug").select_related("live_revision"))
+    services = list(
+        drill.services.order_by("slug")
+        .select_related("live_revision")
+        .prefetch_related("task_types")
+    )
+    serves = {s.pk: {t.slug for t in s.task_types.all()} for s in services}
     errors: dict[str, str] = {}
     serving: dict[str, Service] = {}
     for entry in drill.mix:
         for service in services:
-            if service.task_types.filter(slug=entry["task_type"]).exists():
+            if entry["task_type"] in serves[service.pk]:
                 serving.setdefault(entry["task_type"], service)
         if entry["task_type"] not in serving:
             errors[f"mix.{entry['task_type']}"] = _(
