@@ -84,6 +84,7 @@ GATES: Final[dict[str, str]] = {
     "blackout": gettext_noop("Planned start outside blackout windows"),
     "gateway_policy": gettext_noop("Gateway policy complete for the tier"),
     "cost_record": gettext_noop("Cost record: a price sheet for the GPU model"),
+    "peak_drill": gettext_noop("Capacity drilled at the planned peak rate"),
     "signoffs": gettext_noop("Sign-offs complete"),
 }
 
@@ -146,9 +147,15 @@ WAIVER_OWNERS: Final[dict[str, str]] = {
     "gateway_policy": "platform",
     # What an hour of the hardware costs: platform runs it and records its price.
     "cost_record": "platform",
+    # Whether the new capacity carries the peak: platform owns the scale-up.
+    "peak_drill": "platform",
     # Whether it is fit for the tasks it serves: the failures it is allowed to keep.
     "failures_classified": "business_owner",
 }
+
+# Tiers where a capacity change must state the peak rate it is for (and so be drilled at
+# it); elsewhere stating one is the filer's choice, and it then requires the drill too.
+PEAK_RATE_REQUIRED_TIERS: Final = frozenset({"production"})
 
 # Workload classes whose current load-test evidence each tier needs.
 REQUIRED_WORKLOADS: Final[dict[str, tuple[str, ...]]] = {
@@ -156,6 +163,24 @@ REQUIRED_WORKLOADS: Final[dict[str, tuple[str, ...]]] = {
     "internal": ("short",),
     "production": ("short", "high_concurrency", "long_context", "streaming"),
 }
+
+# What each task type asks of load-test evidence (the seed's table 6-4). A drill records
+# its requests of a task type as evidence of the first class here; a task type not
+# listed as high-concurrency evidence (a drill is a peak's concurrency).
+TASK_TYPE_WORKLOADS: Final[dict[str, tuple[str, ...]]] = {
+    "chat": ("streaming", "short"),
+    "rag": ("long_context",),
+    "summarization": ("batch",),
+    "sql": ("structured",),
+    "tool-use": ("structured",),
+}
+DRILL_DEFAULT_WORKLOAD: Final = "high_concurrency"
+
+
+def drill_workload(task_type: str) -> str:
+    """The workload class a drill's requests of `task_type` are evidence of."""
+    return TASK_TYPE_WORKLOADS.get(task_type, (DRILL_DEFAULT_WORKLOAD,))[0]
+
 
 REQUIRED_METRICS: Final[dict[str, tuple[str, ...]]] = {
     "experimental": (),
@@ -248,6 +273,8 @@ def gates_for(tier: str, change_kind: str) -> tuple[str, ...]:
         keys.add("decommission_plan")
     else:
         keys.discard("decommission_plan")
+    if change_kind != "capacity":
+        keys.discard("peak_drill")
     return tuple(key for key in GATES if key in keys)
 
 

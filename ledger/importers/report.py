@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 import numpy as np
 
@@ -172,6 +172,8 @@ class ReportJSON(TypedDict):
     meta: dict[str, Any]
     warnings: list[str]
     levels: list[dict[str, Any]]
+    # What wrote a file the ledger made itself (a drill's requests), when it did.
+    origin: NotRequired[dict[str, Any]]
 
 
 def cdf_points(values: Any, max_points: int = 200) -> list[tuple[float, float]]:

@@ -15,6 +15,7 @@ import datetime as dt
 import hashlib
 import logging
 import os
+from collections.abc import Mapping
 from typing import IO, Any
 
 from django.conf import settings
@@ -248,9 +249,12 @@ def _build_report(
     size: int,
     measured_at: dt.datetime,
     mismatch: Mismatch | None,
+    origin: Mapping[str, Any] | None,
 ) -> tuple[LoadTestReport, LoadTestRequestData | None]:
     hardware, hardware_warnings = hardware_for(revision, parsed)
     results = parsed.to_json()
+    if origin:
+        results["origin"] = dict(origin)
     first = parsed.levels[0]
     slo = goodput_slo(revision.service)
     arrays = _request_arrays(parsed)
@@ -320,8 +324,14 @@ def import_loadtest_report(
     format: str | None = None,
     measured_at: dt.datetime | None = None,
     accept_mismatch: str = "",
+    tool: str = "",
+    origin: Mapping[str, Any] | None = None,
 ) -> tuple[LoadTestReport, bool]:
     """Attach a load-test file to a revision as evidence for one workload class.
+
+    For a file the ledger wrote itself (a drill's requests, in the generic format),
+    `tool` names what measured it instead of the format's tool, and `origin` (JSON: what
+    wrote it, e.g. `{"kind": "drill", "id": 7}`) is kept in the results and the Event.
 
     Returns (report, created). The same file uploaded again for the same
     revision returns the existing report and records nothing. Raises
@@ -346,6 +356,8 @@ def import_loadtest_report(
     if existing is not None:
         return existing, False
     parsed = _parse(stream, filename, format)
+    if tool:
+        parsed.tool = tool
     mismatch = check_evidence_match(
         revision, parsed, filename=filename, accept_mismatch=accept_mismatch
     )
@@ -359,6 +371,7 @@ def import_loadtest_report(
         size=size,
         measured_at=measured_at or now,
         mismatch=mismatch,
+        origin=origin,
     )
     report.clean_fields(exclude=["raw_file", "revision", "uploaded_by"])
 
@@ -395,7 +408,9 @@ def import_loadtest_report(
 
 
 def _event_payload(report: LoadTestReport) -> dict[str, Any]:
+    origin = report.results.get("origin")
     return {
+        **({"origin": origin} if origin else {}),
         "revision": report.revision_id,
         "workload": report.workload,
         "filename": report.filename,

@@ -24,8 +24,9 @@ from typing import Any, TypeGuard
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 
-from ledger.models import Revision, Service
+from ledger.models import LoadTestReport, Revision, Service
 from ledger.roles import Role
+from releases import policy
 
 ARRIVAL_TYPES = ("constant", "poisson", "ramp")
 MAX_RATE = 2_000.0  # requests per second
@@ -213,6 +214,14 @@ def _mix(value: Any, served: Mapping[str, list[str]], errors: dict) -> list[dict
                     "%(set)s has no re-runnable sample: a drill sends only samples that may "
                     "be sent again."
                 ) % {"set": str(sample_set)}
+        workload = entry.get("workload") or (
+            policy.drill_workload(task_type) if isinstance(task_type, str) else ""
+        )
+        if workload not in LoadTestReport.Workload.values:
+            errors[f"{path}.workload"] = _(
+                "%(value)s is not a workload class; expected one of %(classes)s (empty: the "
+                "class its task type needs)."
+            ) % {"value": repr(workload), "classes": ", ".join(LoadTestReport.Workload.values)}
         given = entry.get("weight")
         weight = float(given) if _is_number(given) and given >= 0 else 0.0
         if not _is_number(given) or given < 0:
@@ -226,6 +235,7 @@ def _mix(value: Any, served: Mapping[str, list[str]], errors: dict) -> list[dict
                     "sample_set": sample_set.pk,
                     "sample_set_label": str(sample_set),
                     "weight": weight,
+                    "workload": workload,
                     "rerunnable_samples": rerunnable,
                 }
             )

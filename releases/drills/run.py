@@ -28,6 +28,7 @@ from django.utils.translation import gettext as _
 from ledger.models import Revision, Service
 from lib.actors import Actor
 from releases import permissions
+from releases.drills.evidence import record_drill_evidence
 from releases.drills.judge import DEFAULT_ERROR_RATE_MAX, judge
 from releases.drills.plan import PlanRefused
 from releases.drills.services import record_drill_results
@@ -217,9 +218,8 @@ def run_drill(drill: Drill, *, actor: Actor, workers: int = 0, queue: str | None
         )
     parts = parts_of(drill)
     runs = _on_workers(parts, workers, queue) if workers else _in_process(parts)
-    records: list[RequestRecord] = [
-        RequestRecord.from_row(row) for run in runs for row in run["rows"]
-    ]
+    by_part = [[RequestRecord.from_row(row) for row in run["rows"]] for run in runs]
+    records = [record for part_records in by_part for record in part_records]
     results = judge(records, drill.arrival, drill.bounds, _error_rate_max(parts))
     names = sorted({name for run in runs for name in run["worker_names"]})
     results.update(
@@ -245,5 +245,6 @@ def run_drill(drill: Drill, *, actor: Actor, workers: int = 0, queue: str | None
             for part, run in zip(parts, runs, strict=True)
         ],
         seed=drill.seed,
+        evidence=record_drill_evidence(drill, parts, by_part),
     )
     return record_drill_results(drill, results, actor=actor)

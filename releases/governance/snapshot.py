@@ -49,6 +49,7 @@ FORM_FIELDS: tuple[str, ...] = (
     "rollback_expected_minutes",
     "rollback_impact_scope",
     "rollback_verification_set",
+    "planned_peak_rps",
     "decommission_moves",
     "logging_policy",
     "path",
@@ -63,10 +64,18 @@ def attname(name: str) -> str:
     return cast("models.Field", Release._meta.get_field(name)).attname
 
 
+# Fields added after sign-offs were recorded: left out of a snapshot while empty, so the
+# releases that never used them keep the digest their signers approved.
+_OMITTED_WHEN_EMPTY = frozenset({"planned_peak_rps"})
+
+
 def form_values(release: Release) -> dict[str, Any]:
     values = {}
     for name in FORM_FIELDS:
-        values[name] = getattr(release, attname(name))
+        value = getattr(release, attname(name))
+        if value is None and name in _OMITTED_WHEN_EMPTY:
+            continue
+        values[name] = value
     # Through JSON once, so a datetime reads as the text canonical JSON gives it.
     return _plain(values)
 

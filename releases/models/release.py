@@ -12,6 +12,7 @@ comments are child rows, because pages list and count them.
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
@@ -169,6 +170,18 @@ class Release(ChoiceLabels, models.Model):
     rollback_impact_scope = models.TextField(blank=True)
     rollback_verification_set = models.CharField(
         max_length=100, blank=True, help_text=_("Sample set that verifies the rollback target.")
+    )
+
+    # -- capacity
+    planned_peak_rps = models.FloatField(
+        "planned peak rate (requests/s)",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.1), MaxValueValidator(100_000)],
+        help_text=_(
+            "Capacity change: the peak arrival rate the new capacity is for. A drill of the "
+            "candidate must then have met every task type's bounds at this rate."
+        ),
     )
 
     # -- decommission: [{"kind": "tenant" | "task_type" | "sample_set", "name", "moved_to"}]

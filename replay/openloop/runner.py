@@ -242,4 +242,6 @@ def _record(
         e2e_ms=None if result is None else result.e2e_ms,
         tpot_ms=None if result is None else result.tpot_ms,
         request_id="" if result is None else result.request_id,
+        output_tokens=None if result is None else result.output_tokens,
+        input_tokens=None if result is None else result.prompt_tokens,
     )

@@ -38,6 +38,8 @@ class RequestRecord:
     e2e_ms: float | None
     tpot_ms: float | None
     request_id: str  # the X-Request-Id sent, to find it in the server's logs
+    output_tokens: int | None = None  # as replay.client counts them (usage, else chunks)
+    input_tokens: int | None = None  # the usage's prompt tokens, when the server says
 
     @property
     def lateness_ms(self) -> float | None:

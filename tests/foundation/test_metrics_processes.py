@@ -115,7 +115,21 @@ def test_a_worker_counts_its_tasks_and_logs_the_enqueuing_request_id(
             failed.get(timeout=60, propagate=False)
             assert failed.state == "FAILURE"
             assert probe_worker.apply_async(queue=queue).get(timeout=60)["pid"] != worker.pid
+
+            # The child counts a task in task_postrun, after its result is sent: the
+            # caller may read the result before the count is written, so wait for it.
             # The exporter is up once the worker is ready, which it was to answer.
+            def counted(task: str) -> bool:
+                text = http_get(f"http://127.0.0.1:{port}/metrics")[1]
+                return (
+                    sample_value(text, "ledger_celery_tasks_total", task=task, state="SUCCESS") > 0
+                )
+
+            wait_for(
+                lambda: counted("probe_worker") and counted("run_replay"),
+                60,
+                "the worker to count the replay and the probe",
+            )
             status, text = http_get(f"http://127.0.0.1:{port}/metrics")
 
     assert status == 200, text

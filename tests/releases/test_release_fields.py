@@ -27,6 +27,7 @@ def test_the_sections_list_each_field_once_in_the_tables_order():
         "impact",
         "evidence",
         "rollback",
+        "capacity",
         "decommission",
         "logging",
         "path",

@@ -257,6 +257,17 @@ class ReleaseForm(forms.Form):
         label=_("Verification sample set"),
         help_text=_("The replay sample set that verifies the rollback target serves as expected."),
     )
+    planned_peak_rps = forms.FloatField(
+        required=False,
+        min_value=0.1,
+        max_value=100_000,
+        label=_("Planned peak rate (requests/s)"),
+        help_text=_(
+            "Capacity change only: the peak arrival rate the new capacity is for. A drill of "
+            "the candidate must have met every task type's bounds at this rate "
+            "(required on production services)."
+        ),
+    )
     decommission_moves = MovesField(
         label=_("Moves"),
         max_length=10000,

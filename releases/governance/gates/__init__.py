@@ -16,11 +16,13 @@ set on each candidate (0-1: none when no set is named); the rollback targets'
 last verifications and the revisions rolled back off their services (0-2: none
 without a target); the task types of the services whose gateway policy must cover
 them (0-1); the price sheets in force for the candidates' GPU models (0-1: none when
-no release takes the cost_record gate); blackout windows (1); waivers (1); sign-offs with their signers (1).
+no release takes the cost_record gate); the drills of the candidates (0-1: none unless a
+capacity change states a planned peak); blackout windows (1); waivers (1); sign-offs with their signers (1).
 
 The gates themselves: `product.py` (what the candidate is and how it
 measured), `plan.py` (rollback, gray plan, logging, risk, path, calendar,
-sign-offs), `gateway.py` (the candidate's gateway policy), `cost.py` (a price for its hardware); `base.py` holds the shapes and the citing helpers.
+sign-offs), `gateway.py` (the candidate's gateway policy), `cost.py` (a price for its hardware),
+`drill.py` (a capacity change drilled at its planned peak); `base.py` holds the shapes and the citing helpers.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from ledger import queries as ledger_queries
 from ledger.models import LoadTestReport, PriceSheet, Revision, Service
 from releases import policy
 from releases.governance import snapshot as snapshots
-from releases.governance.gates import cost, gateway, plan, product
+from releases.governance.gates import cost, drill, gateway, plan, product
 from releases.governance.gates.base import (
     Assessment,
     EvidenceRef,
@@ -51,7 +53,7 @@ from releases.governance.gates.base import (
 from releases.governance.gates.plan import blackout_at, emergency_overdue
 from releases.governance.gates.product import failed_samples
 from releases.governance.queries.rolled_back import rolled_back_by_service
-from releases.models import BlackoutWindow, Release, SignOff, Waiver
+from releases.models import BlackoutWindow, Drill, Release, SignOff, Waiver
 from replay import queries as replay_queries
 
 # ---------------------------------------------------------------- loading
@@ -143,6 +145,7 @@ def load_inputs_many(
     )
     served = _served_task_types(fresh)
     prices = _prices_in_force(fresh, now)
+    drills = _drills_of_candidates(fresh)
     windows = list(
         BlackoutWindow.objects.filter(
             Q(service__in={release.service_id for release in fresh}) | Q(service__isnull=True)
@@ -187,6 +190,7 @@ def load_inputs_many(
                     rolled_back[release.service_id].get(target.pk) if target is not None else None
                 ),
                 price_sheet=prices.get(candidate.runtime.gpu_model),
+                drills=drills.get(candidate.pk, []),
             )
         )
     return found
@@ -219,6 +223,30 @@ def _prices_in_force(releases: Sequence[Release], now: dt.datetime) -> dict[str,
         if "cost_record" in policy.gates_for(release.service.tier, release.change_kind)
     }
     return ledger_queries.prices_in_force(models, cost.assessment_day(now))
+
+
+def _drills_of_candidates(releases: Sequence[Release]) -> dict[int, list[Drill]]:
+    """The drills run against each candidate whose release states a planned peak, newest
+    first (the peak_drill gate)."""
+    candidates = {
+        release.to_revision_id
+        for release in releases
+        if release.planned_peak_rps is not None
+        and "peak_drill" in policy.gates_for(release.service.tier, release.change_kind)
+    }
+    if not candidates:
+        return {}
+    found: dict[int, list[Drill]] = defaultdict(list)
+    for ran in (
+        Drill.objects.filter(
+            revision__in=candidates, state__in=[Drill.State.RAN, Drill.State.CONCLUDED]
+        )
+        .only("pk", "name", "revision_id", "results", "ran_at")
+        .order_by("-ran_at", "-pk")
+    ):
+        if ran.revision_id is not None:
+            found[ran.revision_id].append(ran)
+    return found
 
 
 def assess(release: Release, *, now: dt.datetime | None = None, reload: bool = True) -> Assessment:
@@ -336,6 +364,7 @@ _JUDGES = {
     "blackout": plan.blackout,
     "gateway_policy": gateway.gateway_policy,
     "cost_record": cost.cost_record,
+    "peak_drill": drill.peak_drill,
 }
 
 

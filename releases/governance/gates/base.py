@@ -11,7 +11,7 @@ from django.utils.translation import gettext as _
 
 from ledger.models import LoadTestReport, PriceSheet, Revision
 from releases.governance.queries.rolled_back import RolledBack
-from releases.models import BlackoutWindow, Release, SignOff, Waiver
+from releases.models import BlackoutWindow, Drill, Release, SignOff, Waiver
 from replay.models import Run
 
 # `advisory`: the gate found something missing on a tier that does not require it; it
@@ -63,6 +63,8 @@ class Inputs:
     target_rolled_back: RolledBack | None = None
     # The price sheet in force for the candidate's GPU model (read for the cost_record gate).
     price_sheet: PriceSheet | None = None
+    # Drills run against the candidate, newest first (read when a peak rate is stated).
+    drills: list[Drill] = field(default_factory=list)
     # Filled while judging: what the snapshot binds to.
     evidence_used: dict[str, LoadTestReport] = field(default_factory=dict)
 

@@ -187,7 +187,7 @@ def update_release(release: Release, *, actor: Actor, **changes: Any) -> bool:
         # While drafting, the from-revision follows what is live.
         release.from_revision_id = release.service.live_revision_id
     after = form_values(release)
-    changed = [name for name in FORM_FIELDS if before[name] != after[name]]
+    changed = [name for name in FORM_FIELDS if before.get(name) != after.get(name)]
     if not changed:
         return False
     _validate(release)
@@ -197,8 +197,8 @@ def update_release(release: Release, *, actor: Actor, **changes: Any) -> bool:
         action="release.updated",
         subject=release,
         payload={
-            "before": {n: before[n] for n in changed},
-            "after": {n: after[n] for n in changed},
+            "before": {n: before.get(n) for n in changed},
+            "after": {n: after.get(n) for n in changed},
         },
     )
     if not release.is_draft:

@@ -83,6 +83,9 @@ def test_totals_are_the_rows_sums_and_nothing_else(service, live, counts, field,
         services.record_run_summary(
             service, actor=None, date=YESTERDAY, breakdown=rows, **{**summed, field: wrong}
         )
-    assert caught.value.message_dict == {
-        field: [f"{field} is {wrong} but the breakdown rows add up to {summed[field]}."]
-    }
+    # The wrong total is named with both numbers; a total that also breaks another rule
+    # (requests set below the failed requests the rows count) is refused for that too.
+    assert caught.value.message_dict[field] == [
+        f"{field} is {wrong} but the breakdown rows add up to {summed[field]}."
+    ]
+    assert set(caught.value.message_dict) <= {field, "error_counts"}

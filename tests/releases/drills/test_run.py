@@ -10,7 +10,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from ledger.models import Event
+from ledger.models import Event, LoadTestReport
 from releases.drills.plan import PlanRefused
 from releases.drills.run import parts_of, run_drill
 from releases.drills.services import plan_drill
@@ -19,14 +19,16 @@ from replay.models import Backend
 from replay.openloop.shards import build_plan
 from tests.releases.factories import build_world
 from tests.replay.factories import BackendFactory, SampleFactory, SampleSetFactory
-from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_openai import FakeOpenAI, Scenario, ServerConfig
 
 pytestmark = pytest.mark.django_db(transaction=False)
 
 
 @pytest.fixture
 def server():
-    with FakeOpenAI(tokens=2) as fake:
+    # Any model name: the backend asks for the name the revision serves, as a real one would.
+    config = ServerConfig(check_model=False, scenario=Scenario(tokens=2))
+    with FakeOpenAI(config) as fake:
         yield fake
 
 
@@ -38,7 +40,7 @@ def drill(team, sre, server):
         name="a-drill-target",
         revision=world.live,
         base_url=server.base_url,
-        model_name=server.config.model,
+        model_name=world.live.model_asset.name,
         concurrency_limit=1,  # a replay limit, which a drill does not apply
     )
     chat = SampleSetFactory(name="peak-chat")
@@ -104,6 +106,67 @@ def test_a_run_sends_every_planned_start_and_judges_each_task_type(drill, sre, s
     ]
     event = Event.objects.get(action="drill.ran")
     assert event.payload_data["verdicts"] == {"chat": chat["verdict"], "sql": "missed"}
+
+
+def test_a_run_is_kept_as_load_test_evidence_of_the_revision_it_ran_against(
+    drill, sre, server, client
+):
+    drill = run_drill(drill, actor=sre)
+
+    live = drill.services.get().live_revision
+    drilled = LoadTestReport.objects.filter(tool="drill")
+    reports = {r.results["origin"]["task_type"]: r for r in drilled}
+    assert set(reports) == {"chat", "sql"}
+    by_type = drill.results["by_task_type"]
+    for task_type, report in reports.items():
+        assert report.revision == live
+        assert report.tool == "drill" and report.format == "generic"
+        assert report.requests == by_type[task_type]["requests"]
+        assert report.has_request_data and report.model_verified and not report.mismatch
+        assert report.results["origin"]["id"] == drill.pk
+        # The raw file is kept: one JSON line per planned start of the task type.
+        with report.raw_file.open("rb") as raw:
+            lines = raw.read().splitlines()
+        assert len(lines) == by_type[task_type]["planned"]
+    # The workload class each task type needs; the rate its share of the drill's.
+    assert reports["chat"].workload == "streaming"
+    assert reports["sql"].workload == "structured"
+    assert reports["chat"].levels[0]["conditions"]["request_rate"] == 7.5
+    assert reports["sql"].levels[0]["conditions"]["request_rate"] == 2.5
+    # Percentiles computed from the same requests the drill judged.
+    assert reports["sql"].ttft_p95_ms == pytest.approx(by_type["sql"]["ttft_p95_ms"], abs=0.1)
+    assert reports["chat"].levels[0]["conditions"]["output_tokens"]["mean"] > 0
+    assert [(e["task_type"], e["workload"], e["report"]) for e in drill.results["evidence"]] == [
+        ("chat", "streaming", reports["chat"].pk),
+        ("sql", "structured", reports["sql"].pk),
+    ]
+    imported = Event.objects.filter(action="loadtest_report.imported")
+    assert {e.payload_data["origin"]["task_type"] for e in imported} == {"chat", "sql"}
+
+    # Each page points at the other.
+    client.force_login(sre)
+    report_url = f"/services/kb-assistant/r{live.number}/loadtests/{reports['sql'].pk}/"
+    drill_page = client.get(f"/drills/{drill.pk}/").content.decode()
+    assert "Kept as load-test evidence" in drill_page and report_url in drill_page
+    report_page = client.get(report_url).content.decode()
+    assert f'href="/drills/{drill.pk}/"' in report_page
+    assert "from the requests of task type sql (25.0 % of the mix)" in report_page
+
+
+def test_evidence_the_revision_would_refuse_is_reported_and_the_run_stands(drill, sre, server):
+    Drill.objects.filter(pk=drill.pk).update(
+        arrival={"type": "constant", "rate": 10, "duration_s": 1}
+    )
+    drill.refresh_from_db()
+    Backend.objects.filter(name="a-drill-target").update(model_name="another-model")
+
+    drill = run_drill(drill, actor=sre)
+
+    assert drill.state == Drill.State.RAN and drill.results["requests"] == 10
+    assert not LoadTestReport.objects.filter(tool="drill").exists()
+    refused = {e["task_type"]: e["refused"] for e in drill.results["evidence"]}
+    assert set(refused) == {"chat", "sql"}
+    assert "another-model" in refused["sql"] and "accept_mismatch" in refused["sql"]
 
 
 def test_the_command_runs_it_and_prints_the_table(drill, server):
