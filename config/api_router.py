@@ -6,6 +6,7 @@ from rest_framework.routers import DefaultRouter
 from ledger.api import events as ledger_events
 from ledger.api import evidence as ledger_evidence
 from ledger.api import gateway as ledger_gateway
+from ledger.api import otlp as ledger_otlp
 from ledger.api import price_sheets as ledger_price_sheets
 from ledger.api import registry as ledger_registry
 from ledger.api import run_evidence as ledger_run_evidence
@@ -47,6 +48,7 @@ router.register("drills", releases_drills.DrillViewSet, basename="drill")
 app_name = "api"
 urlpatterns = [
     path("me/", ledger_registry.WhoAmIView.as_view(), name="me"),
+    path("otlp/v1/traces", ledger_otlp.traces, name="otlp_traces"),
     path("ledger/signing-key/", ledger_signing.SigningKeyView.as_view(), name="signing_key"),
     path(
         "services/<slug:slug>/incident/",

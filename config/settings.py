@@ -671,6 +671,15 @@ if RETENTION_RAW_DAYS < 183:
         f"RETENTION_RAW_DAYS={RETENTION_RAW_DAYS}: raw outputs and request-level data are kept "
         "at least 183 days (6 months)."
     )
+# Model-call spans from OpenTelemetry traces: structured facts only (content is never
+# kept), dropped by day once older than this.
+RETENTION_TRACES_DAYS = env_int("RETENTION_TRACES_DAYS", 400)
+if RETENTION_TRACES_DAYS < 1:
+    raise ImproperlyConfigured(f"RETENTION_TRACES_DAYS={RETENTION_TRACES_DAYS} must be at least 1.")
+# The largest OTLP export accepted, before and after inflating it (the spec's 64 MiB is
+# for collectors; an SDK's batch of 512 spans is well under 1 MiB).
+OTLP_MAX_BODY_BYTES = env_int("OTLP_MAX_BODY_BYTES", 16 * 1024 * 1024)
+CELERY_BEAT_SCHEDULE["sweep-traces"] = {"task": "sweep_traces", "schedule": 24 * 3600.0}
 CELERY_BEAT_SCHEDULE["purge-expired-replay-outputs"] = {
     "task": "purge_expired_outputs",
     "schedule": 24 * 3600.0,

@@ -232,3 +232,10 @@ def can_manage_teams(user: Requester) -> bool:
 def ensure_can_manage_teams(actor: Actor, *, refusal: str) -> None:
     if actor is not None and not can_manage_teams(actor):
         raise PermissionDenied(refusal)
+
+
+def can_ingest_traces(user: Requester) -> bool:
+    """Send OpenTelemetry traces: the trace-ingest role (the collector's or gateway's
+    service account) and administrators. Nobody else writes spans: they explain what
+    served a request, so who may add them is as narrow as who may push run evidence."""
+    return _signed_in(user) and (user.is_superuser or has_role(user, Role.TRACE_INGEST))

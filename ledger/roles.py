@@ -14,6 +14,7 @@ class Role(models.TextChoices):
     SECURITY_COMPLIANCE = "security_compliance", _("Security & compliance")
     BUSINESS_OWNER = "business_owner", _("Business owner")
     AUDITOR = "auditor", _("Auditor")
+    TRACE_INGEST = "trace_ingest", _("Trace ingest")
 
 
 StrOrPromise = str | Promise
@@ -35,6 +36,9 @@ ROLE_DUTIES: dict[str, StrOrPromise] = {
     ),
     Role.AUDITOR: _(
         "read everything, filter the record on the Audit page, print any release's change record, export the record (CSV, JSON Lines or a signed evidence bundle) and verify the event chain's integrity"
+    ),
+    Role.TRACE_INGEST: _(
+        "send OpenTelemetry traces to /api/otlp/v1/traces with an API token (a service account for the collector or gateway): the model calls' structured facts are kept, their content never"
     ),
 }
 

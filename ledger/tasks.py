@@ -49,3 +49,12 @@ def purge_expired_request_data() -> int:
     count = retention.purge_expired_request_data(actor=None)
     logger.info("dropped request-level data of %d load-test reports past retention", count)
     return count
+
+
+@shared_task(name="sweep_traces")
+def sweep_traces() -> dict[str, object]:
+    from ledger.traces.services import sweep_traces as sweep
+
+    result = sweep(actor=None)
+    logger.info("swept model-call spans before %s: %s", result["before"], result)
+    return result

@@ -80,6 +80,16 @@ TASK_DURATION = Histogram(
     ["task"],
     buckets=_TASK_BUCKETS,
 )
+OTLP_SPANS = Counter(
+    "ledger_otlp_spans",
+    "Spans received on /api/otlp/v1/traces, by outcome: stored (a model call), rejected "
+    "(a model call whose facts did not hold) or not_a_model_call (skipped).",
+    ["outcome"],
+)
+OTLP_CONTENT_DROPPED = Counter(
+    "ledger_otlp_content_dropped",
+    "Prompt and completion content dropped at trace ingest: attributes and span events.",
+)
 CHAIN_APPENDS = Counter(
     "ledger_chain_appends",
     "Events appended to the ledger chain and committed, by action.",

@@ -16,6 +16,7 @@ from ledger.models.registry import (
     Team,
 )
 from ledger.models.run_evidence import RunBreakdown, RunSummary
+from ledger.models.traces import ModelCallSpan
 
 __all__ = [
     "Capability",
@@ -27,6 +28,7 @@ __all__ = [
     "LoadTestReport",
     "LoadTestRequestData",
     "ModelAsset",
+    "ModelCallSpan",
     "PriceSheet",
     "RequestLevel",
     "Revision",

@@ -227,6 +227,10 @@ def test_every_rule_both_allows_and_refuses_someone(world):
 NO_PAGE_API_PAIR: dict[str, str] = {
     "ledger.permissions.can_set_live": "asked only by the verb (ledger.services.registry)",
     "ledger.permissions.can_record_run_summary": "an API for the gateway only; no page",
+    "ledger.permissions.can_ingest_traces": (
+        "OTLP's endpoint only (a token, no session, no page); walked in "
+        "tests/ledger/traces/test_ingest.py"
+    ),
     "ledger.permissions.can_record_price_sheet": (
         "its page is read by everyone and offers the form only to those allowed (no 403 "
         "on GET); page POST and API walked in tests/ledger/test_views_price_sheets.py and "
