@@ -13,6 +13,7 @@ from ledger.api import run_evidence as ledger_run_evidence
 from ledger.api import signing as ledger_signing
 from releases.audit.api import exports as releases_exports
 from releases.drills import api as releases_drills
+from releases.explain import api as releases_explain
 from releases.gateway import api as releases_gateway
 from releases.governance.api import releases as releases_api
 from releases.governance.api import rollbacks as releases_rollbacks
@@ -49,6 +50,7 @@ app_name = "api"
 urlpatterns = [
     path("me/", ledger_registry.WhoAmIView.as_view(), name="me"),
     path("otlp/v1/traces", ledger_otlp.traces, name="otlp_traces"),
+    path("explain/<str:trace_id>/", releases_explain.ExplainView.as_view(), name="explain"),
     path("ledger/signing-key/", ledger_signing.SigningKeyView.as_view(), name="signing_key"),
     path(
         "services/<slug:slug>/incident/",

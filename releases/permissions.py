@@ -639,3 +639,9 @@ def ensure_can_conclude_drill(actor: Actor, signers: Sequence[str]) -> None:
         raise PermissionDenied(
             _("Only %(roles)s can conclude this drill.") % {"roles": ", ".join(signers)}
         )
+
+
+def can_explain_traces(user: Requester) -> bool:
+    """Explain a request from its trace: anyone signed in, as anyone reads the catalog,
+    the serving history and the evidence the explanation joins (no content is kept)."""
+    return _signed_in(user)

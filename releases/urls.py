@@ -7,6 +7,7 @@ from releases.analysis import views as analysis
 from releases.audit.views import audit, webhooks
 from releases.cost import views as cost
 from releases.drills import views as drills
+from releases.explain import views as explain
 from releases.gateway.views import check as gateway_check
 from releases.gateway.views import policy as gateway_policy
 from releases.gateway.views import release_policy
@@ -29,6 +30,7 @@ urlpatterns = [
     path("services/<slug:slug>/incident/", incident.incident_screen, name="incident"),
     path("services/<slug:slug>/cost/", cost.service_cost, name="service_cost"),
     path("cost/", cost.fleet_cost, name="fleet_cost"),
+    path("explain/", explain.explain, name="explain"),
     path("drills/", drills.drill_list, name="drill_list"),
     path("drills/new/", drills.drill_new, name="drill_new"),
     path("drills/<int:pk>/", drills.drill_detail, name="drill_detail"),

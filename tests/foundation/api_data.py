@@ -38,6 +38,8 @@ from tests.ledger.factories import (
 )
 from tests.replay.factories import BackendFactory, ResultFactory, RunFactory
 
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+
 # Fixed keys, so a schema loaded before any row exists can already carry the header.
 TOKENS = {"admin": "a" * 40, "owner": "0" * 40}
 REPORT = Path(__file__).parents[1] / "fixtures" / "loadtest" / "vllm" / "vllm_c2_n20_detailed.json"
@@ -198,6 +200,29 @@ def seed_api_data() -> dict[str, object]:
         signers=["platform_sre", "business_owner"],
     )
     drill.services.set([service])
+    # A trace with one model call, answered by kb-backend (its address and model).
+    from ledger.traces.otlp import Extracted, SpanFacts
+    from ledger.traces.services import record_spans
+
+    record_spans(
+        Extracted(
+            spans=[
+                SpanFacts(
+                    trace_id=TRACE_ID,
+                    span_id="00f067aa0ba902b7",
+                    parent_span_id="",
+                    name="chat",
+                    started_at=timezone.now(),
+                    duration_ms=840.0,
+                    operation="chat",
+                    request_model=backend.model_name,
+                    server_address="127.0.0.1",
+                    server_port=9,
+                    service_slug="kb-assistant",
+                )
+            ]
+        )
+    )
     return {
         "admin": admin,
         "owner": owner,

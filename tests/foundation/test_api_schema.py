@@ -20,7 +20,7 @@ from releases.governance.serializers import incident as incident_serializers
 from releases.governance.serializers import releases as release_serializers
 from releases.governance.serializers import rollout as rollout_serializers
 from releases.reviews.serializers import reviews as review_serializers
-from tests.foundation.api_data import TOKENS, served_schema
+from tests.foundation.api_data import TOKENS, TRACE_ID, served_schema
 
 SPEC = served_schema()
 
@@ -147,6 +147,7 @@ def _detail_parameters(data: dict) -> dict[str, list[dict]]:
         "/api/webhooks/{id}/deliveries/": [{"id": data["subscription"].pk}],
         "/api/reviews/{id}/": [{"id": data["review"].pk}],
         "/api/drills/{id}/": [{"id": data["drill"].pk}],
+        "/api/explain/{trace_id}/": [{"trace_id": TRACE_ID}],
     }
 
 

@@ -239,6 +239,10 @@ NO_PAGE_API_PAIR: dict[str, str] = {
     "ledger.permissions.can_manage_accounts": "the admin's account pages; no API",
     "ledger.permissions.can_manage_teams": "asked only by the team verbs; no page or API",
     "releases.permissions.can_view_release": "a read rule of pages; not an action",
+    "releases.permissions.can_explain_traces": (
+        "a read rule (anyone signed in); page and API walked in "
+        "tests/releases/explain/test_explain.py"
+    ),
     "releases.permissions.can_view_cost": (
         "a read rule of the cost pages (anyone signed in); walked in "
         "tests/releases/cost/test_cost_pages.py"

@@ -5,10 +5,13 @@ gateway rooms, so it lives here."""
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib.auth.decorators import login_required
 from django.db.models import Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from ledger import queries as ledger_queries
@@ -17,6 +20,7 @@ from lib.actors import AuthenticatedHttpRequest
 from lib.aggregates import split
 from lib.pages import wants_fragment
 from releases import permissions
+from releases.explain.queries import TRACE_ID
 from releases.gateway.queries import service_gateway
 from releases.governance import playbooks
 from releases.governance.queries.incident import changed_revision_labels, incident, incident_service
@@ -56,8 +60,10 @@ def incident_screen(request: AuthenticatedHttpRequest, slug: str) -> HttpRespons
 @login_required
 def search(request: AuthenticatedHttpRequest) -> HttpResponse:
     """A few letters of a service or of its live model's name; one match goes straight to
-    its incident screen."""
+    its incident screen. A trace id (32 hex digits) goes to its explanation."""
     words = request.GET.get("q", "").strip()[:100]
+    if TRACE_ID.match(words.lower()):
+        return redirect(f"{reverse('releases:explain')}?{urlencode({'trace_id': words.lower()})}")
     matches = Service.objects.none()
     if words:
         matches = (
