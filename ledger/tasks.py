@@ -58,3 +58,11 @@ def sweep_traces() -> dict[str, object]:
     result = sweep(actor=None)
     logger.info("swept model-call spans before %s: %s", result["before"], result)
     return result
+
+
+@shared_task(name="summarize_traces")
+def summarize_traces() -> None:
+    """Yesterday's run evidence of every service, from its traces."""
+    from django.core.management import call_command
+
+    call_command("summarize_traces")
