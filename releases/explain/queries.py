@@ -30,7 +30,7 @@ from django.db.models import Q
 from django.urls import reverse
 
 from ledger.models import LoadTestReport, ModelCallSpan, Revision, Service
-from ledger.queries import ServingInterval, ServingShare, serving_at, shares_at
+from ledger.queries import ServingInterval, ServingShare, serving_history, share_history
 from releases.models import Release, RollbackEvent
 from replay.models import Backend, Run
 
@@ -74,6 +74,7 @@ class CallExplained:
     happened: list[str] = field(default_factory=list)  # failed, limited, degraded, retried
     rollbacks: list[RollbackEvent] = field(default_factory=list)
     evidence: list[Link] = field(default_factory=list)
+    release_id: int | None = None
 
 
 def _address(url: str) -> tuple[str, int | None]:
@@ -111,56 +112,133 @@ def _happened(span: ModelCallSpan) -> list[str]:
     return said
 
 
-def _evidence(revision: Revision) -> list[Link]:
-    service = revision.service.slug
-    links = [
-        Link(
-            f"{report.get_workload_display()} load test ({report.tool}, "
-            f"{report.measured_at:%Y-%m-%d})",
-            reverse("ledger:loadtest_detail", args=[service, revision.number, report.pk]),
+@dataclass
+class _ServiceContext:
+    """What one service's calls are judged against, read once for every call of it."""
+
+    history: list[ServingInterval]  # newest first
+    shares: list[ServingShare]
+    rollbacks: list[RollbackEvent]
+
+    def live_at(self, at: dt.datetime) -> ServingInterval | None:
+        return next(
+            (i for i in self.history if i.since <= at and (i.until is None or at < i.until)),
+            None,
         )
-        for report in LoadTestReport.objects.filter(revision=revision).order_by("-measured_at")[:3]
-    ]
-    runs = (
-        Run.objects.filter(backend__revision=revision, finished_at__isnull=False)
-        .select_related("sample_set")
-        .order_by("-finished_at")[:3]
-    )
-    links += [
-        Link(
-            f"replay of {run.sample_set} ({run.verdict or run.state}, {run.finished_at:%Y-%m-%d})",
-            reverse("replay:run_detail", args=[run.pk]),
+
+    def shares_at(self, at: dt.datetime) -> list[ServingShare]:
+        return [s for s in self.shares if s.since <= at and (s.until is None or at < s.until)]
+
+
+# Every share a service's rollouts opened is read at once; a service has far fewer.
+_SHARES_READ = 10_000
+
+
+def _contexts(services: list[Service], spans: list[ModelCallSpan]) -> dict[int, _ServiceContext]:
+    first = min(span.started_at for span in spans)
+    last = max(span.started_at for span in spans)
+    rollbacks: dict[int, list[RollbackEvent]] = {s.pk: [] for s in services}
+    for rollback in (
+        RollbackEvent.objects.filter(service__in=services, started_at__lte=last)
+        .filter(Q(finished_at__isnull=True) | Q(finished_at__gte=first))
+        .order_by("started_at")
+    ):
+        rollbacks[rollback.service_id].append(rollback)
+    return {
+        service.pk: _ServiceContext(
+            history=serving_history(service),
+            shares=share_history(service, limit=_SHARES_READ),
+            rollbacks=rollbacks[service.pk],
         )
-        for run in runs
-        if run.finished_at is not None
-    ]
+        for service in services
+    }
+
+
+def _evidence(revisions: list[Revision]) -> dict[int, list[Link]]:
+    """Each revision's newest three load-test reports and finished replay runs, linked."""
+    links: dict[int, list[Link]] = {revision.pk: [] for revision in revisions}
+    by_id = {revision.pk: revision for revision in revisions}
+    for report in LoadTestReport.objects.filter(revision__in=revisions).order_by("-measured_at"):
+        revision = by_id[report.revision_id]
+        if sum(1 for link in links[revision.pk] if "load test" in link.label) < 3:
+            links[revision.pk].append(
+                Link(
+                    f"{report.get_workload_display()} load test ({report.tool}, "
+                    f"{report.measured_at:%Y-%m-%d})",
+                    reverse(
+                        "ledger:loadtest_detail",
+                        args=[revision.service.slug, revision.number, report.pk],
+                    ),
+                )
+            )
+    runs: dict[int, int] = {}
+    for run in (
+        Run.objects.filter(backend__revision__in=revisions, finished_at__isnull=False)
+        .select_related("sample_set", "backend")
+        .order_by("-finished_at")
+    ):
+        revision_id = run.backend.revision_id
+        if runs.get(revision_id, 0) < 3 and run.finished_at is not None:
+            runs[revision_id] = runs.get(revision_id, 0) + 1
+            links[revision_id].append(
+                Link(
+                    f"replay of {run.sample_set} ({run.verdict or run.state}, "
+                    f"{run.finished_at:%Y-%m-%d})",
+                    reverse("replay:run_detail", args=[run.pk]),
+                )
+            )
     return links
 
 
 def explain_trace(trace_id: str) -> list[CallExplained]:
-    """Every model call of the trace, oldest first; [] when none was received."""
+    """Every model call of the trace, oldest first; [] when none was received.
+
+    A constant number of queries for any number of calls: the spans, the backends at
+    their addresses, the services the gateway named, then per service its serving
+    history, its shares and its rollbacks, and for all at once the releases in force
+    and the revisions' evidence."""
     spans = list(ModelCallSpan.objects.filter(trace_id=trace_id).order_by("started_at"))
     if not spans:
         return []
     hosts = {span.server_address.lower() for span in spans if span.server_address}
-    backends = [
-        backend
-        for backend in Backend.objects.select_related(
-            "revision__service", "revision__gateway_policy"
-        ).filter(Q(*[Q(base_url__icontains=host) for host in hosts], _connector=Q.OR))
+    backends = (
+        list(
+            Backend.objects.select_related("revision__service", "revision__gateway_policy").filter(
+                Q(*[Q(base_url__icontains=host) for host in hosts], _connector=Q.OR)
+            )
+        )
         if hosts
-    ]
+        else []
+    )
     slugs = {span.service_slug for span in spans if span.service_slug}
-    services = {s.slug: s for s in Service.objects.filter(slug__in=slugs)} if slugs else {}
-    return [_explain(span, _backend_for(span, backends), services) for span in spans]
+    named = {s.slug: s for s in Service.objects.filter(slug__in=slugs)} if slugs else {}
+    matched = [(span, _backend_for(span, backends)) for span in spans]
+    services = {s.pk: s for s in named.values()}
+    for _span, backend in matched:
+        if backend is not None:
+            services.setdefault(backend.revision.service_id, backend.revision.service)
+    contexts = _contexts(list(services.values()), spans)
+    calls = [_explain(span, backend, named, contexts) for span, backend in matched]
+    release_ids = {call.release_id for call in calls if call.release_id is not None}
+    releases = Release.objects.in_bulk(release_ids) if release_ids else {}
+    revisions = {call.revision.pk: call.revision for call in calls if call.revision is not None}
+    evidence = _evidence(list(revisions.values())) if revisions else {}
+    for call in calls:
+        call.release = releases.get(call.release_id) if call.release_id is not None else None
+        if call.revision is not None:
+            call.evidence = evidence.get(call.revision.pk, [])
+    return calls
 
 
 def _explain(
-    span: ModelCallSpan, backend: Backend | None, services: dict[str, Service]
+    span: ModelCallSpan,
+    backend: Backend | None,
+    named: dict[str, Service],
+    contexts: dict[int, _ServiceContext],
 ) -> CallExplained:
     at: dt.datetime = span.started_at
     revision = backend.revision if backend is not None else None
-    service = services.get(span.service_slug) or (revision.service if revision else None)
+    service = named.get(span.service_slug) or (revision.service if revision else None)
     call = CallExplained(
         span=span,
         service=service,
@@ -173,7 +251,7 @@ def _explain(
         policy_in_force="",
         happened=_happened(span),
     )
-    if span.service_slug and span.service_slug not in services:
+    if span.service_slug and span.service_slug not in named:
         call.findings.append(
             f"the gateway named service {span.service_slug!r}, which the ledger does not know"
         )
@@ -184,8 +262,9 @@ def _explain(
             f"the gateway said {service.slug}, but the backend that answered "
             f"({backend.name if backend else '?'}) serves {revision.service.slug} {revision.label}"
         )
-    call.live = serving_at(service, at)
-    shares = shares_at(service, at)
+    context = contexts[service.pk]
+    call.live = context.live_at(at)
+    shares = context.shares_at(at)
     if revision is None:
         call.findings.append(
             f"no registered backend answers at {span.server_address or '(no address)'}"
@@ -206,11 +285,9 @@ def _explain(
             + (f" and {', '.join(s.revision_label for s in shares)} in a stage" if shares else "")
             + " then: an unauthorized change candidate"
         )
-    release_id = (call.share.cause if call.share else (call.live.cause if call.live else {})).get(
-        "release"
-    )
-    if isinstance(release_id, int):
-        call.release = Release.objects.filter(pk=release_id).first()
+    cause = call.share.cause if call.share else (call.live.cause if call.live else {})
+    if isinstance(cause.get("release"), int):
+        call.release_id = cause["release"]
     if revision is not None:
         policy = revision.gateway_policy
         call.policy_in_force = policy.label if policy is not None else ""
@@ -220,10 +297,9 @@ def _explain(
                 f"the gateway applied policy {said}; the ledger approved {call.policy_in_force} "
                 f"for {revision.label}"
             )
-        call.evidence = _evidence(revision)
-    call.rollbacks = list(
-        RollbackEvent.objects.filter(service=service, started_at__lte=at)
-        .filter(Q(finished_at__isnull=True) | Q(finished_at__gte=at))
-        .order_by("started_at")
-    )
+    call.rollbacks = [
+        r
+        for r in context.rollbacks
+        if r.started_at <= at and (r.finished_at is None or r.finished_at >= at)
+    ]
     return call

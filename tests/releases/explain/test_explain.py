@@ -176,3 +176,26 @@ def test_the_incident_screen_takes_a_trace_id(world, client, sre):
 def test_explaining_needs_a_sign_in(client):
     assert client.get(f"/api/explain/{TRACE}/").status_code in (401, 403)
     assert client.get("/explain/").status_code == 302
+
+
+def test_the_queries_do_not_grow_with_the_calls_of_a_trace(addressed):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries_for(trace: str, calls: int) -> int:
+        record_spans(
+            Extracted(
+                spans=[
+                    SpanFacts(
+                        **{**vars(call(f"{n + 1:016x}", "kb-live.internal")), "trace_id": trace}
+                    )
+                    for n in range(calls)
+                ]
+            )
+        )
+        with CaptureQueriesContext(connection) as captured:
+            explained = explain_trace(trace)
+        assert len(explained) == calls and {c.approved_as for c in explained} == {"live"}
+        return len(captured)
+
+    assert queries_for("1" * 32, 2) == queries_for("2" * 32, 20)
