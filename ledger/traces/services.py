@@ -64,17 +64,52 @@ def record_spans(extracted: Extracted, *, now: dt.datetime | None = None) -> Rec
             kept.append(facts)
     with transaction.atomic():
         partitions.ensure(facts.started_at.date() for facts in kept)
-        ModelCallSpan.objects.bulk_create(
-            [ModelCallSpan(**vars(facts)) for facts in kept],
-            batch_size=BATCH,
-            ignore_conflicts=True,
-        )
+        if kept and connection.vendor == "postgresql":
+            _copy(kept)
+        else:
+            ModelCallSpan.objects.bulk_create(
+                [ModelCallSpan(**vars(facts)) for facts in kept],
+                batch_size=BATCH,
+                ignore_conflicts=True,
+            )
     recorded.stored = len(kept)
     metrics.OTLP_SPANS.labels(outcome="stored").inc(len(kept))
     metrics.OTLP_SPANS.labels(outcome="rejected").inc(len(recorded.rejected))
     metrics.OTLP_SPANS.labels(outcome="not_a_model_call").inc(extracted.skipped)
     metrics.OTLP_CONTENT_DROPPED.inc(extracted.content_dropped)
     return recorded
+
+
+_COLUMNS = [f.column for f in ModelCallSpan._meta.concrete_fields if f.column]
+_JSON_COLUMNS = frozenset({"finish_reasons", "latency_ms"})
+
+
+def _copy(kept: list[SpanFacts]) -> None:
+    """The rows COPied into a session's temporary table, then inserted from it skipping
+    the spans already stored (an exporter's retry): several times faster than a
+    multi-row INSERT of 512 rows of 25 columns, which Django builds parameter by parameter."""
+    from psycopg.types.json import Jsonb
+
+    columns = ", ".join(_COLUMNS)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS spans_in (LIKE {partitions.TABLE}) "
+            "ON COMMIT DELETE ROWS"
+        )
+        with cursor.cursor.copy(f"COPY spans_in ({columns}) FROM STDIN") as copy:
+            for facts in kept:
+                values = vars(facts)
+                copy.write_row(
+                    [
+                        Jsonb(values[column]) if column in _JSON_COLUMNS else values[column]
+                        for column in _COLUMNS
+                    ]
+                )
+        cursor.execute(
+            f"INSERT INTO {partitions.TABLE} ({columns}) SELECT {columns} FROM spans_in "  # noqa: S608 - the model's own columns
+            "ON CONFLICT DO NOTHING"
+        )
+        cursor.execute("TRUNCATE spans_in")
 
 
 def sweep_traces(*, actor: Actor, now: dt.datetime | None = None) -> dict[str, object]:
