@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any, NamedTuple
 
 from django import template
@@ -56,6 +57,19 @@ WORDS = {
     "rollback": pgettext_lazy("action", "roll back"),
     "stop": pgettext_lazy("action", "stop the analysis"),
 }
+
+
+# A trace id cited in a comment or a close note: 32 hex digits standing alone (not a
+# part of a longer digest).
+_CITED_TRACE = re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{32}(?![0-9A-Za-z])")
+
+
+@register.filter
+def cited_traces(text: str | None) -> list[str]:
+    """The trace ids a text cites, lower-cased, in order, each once: the page links each
+    to its explanation beside the text (the text itself is shown escaped, as written)."""
+    found = (match.lower() for match in _CITED_TRACE.findall(text or ""))
+    return [t for t in dict.fromkeys(found) if set(t) != {"0"}]
 
 
 @register.filter

@@ -199,3 +199,24 @@ def test_the_queries_do_not_grow_with_the_calls_of_a_trace(addressed):
         return len(captured)
 
     assert queries_for("1" * 32, 2) == queries_for("2" * 32, 20)
+
+
+def test_a_release_cites_trace_ids_in_its_comments_and_close_note(release, owner, client):
+    from django.template.loader import render_to_string
+
+    from releases.governance.services.comments import add_comment
+
+    digest = "ab" * 32  # a sha256 is not a trace id
+    add_comment(
+        release,
+        actor=owner,
+        body=f"Slow answer reported: {TRACE.upper()}; image {digest}; <b>not bold</b>",
+    )
+    client.force_login(owner)
+    page = client.get(f"/releases/{release.pk}/").content.decode()
+    assert page.count(f'href="/explain/?trace_id={TRACE}"') == 1
+    assert "&lt;b&gt;not bold&lt;/b&gt;" in page
+    assert f"trace_id={digest[:32]}" not in page
+    # The close note is shown with the same part (the rollout panel, the change record).
+    note = render_to_string("releases/_cited_traces.html", {"text": f"see {TRACE}, {TRACE}"})
+    assert note.count(f'href="/explain/?trace_id={TRACE}"') == 1
