@@ -145,3 +145,34 @@ def test_the_demo_pages_answer_on_sqlite(embedded_data_dir):
     assert dt.datetime.fromisoformat(answers["finding"]["detected_at"]) == at
     assert answers["rollback"]["state"] == "verifying"
     assert dt.datetime.fromisoformat(answers["rollback"]["started_at"]) == at
+
+
+def test_spans_are_stored_once_and_swept_by_rows_on_sqlite(embedded_data_dir):
+    """No partitions on SQLite: a plain table, a retried span stored once, and the sweep
+    deleting the old rows in batches, with its Event."""
+    script = """
+import datetime as dt, json
+from django.test.utils import override_settings
+from django.utils import timezone
+from ledger.models import Event, ModelCallSpan
+from ledger.traces.otlp import Extracted, SpanFacts
+from ledger.traces.services import record_spans, sweep_traces
+now = timezone.now()
+def span(n, days):
+    return SpanFacts(trace_id=f"{n + 1:032x}", span_id=f"{n + 1:016x}", parent_span_id="",
+        name="chat", started_at=now - dt.timedelta(days=days), duration_ms=5.0, operation="chat")
+old = span(1, 10)
+record_spans(Extracted(spans=[span(0, 0), old]))
+record_spans(Extracted(spans=[old]))  # an exporter's retry
+stored = ModelCallSpan.objects.count()
+with override_settings(RETENTION_TRACES_DAYS=5):
+    swept = sweep_traces(actor=None)
+print(json.dumps({"stored": stored, "left": ModelCallSpan.objects.count(), "swept": swept,
+    "events": Event.objects.filter(action="retention.traces_swept").count()}))
+"""
+    env = embedded_env(embedded_data_dir)
+    ran = run_manage("shell", "-c", script, env=env)
+    assert ran.returncode == 0, ran.stderr
+    said = json.loads(ran.stdout.strip().splitlines()[-1])
+    assert said["stored"] == 2 and said["left"] == 1
+    assert said["swept"]["rows_deleted"] == 1 and said["events"] == 1
