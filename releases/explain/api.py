@@ -52,6 +52,7 @@ class _CallSerializer(serializers.Serializer):
     happened = serializers.ListField(child=serializers.CharField())
     findings = serializers.ListField(child=serializers.CharField())
     rollbacks_open = serializers.ListField(child=serializers.IntegerField())
+    unauthorized_changes_open = serializers.ListField(child=serializers.IntegerField())
     evidence = _LinkSerializer(many=True)
 
 
@@ -97,6 +98,7 @@ def call_json(call: CallExplained) -> dict[str, Any]:
         "happened": call.happened,
         "findings": call.findings,
         "rollbacks_open": [rollback.pk for rollback in call.rollbacks],
+        "unauthorized_changes_open": [change.pk for change in call.unauthorized],
         "evidence": [{"label": link.label, "url": link.url} for link in call.evidence],
     }
 

@@ -15,7 +15,8 @@ For each stored span of the trace (`ledger.ModelCallSpan`, oldest first):
   then; *unknown* when no registered backend answers at that address for that model;
 - the gateway policy in force (the revision's, against the version the gateway said it
   applied), and whether the call failed, hit a limit, was degraded, retried or cut short;
-- rollbacks open at that instant, and the revision's evidence (its newest load-test
+- rollbacks and unauthorized changes (the probes' drift records) open at that instant,
+  and the revision's evidence (its newest load-test
   reports and replay runs), each with its link.
 """
 
@@ -31,7 +32,7 @@ from django.urls import reverse
 
 from ledger.models import LoadTestReport, ModelCallSpan, Revision, Service
 from ledger.queries import ServingInterval, ServingShare, serving_history, share_history
-from releases.models import Release, RollbackEvent
+from releases.models import Release, RollbackEvent, UnauthorizedChange
 from replay.models import Backend, Run
 
 TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -73,6 +74,8 @@ class CallExplained:
     findings: list[str] = field(default_factory=list)  # loud: mismatches
     happened: list[str] = field(default_factory=list)  # failed, limited, degraded, retried
     rollbacks: list[RollbackEvent] = field(default_factory=list)
+    # Unauthorized changes (probes' drift records) open at that instant: an incident.
+    unauthorized: list[UnauthorizedChange] = field(default_factory=list)
     evidence: list[Link] = field(default_factory=list)
     release_id: int | None = None
 
@@ -119,6 +122,7 @@ class _ServiceContext:
     history: list[ServingInterval]  # newest first
     shares: list[ServingShare]
     rollbacks: list[RollbackEvent]
+    unauthorized: list[UnauthorizedChange]
 
     def live_at(self, at: dt.datetime) -> ServingInterval | None:
         return next(
@@ -144,11 +148,17 @@ def _contexts(services: list[Service], spans: list[ModelCallSpan]) -> dict[int, 
         .order_by("started_at")
     ):
         rollbacks[rollback.service_id].append(rollback)
+    unauthorized: dict[int, list[UnauthorizedChange]] = {s.pk: [] for s in services}
+    for change in UnauthorizedChange.objects.filter(
+        service__in=services, detected_at__lte=last
+    ).filter(Q(reconciled_at__isnull=True) | Q(reconciled_at__gte=first)).order_by("detected_at"):
+        unauthorized[change.service_id].append(change)
     return {
         service.pk: _ServiceContext(
             history=serving_history(service),
             shares=share_history(service, limit=_SHARES_READ),
             rollbacks=rollbacks[service.pk],
+            unauthorized=unauthorized[service.pk],
         )
         for service in services
     }
@@ -301,5 +311,10 @@ def _explain(
         r
         for r in context.rollbacks
         if r.started_at <= at and (r.finished_at is None or r.finished_at >= at)
+    ]
+    call.unauthorized = [
+        u
+        for u in context.unauthorized
+        if u.detected_at <= at and (u.reconciled_at is None or u.reconciled_at >= at)
     ]
     return call

@@ -128,6 +128,22 @@ def test_a_revision_never_approved_then_is_an_unauthorized_change_candidate(
 
 
 def test_an_unknown_backend_and_a_policy_the_ledger_did_not_approve_are_said(addressed):
+    from releases.models import UnauthorizedChange
+
+    drift = UnauthorizedChange.objects.create(
+        service=addressed.service,
+        expected_revision=addressed.live,
+        found=[{"what": "engine_version", "registered": "0.6.3", "reported": "0.7.0"}],
+        detected_at=timezone.now() - dt.timedelta(minutes=5),
+    )
+    UnauthorizedChange.objects.create(  # reconciled before the calls: not in force
+        service=addressed.service,
+        expected_revision=addressed.live,
+        found=[],
+        detected_at=timezone.now() - dt.timedelta(hours=2),
+        reconciled_at=timezone.now() - dt.timedelta(hours=1),
+        reconciliation="restarted",
+    )
     store(
         call("00000000000000d5", "somewhere.else", service_slug="kb-assistant"),
         call(
@@ -141,6 +157,9 @@ def test_an_unknown_backend_and_a_policy_the_ledger_did_not_approve_are_said(add
     assert unknown.approved_as == "unknown" and unknown.service == addressed.service
     assert "no registered backend answers at somewhere.else:8000" in unknown.findings[0]
     assert unknown.live.revision == addressed.live  # what the ledger approved, still said
+    assert (
+        [u.pk for u in unknown.unauthorized] == [u.pk for u in drifted.unauthorized] == [drift.pk]
+    )
     assert drifted.approved_as == "live"
     assert drifted.findings == [
         f"the gateway applied policy v999; the ledger approved "
