@@ -680,7 +680,11 @@ if RETENTION_TRACES_DAYS < 1:
 # for collectors; an SDK's batch of 512 spans is well under 1 MiB).
 OTLP_MAX_BODY_BYTES = env_int("OTLP_MAX_BODY_BYTES", 16 * 1024 * 1024)
 CELERY_BEAT_SCHEDULE["sweep-traces"] = {"task": "sweep_traces", "schedule": 24 * 3600.0}
-CELERY_BEAT_SCHEDULE["summarize-traces"] = {"task": "summarize_traces", "schedule": 24 * 3600.0}
+# Yesterday's run evidence from its traces, once the day is over (UTC).
+CELERY_BEAT_SCHEDULE["summarize-traces"] = {
+    "task": "summarize_traces",
+    "schedule": crontab(minute=15, hour=0),
+}
 CELERY_BEAT_SCHEDULE["purge-expired-replay-outputs"] = {
     "task": "purge_expired_outputs",
     "schedule": 24 * 3600.0,

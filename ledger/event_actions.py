@@ -33,6 +33,7 @@ ACTION_LABELS: dict[str, StrOrPromise] = {
     "model_asset.updated": _("Model asset changed"),
     "price_sheet.recorded": _("Price sheet recorded"),
     "retention.request_data_purged": _("Request-level load-test data dropped"),
+    "retention.traces_swept": _("Model-call spans past retention dropped"),
     "revision.created": _("Revision created"),
     "revision.fingerprint_changed": _("Revision fingerprint changed"),
     "revision.updated": _("Revision changed"),

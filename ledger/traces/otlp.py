@@ -29,6 +29,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import math
+import re
 import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
     )
     from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
+# A trace id as the ledger stores and looks it up: 32 lower-case hex digits.
+TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 MODEL_CALLS = frozenset({"chat", "text_completion"})

@@ -8,12 +8,15 @@ from releases.demo.gateway import seed_gateway_drift
 from releases.demo.releases import seed_releases
 from releases.demo.reviews import seed_reviews
 from releases.demo.rollouts import seed_rollouts
+from releases.demo.traces import DEMO_TRACE, seed_traces
 
 __all__ = [
+    "DEMO_TRACE",
     "seed_canary_lab",
     "seed_drills",
     "seed_gateway_drift",
     "seed_releases",
     "seed_reviews",
     "seed_rollouts",
+    "seed_traces",
 ]

@@ -23,7 +23,6 @@ For each stored span of the trace (`ledger.ModelCallSpan`, oldest first):
 from __future__ import annotations
 
 import datetime as dt
-import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -32,10 +31,10 @@ from django.urls import reverse
 
 from ledger.models import LoadTestReport, ModelCallSpan, Revision, Service
 from ledger.queries import ServingInterval, ServingShare, serving_history, share_history
+from ledger.traces.otlp import TRACE_ID
 from releases.models import Release, RollbackEvent, UnauthorizedChange
 from replay.models import Backend, Run
 
-TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 _LIMIT_WORDS = ("429", "rate_limit", "ratelimit", "quota", "too many requests")
 
 
@@ -149,9 +148,11 @@ def _contexts(services: list[Service], spans: list[ModelCallSpan]) -> dict[int, 
     ):
         rollbacks[rollback.service_id].append(rollback)
     unauthorized: dict[int, list[UnauthorizedChange]] = {s.pk: [] for s in services}
-    for change in UnauthorizedChange.objects.filter(
-        service__in=services, detected_at__lte=last
-    ).filter(Q(reconciled_at__isnull=True) | Q(reconciled_at__gte=first)).order_by("detected_at"):
+    for change in (
+        UnauthorizedChange.objects.filter(service__in=services, detected_at__lte=last)
+        .filter(Q(reconciled_at__isnull=True) | Q(reconciled_at__gte=first))
+        .order_by("detected_at")
+    ):
         unauthorized[change.service_id].append(change)
     return {
         service.pk: _ServiceContext(

@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from ledger.chain import verify_chain
-from ledger.models import Event
+from ledger.models import Event, Service
 from releases.governance import gates
 from releases.models import (
     Drill,
@@ -279,3 +279,25 @@ def test_the_demo_has_a_concluded_month_end_drill_and_the_next_one_planned(clien
     client.force_login(get_user_model().objects.get(username="business"))
     page = client.get(f"/drills/{concluded.pk}/").content.decode()
     assert "every task type met its bounds up to 30" in page
+
+
+def test_the_demo_has_a_complaints_trace_to_explain(client):
+    from releases.demo import DEMO_TRACE
+    from releases.explain.queries import explain_trace
+
+    first, retried, elsewhere = explain_trace(DEMO_TRACE)
+    kb = Service.objects.get(slug="kb-assistant")
+    assert (first.approved_as, retried.approved_as) == ("live", "live")
+    assert first.revision == kb.live_revision and first.findings == []
+    assert retried.happened == [
+        "degraded: shorter-context",
+        "retried 1 time",
+        "cut short at the token limit (finish reason: length)",
+    ]
+    assert elsewhere.approved_as == "unknown" and elsewhere.service.slug == "dataagent-sql"
+    assert "no registered backend answers at sql-gpu7.internal:8000" in elsewhere.findings[0]
+
+    client.force_login(get_user_model().objects.get(username="sre"))
+    found = client.get("/search/", {"q": DEMO_TRACE})
+    page = client.get(found["Location"]).content.decode()
+    assert page.count("the live revision") == 2 and "unknown backend" in page

@@ -50,6 +50,9 @@ def test_beat_runs_the_reaper_and_the_probe_sweep():
         # Retention sweeps, daily.
         "purge_expired_outputs": 86400.0,
         "purge_expired_request_data": 86400.0,
+        "sweep_traces": 86400.0,
+        # Yesterday's run evidence from the traces, once the day is over.
+        "summarize_traces": crontab(minute=15, hour=0),
         # The releases app's: rollback readiness and due verifications, probes' drift
         # on live backends, and outbound webhooks.
         "sweep_rollback_readiness": 900.0,

@@ -30,12 +30,14 @@ from ledger.roles import Role
 from ledger.services import accounts
 from releases.cost.services import deferred_cost
 from releases.demo import (
+    DEMO_TRACE,
     seed_canary_lab,
     seed_drills,
     seed_gateway_drift,
     seed_releases,
     seed_reviews,
     seed_rollouts,
+    seed_traces,
 )
 from replay.demo import seed_replay, unmonitor_demo_backends
 
@@ -194,6 +196,12 @@ class Command(BaseCommand):
             f"demo drills: {drills} added (one concluded, one planned)"
             if drills
             else "demo drills: kept as they are"
+        )
+        traces = seed_traces()
+        self.stdout.write(
+            f"demo traces: a complaint's trace {DEMO_TRACE} of {traces} model calls"
+            if traces
+            else "demo traces: kept as they are"
         )
         if unmonitored := unmonitor_demo_backends():
             self.stdout.write(f"demo backends: {unmonitored} disabled (nothing serves them)")

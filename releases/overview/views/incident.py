@@ -16,11 +16,11 @@ from django.views.decorators.http import require_GET
 
 from ledger import queries as ledger_queries
 from ledger.models import Service
+from ledger.traces.otlp import TRACE_ID
 from lib.actors import AuthenticatedHttpRequest
 from lib.aggregates import split
 from lib.pages import wants_fragment
 from releases import permissions
-from releases.explain.queries import TRACE_ID
 from releases.gateway.queries import service_gateway
 from releases.governance import playbooks
 from releases.governance.queries.incident import changed_revision_labels, incident, incident_service
