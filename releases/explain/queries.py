@@ -7,8 +7,9 @@ For each stored span of the trace (`ledger.ModelCallSpan`, oldest first):
   (and port, when the span says) for its model (`gen_ai.response.model`, else the
   requested one), and so its revision; the service is the gateway's `ledger.service`
   when it said, else the backend's;
-- **what the ledger approved then**, from the event chain (`ledger.queries.serving_at`
-  and `shares_at`): the live revision and any gray share. The call is *live* or a
+- **what the ledger approved then**, from the event chain (each service's
+  `serving_history` and `share_history`, read once): the live revision and any gray
+  share at the call's instant. The call is *live* or a
   *stage* (the release, its stage and traffic share) when the revision that served it
   is one of them; *unapproved* — a loud finding, an unauthorized change candidate — when
   a registered backend served a revision the ledger had not put live or in a stage
