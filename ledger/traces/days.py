@@ -29,21 +29,18 @@ import numpy as np
 from ledger.models import ModelCallSpan, RunSummary, Service
 from ledger.models.run_evidence import UNATTRIBUTED
 from ledger.services import record_run_summary
+from ledger.traces.otlp import is_limit_error
 from lib.actors import Actor
+from lib.percentiles import percentiles
 
 FROM = "traces"
-_LIMIT_WORDS = ("429", "rate_limit", "ratelimit", "quota", "too many requests")
 
 
 def _percentiles(values: list[float], name: str) -> dict[str, float]:
     if not values:
         return {}
-    p50, p95, p99 = np.percentile(np.asarray(values, dtype=float), [50, 95, 99])
-    return {
-        f"{name}_p50_ms": round(p50, 3),
-        f"{name}_p95_ms": round(p95, 3),
-        f"{name}_p99_ms": round(p99, 3),
-    }
+    found = percentiles(np.asarray(values, dtype=float))
+    return {f"{name}_p{p}_ms": round(getattr(found, f"p{p}"), 3) for p in (50, 95, 99)}
 
 
 def _tpot(span: ModelCallSpan) -> float | None:
@@ -52,16 +49,22 @@ def _tpot(span: ModelCallSpan) -> float | None:
     return max(span.duration_ms - span.ttft_ms, 0.0) / (span.output_tokens - 1)
 
 
-def spans_of_day(service: Service, date: dt.date) -> Iterable[ModelCallSpan]:
+def _day(date: dt.date) -> Any:
     start = dt.datetime.combine(date, dt.time(), tzinfo=dt.UTC)
-    return (
-        ModelCallSpan.objects.filter(
-            service_slug=service.slug,
-            started_at__gte=start,
-            started_at__lt=start + dt.timedelta(days=1),
-        )
-        .order_by()
-        .iterator(chunk_size=5_000)
+    return ModelCallSpan.objects.filter(
+        started_at__gte=start, started_at__lt=start + dt.timedelta(days=1)
+    ).order_by()
+
+
+def spans_of_day(service: Service, date: dt.date) -> Iterable[ModelCallSpan]:
+    return _day(date).filter(service_slug=service.slug).iterator(chunk_size=5_000)
+
+
+def services_with_spans(date: dt.date) -> Any:
+    """The services the day's spans name (one query, through the day's partition),
+    so that a nightly run reads no service that had no traced call."""
+    return Service.objects.filter(slug__in=_day(date).values("service_slug").distinct()).order_by(
+        "slug"
     )
 
 
@@ -97,9 +100,7 @@ def day_from_spans(
                 "input_tokens": sum(span.input_tokens or 0 for span in group),
                 "output_tokens": sum(span.output_tokens or 0 for span in group),
                 "error_counts": dict(sorted(errors.items())),
-                "rate_limit_hits": sum(
-                    n for code, n in errors.items() if any(w in code.lower() for w in _LIMIT_WORDS)
-                ),
+                "rate_limit_hits": sum(n for code, n in errors.items() if is_limit_error(code)),
                 "retries": sum(span.retry_count or 0 for span in group),
                 "truncations": sum(1 for span in group if "length" in span.finish_reasons),
                 "degradations": dict(

@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 # A trace id as the ledger stores and looks it up: 32 lower-case hex digits.
 TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 PROTOBUF = "application/x-protobuf"
+# What an `error.type` says when the call was refused for a limit: 429, a rate limit, a
+# quota (providers and gateways name it each their way).
+_LIMIT_WORDS = ("429", "rate_limit", "ratelimit", "quota", "too many requests")
 JSON = "application/json"
 MODEL_CALLS = frozenset({"chat", "text_completion"})
 # Attributes that carry what people wrote or were answered: dropped, counted.
@@ -368,6 +371,12 @@ def _reasons(value: Any) -> list[str]:
         return []
     items = value if isinstance(value, list) else [value]
     return [_text(item)[:40] for item in items[:_MAX_FINISH_REASONS]]
+
+
+def is_limit_error(error_type: str) -> bool:
+    """Whether a span's `error.type` says the call was over a limit."""
+    lowered = error_type.lower()
+    return any(word in lowered for word in _LIMIT_WORDS)
 
 
 def json_response(rejected: int = 0, message: str = "") -> bytes:

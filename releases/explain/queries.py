@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.db.models import Q
@@ -32,11 +33,9 @@ from django.urls import reverse
 
 from ledger.models import LoadTestReport, ModelCallSpan, Revision, Service
 from ledger.queries import ServingInterval, ServingShare, serving_history, share_history
-from ledger.traces.otlp import TRACE_ID
+from ledger.traces.otlp import TRACE_ID, is_limit_error
 from releases.models import Release, RollbackEvent, UnauthorizedChange
 from replay.models import Backend, Run
-
-_LIMIT_WORDS = ("429", "rate_limit", "ratelimit", "quota", "too many requests")
 
 
 class TraceIdInvalid(ValueError):
@@ -100,11 +99,11 @@ def _backend_for(span: ModelCallSpan, backends: list[Backend]) -> Backend | None
 
 def _happened(span: ModelCallSpan) -> list[str]:
     said = []
-    error = span.error_type.lower()
-    if error:
-        limited = any(word in error for word in _LIMIT_WORDS)
+    if span.error_type:
         said.append(
-            f"over a limit ({span.error_type})" if limited else f"failed ({span.error_type})"
+            f"over a limit ({span.error_type})"
+            if is_limit_error(span.error_type)
+            else f"failed ({span.error_type})"
         )
     if span.degradation:
         said.append(f"degraded: {span.degradation}")
@@ -141,20 +140,10 @@ _SHARES_READ = 10_000
 def _contexts(services: list[Service], spans: list[ModelCallSpan]) -> dict[int, _ServiceContext]:
     first = min(span.started_at for span in spans)
     last = max(span.started_at for span in spans)
-    rollbacks: dict[int, list[RollbackEvent]] = {s.pk: [] for s in services}
-    for rollback in (
-        RollbackEvent.objects.filter(service__in=services, started_at__lte=last)
-        .filter(Q(finished_at__isnull=True) | Q(finished_at__gte=first))
-        .order_by("started_at")
-    ):
-        rollbacks[rollback.service_id].append(rollback)
-    unauthorized: dict[int, list[UnauthorizedChange]] = {s.pk: [] for s in services}
-    for change in (
-        UnauthorizedChange.objects.filter(service__in=services, detected_at__lte=last)
-        .filter(Q(reconciled_at__isnull=True) | Q(reconciled_at__gte=first))
-        .order_by("detected_at")
-    ):
-        unauthorized[change.service_id].append(change)
+    rollbacks = _open_during(RollbackEvent, "started_at", "finished_at", services, first, last)
+    unauthorized = _open_during(
+        UnauthorizedChange, "detected_at", "reconciled_at", services, first, last
+    )
     return {
         service.pk: _ServiceContext(
             history=serving_history(service),
@@ -164,6 +153,30 @@ def _contexts(services: list[Service], spans: list[ModelCallSpan]) -> dict[int, 
         )
         for service in services
     }
+
+
+def _open_during(
+    model: Any, opened: str, closed: str, services: list[Service], first: Any, last: Any
+) -> dict[int, list[Any]]:
+    """Per service, its records (rollbacks, unauthorized changes) open at some instant
+    between `first` and `last`: opened by `last`, not closed before `first`."""
+    found: dict[int, list[Any]] = {s.pk: [] for s in services}
+    for row in (
+        model.objects.filter(service__in=services, **{f"{opened}__lte": last})
+        .filter(Q(**{f"{closed}__isnull": True}) | Q(**{f"{closed}__gte": first}))
+        .order_by(opened)
+    ):
+        found[row.service_id].append(row)
+    return found
+
+
+def _open_at(rows: list[Any], opened: str, closed: str, at: dt.datetime) -> list[Any]:
+    return [
+        row
+        for row in rows
+        if getattr(row, opened) <= at
+        and (getattr(row, closed) is None or getattr(row, closed) >= at)
+    ]
 
 
 def _evidence(revisions: list[Revision]) -> dict[int, list[Link]]:
@@ -309,14 +322,6 @@ def _explain(
                 f"the gateway applied policy {said}; the ledger approved {call.policy_in_force} "
                 f"for {revision.label}"
             )
-    call.rollbacks = [
-        r
-        for r in context.rollbacks
-        if r.started_at <= at and (r.finished_at is None or r.finished_at >= at)
-    ]
-    call.unauthorized = [
-        u
-        for u in context.unauthorized
-        if u.detected_at <= at and (u.reconciled_at is None or u.reconciled_at >= at)
-    ]
+    call.rollbacks = _open_at(context.rollbacks, "started_at", "finished_at", at)
+    call.unauthorized = _open_at(context.unauthorized, "detected_at", "reconciled_at", at)
     return call

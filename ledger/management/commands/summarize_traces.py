@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from ledger.models import Service
-from ledger.traces.days import record_day_from_traces
+from ledger.traces.days import record_day_from_traces, services_with_spans
 
 
 def _date(value: str) -> dt.date:
@@ -36,12 +36,14 @@ class Command(BaseCommand):
             if options["date"]
             else timezone.now().astimezone(dt.UTC).date() - dt.timedelta(days=1)
         )
-        services = Service.objects.order_by("slug")
+        services = services_with_spans(date)
         if options["service"]:
-            services = services.filter(slug__in=options["service"])
-            unknown = set(options["service"]) - set(services.values_list("slug", flat=True))
-            if unknown:
+            known = set(
+                Service.objects.filter(slug__in=options["service"]).values_list("slug", flat=True)
+            )
+            if unknown := set(options["service"]) - known:
                 raise CommandError(f"--service: no service {', '.join(sorted(unknown))}")
+            services = services.filter(slug__in=options["service"])
         refused = 0
         for service in services:
             try:

@@ -101,3 +101,12 @@ def test_a_day_without_spans_records_nothing_and_bad_arguments_are_named(service
         call_command("summarize_traces", "--date", "12/06")
     with pytest.raises(CommandError, match="--service: no service nope"):
         call_command("summarize_traces", "--service", "nope")
+
+
+def test_what_counts_as_over_a_limit():
+    from ledger.traces.otlp import is_limit_error
+
+    for said in ("429", "RateLimitError", "rate_limit_exceeded", "insufficient_quota"):
+        assert is_limit_error(said), said
+    for said in ("503", "timeout", "context_length_exceeded", ""):
+        assert not is_limit_error(said), said
