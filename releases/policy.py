@@ -10,7 +10,7 @@ can take some away (a decommission measures nothing new) and add its own.
 | license             | yes          | yes      | yes        |
 | provenance          | yes          | yes      | yes        |
 | image_pinned        | yes          | yes      | yes        |
-| load_evidence       |              | short    | short, high_concurrency, long_context, streaming |
+| load_evidence       |              | short    | short, high_concurrency, long_context, streaming, and each class its task types need (`TASK_TYPE_WORKLOADS`) |
 | metrics_coverage    |              | ttft, tpot, error_rate | all seven |
 | replay              |              | ≥ 1 set  | ≥ 1 set    |
 | failures_classified |              | yes      | yes        |
@@ -58,6 +58,7 @@ waives a gate of a role they signed (`releases.permissions`).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from typing import Final
 
 from django.conf import settings
@@ -164,9 +165,11 @@ REQUIRED_WORKLOADS: Final[dict[str, tuple[str, ...]]] = {
     "production": ("short", "high_concurrency", "long_context", "streaming"),
 }
 
-# What each task type asks of load-test evidence (the seed's table 6-4). A drill records
-# its requests of a task type as evidence of the first class here; a task type not
-# listed as high-concurrency evidence (a drill is a peak's concurrency).
+# What each task type asks of load-test evidence (the seed's table 6-4). On the tiers of
+# `TASK_TYPE_EVIDENCE_TIERS` a service needs a current report of every class its task
+# types list here, beside the tier's own (`load_evidence`). A drill records its requests
+# of a task type as evidence of the first class here; a task type not listed as
+# high-concurrency evidence (a drill is a peak's concurrency).
 TASK_TYPE_WORKLOADS: Final[dict[str, tuple[str, ...]]] = {
     "chat": ("streaming", "short"),
     "rag": ("long_context",),
@@ -174,7 +177,22 @@ TASK_TYPE_WORKLOADS: Final[dict[str, tuple[str, ...]]] = {
     "sql": ("structured",),
     "tool-use": ("structured",),
 }
+TASK_TYPE_EVIDENCE_TIERS: Final = frozenset({"production"})
 DRILL_DEFAULT_WORKLOAD: Final = "high_concurrency"
+
+
+def required_workloads(tier: str, task_types: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """The workload classes a service of `tier` serving `task_types` needs current
+    evidence of, each with the task types that need it (empty: the tier itself does),
+    the tier's classes first."""
+    by_tier = REQUIRED_WORKLOADS[tier]
+    needed: dict[str, list[str]] = {workload: [] for workload in by_tier}
+    if tier in TASK_TYPE_EVIDENCE_TIERS:
+        for task_type in sorted(set(task_types)):
+            for workload in TASK_TYPE_WORKLOADS.get(task_type, ()):
+                if workload not in by_tier:
+                    needed.setdefault(workload, []).append(task_type)
+    return {workload: tuple(by) for workload, by in needed.items()}
 
 
 def drill_workload(task_type: str) -> str:

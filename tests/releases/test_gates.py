@@ -349,6 +349,51 @@ def test_internal_services_need_only_short_prompts_evidence(team, owner):
     )
 
 
+def test_a_production_service_serving_sql_needs_structured_evidence(team, owner):
+    world = build_world(team, slug="dataagent-sql", task_types=("sql", "chat"))
+    release = file_release(world, owner)
+    assert gate(release, "load_evidence") == (
+        "fail",
+        "no current load-test report for structured (needed by task type sql).",
+    )
+    report(world.candidate, "structured")
+    status, reason = gate(release, "load_evidence")
+    assert (status, reason) == (
+        "pass",
+        "current reports for short, high_concurrency, long_context, streaming, structured "
+        "are within the service SLOs.",
+    )
+
+
+def test_task_type_evidence_names_every_task_type_that_needs_the_class(team, owner):
+    world = build_world(team, slug="agents", task_types=("tool-use", "sql", "summarization"))
+    release = file_release(world, owner)
+    status, reason = gate(release, "load_evidence")
+    assert status == "fail"
+    assert reason == (
+        "no current load-test report for structured (needed by task types sql, tool-use); "
+        "no current load-test report for batch (needed by task type summarization)."
+    )
+
+
+def test_task_type_evidence_is_held_to_the_slos_too(team, owner):
+    world = build_world(team, slug="dataagent-sql", task_types=("sql",))
+    structured = report(world.candidate, "structured")
+    LoadTestReport.objects.filter(pk=structured.pk).update(ttft_p95_ms=905)
+    release = file_release(world, owner)
+    assert gate(release, "load_evidence") == (
+        "fail",
+        "p95 TTFT 905 ms under structured exceeds the service SLO of 800 ms "
+        f"— report #{structured.pk}.",
+    )
+
+
+def test_internal_services_need_no_evidence_by_task_type(team, owner):
+    world = build_world(team, tier="internal", slug="internal-sql", task_types=("sql",))
+    release = file_release(world, owner)
+    assert gate(release, "load_evidence")[0] == "pass"
+
+
 # ---------------------------------------------------------------- metrics
 
 

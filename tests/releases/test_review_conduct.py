@@ -88,7 +88,8 @@ def test_the_checklist_is_prefilled_with_the_facts_found(review, world):
     evidence = items["evidence"]
     assert evidence.facts[0]["value"].startswith("current, measured")
     assert evidence.flags == [
-        "no high_concurrency, long_context, streaming load test, which production services need"
+        "no high_concurrency, long_context, streaming load test, which production services need",
+        "no structured load test, which production services serving sql need",
     ]
     versions = {f["label"]: f["value"] for f in items["versions"].facts}
     assert versions["Newer engine versions in the registry"].startswith("none")

@@ -197,11 +197,13 @@ def load_inputs_many(
 
 
 def _served_task_types(releases: Sequence[Release]) -> dict[int, tuple[str, ...]]:
-    """The task types of each service whose tier's gateway policy must cover them."""
+    """The task types of each service whose tier's gateway policy must cover them, or
+    whose tier asks for load-test evidence by task type."""
     services = {
         release.service_id
         for release in releases
         if "degradation" in policy.GATEWAY_POLICY_NEEDS[release.service.tier]
+        or release.service.tier in policy.TASK_TYPE_EVIDENCE_TIERS
     }
     if not services:
         return {}

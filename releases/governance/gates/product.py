@@ -112,7 +112,8 @@ def load_evidence(inputs: Inputs) -> Verdict:
     for report, status in sorted(statuses, key=lambda p: (p[0].measured_at, p[0].pk)):
         if status.status in ("stale", "unverified") and not status.counts:
             refused[report.workload] = (report, status)
-    required = policy.REQUIRED_WORKLOADS[inputs.tier]
+    needed_by = policy.required_workloads(inputs.tier, inputs.served_task_types)
+    required = tuple(needed_by)
     # Which SLOs, read from which column and compared which way: the SLO matrix's table.
     slos = [c for c in ledger_queries.SLO_CHECKS if c.target_of(service) is not None]
     problems: list[str] = []
@@ -126,11 +127,14 @@ def load_evidence(inputs: Inputs) -> Verdict:
             if held:
                 report, status = held
                 problems.append(
-                    f"the only {workload} report (#{report.pk}) is {status.status}: {status.reason}"
+                    f"the only {workload} report (#{report.pk}){_for(needed_by[workload])} "
+                    f"is {status.status}: {status.reason}"
                 )
                 refs.append(report_ref(report))
             else:
-                problems.append(f"no current load-test report for {workload}")
+                problems.append(
+                    f"no current load-test report for {workload}{_for(needed_by[workload])}"
+                )
             continue
         report = found
         refs.append(report_ref(report))
@@ -156,6 +160,13 @@ def load_evidence(inputs: Inputs) -> Verdict:
         f"current reports for {', '.join(required)} are within the service SLOs.",
         refs,
     )
+
+
+def _for(task_types: tuple[str, ...]) -> str:
+    """Which task types need a workload class, when the tier alone does not."""
+    if not task_types:
+        return ""
+    return f" (needed by task type{'s' if len(task_types) > 1 else ''} {', '.join(task_types)})"
 
 
 def metrics_coverage(inputs: Inputs) -> Verdict:

@@ -1057,9 +1057,17 @@ def _evidence(facts: ServiceFacts, context: SweepContext) -> ItemPrefill:
         )
         if status.status != "current":
             flags.append(f"{workload} evidence is {status.status}")
-    missing = [w for w in policy.REQUIRED_WORKLOADS.get(service.tier, ()) if w not in newest]
+    served = (task.slug for task in service.task_types.all())
+    needed = policy.required_workloads(service.tier, served)
+    missing = [w for w, by in needed.items() if not by and w not in newest]
     if missing:
         flags.append(f"no {', '.join(missing)} load test, which {service.tier} services need")
+    for workload, task_types in needed.items():
+        if task_types and workload not in newest:
+            flags.append(
+                f"no {workload} load test, which {service.tier} services serving "
+                f"{', '.join(task_types)} need"
+            )
     if not newest:
         listed.append(_fact("Load tests", f"none attached to {live.label}"))
     listed.append(
