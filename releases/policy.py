@@ -17,6 +17,7 @@ can take some away (a decommission measures nothing new) and add its own.
 | rollback_plan       |              | verified ≤ 30 days | verified ≤ 7 days |
 | gray_plan           |              | ≥ 1 stage below 100 % | ≥ 2 stages below 100 % |
 | logging_policy      |              | yes      | yes        |
+| impact_assessed     |              | yes      | yes        |
 | risk                | yes          | yes      | yes        |
 | change_path         | yes          | yes      | yes        |
 | blackout            | yes          | yes      | yes        |
@@ -26,7 +27,17 @@ can take some away (a decommission measures nothing new) and add its own.
 | signoffs            | none         | model team, platform | model team, platform, security & compliance, business owner |
 
 A decommission skips load_evidence, metrics_coverage, replay,
-failures_classified, gray_plan, gateway_policy and cost_record: nothing new is served.
+failures_classified, gray_plan, gateway_policy, cost_record and impact_assessed: nothing
+new is served.
+
+impact_assessed reads the revision diff (`releases.governance.impact`): every downstream
+system it suggests is ticked or dismissed with a reason, and every impacted task type is
+covered by a required replay sample set with a sample tagged with it. A release whose
+impacted task types include one that must never degrade silently
+(`releases.governance.playbooks.never_degrading`) is suggested one risk step higher,
+needs one more gray stage below 100 % than its tier, and a rollback target that is
+ready: its image pinned by digest and its model asset neither retired nor deprecated,
+beside the verification every rollback plan needs.
 
 cost_record reads the candidate's runtime: it names a GPU model, and that model has a
 price sheet (`ledger.models.PriceSheet`) in force on the day (UTC) of the assessment.
@@ -48,7 +59,7 @@ the gate is (`WAIVER_OWNERS`):
 | waived by               | gates |
 |-------------------------|-------|
 | security & compliance   | license, provenance, logging_policy |
-| platform                | image_pinned, load_evidence, metrics_coverage, replay, rollback_plan, gray_plan, decommission_plan, gateway_policy, cost_record |
+| platform                | image_pinned, load_evidence, metrics_coverage, replay, rollback_plan, gray_plan, decommission_plan, gateway_policy, cost_record, peak_drill, impact_assessed |
 | business owner          | failures_classified |
 
 Whoever waives a gate does not sign off the role that owns it on that release, nor
@@ -79,6 +90,7 @@ GATES: Final[dict[str, str]] = {
     "rollback_plan": gettext_noop("Rollback plan complete and its target verified"),
     "gray_plan": gettext_noop("Gray plan valid"),
     "logging_policy": gettext_noop("Logging policy recorded"),
+    "impact_assessed": gettext_noop("Downstream impact assessed from the diff"),
     "risk": gettext_noop("Risk assessed"),
     "change_path": gettext_noop("Change path justified"),
     "decommission_plan": gettext_noop("Decommission moves recorded"),
@@ -122,6 +134,7 @@ NOT_FOR_DECOMMISSION: Final = frozenset(
         "gray_plan",
         "gateway_policy",
         "cost_record",
+        "impact_assessed",
     }
 )
 
@@ -150,6 +163,8 @@ WAIVER_OWNERS: Final[dict[str, str]] = {
     "cost_record": "platform",
     # Whether the new capacity carries the peak: platform owns the scale-up.
     "peak_drill": "platform",
+    # Which systems downstream must hear of the change: platform runs what they call.
+    "impact_assessed": "platform",
     # Whether it is fit for the tasks it serves: the failures it is allowed to keep.
     "failures_classified": "business_owner",
 }
@@ -265,7 +280,7 @@ GATES_OF_INTEREST: Final[dict[str, tuple[str, ...]]] = {
     "model_team": ("load_evidence", "replay", "failures_classified", "metrics_coverage"),
     "platform": ("image_pinned", "rollback_plan", "gray_plan", "blackout", "load_evidence"),
     "security_compliance": ("license", "provenance", "logging_policy"),
-    "business_owner": ("failures_classified", "risk", "gray_plan", "blackout"),
+    "business_owner": ("failures_classified", "impact_assessed", "risk", "gray_plan", "blackout"),
 }
 
 # Risk suggested by change kind for an internal service; a production service moves one
@@ -296,14 +311,20 @@ def gates_for(tier: str, change_kind: str) -> tuple[str, ...]:
     return tuple(key for key in GATES if key in keys)
 
 
-def suggested_risk(tier: str, change_kind: str) -> str:
-    index = RISK_ORDER.index(BASE_RISK[change_kind]) + _TIER_RISK_STEP[tier]
+def suggested_risk(tier: str, change_kind: str, *, strict: bool = False) -> str:
+    """`strict`: an impacted task type must never degrade silently (a step up)."""
+    index = RISK_ORDER.index(BASE_RISK[change_kind]) + _TIER_RISK_STEP[tier] + int(strict)
     return RISK_ORDER[max(0, min(index, len(RISK_ORDER) - 1))]
 
 
-def effective_risk(release_risk: str, tier: str, change_kind: str) -> str:
+def effective_risk(release_risk: str, tier: str, change_kind: str, *, strict: bool = False) -> str:
     """The release's risk: the filer's choice, else the one suggested."""
-    return release_risk or suggested_risk(tier, change_kind)
+    return release_risk or suggested_risk(tier, change_kind, strict=strict)
+
+
+# A release touching a task type that must never degrade silently needs this many more
+# gray stages below 100 % than its tier does.
+STRICT_EXTRA_STAGES: Final = 1
 
 
 def required_signoffs(tier: str, path: str) -> tuple[str, ...]:

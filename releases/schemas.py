@@ -74,6 +74,18 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         **_list_of({"enum": list(DOWNSTREAM_SYSTEMS)}),
         "uniqueItems": True,
     },
+    "impact_dismissed": _list_of(
+        {
+            "type": "object",
+            "required": ["system", "reason"],
+            "additionalProperties": False,
+            "properties": {
+                "system": {"enum": list(DOWNSTREAM_SYSTEMS)},
+                "reason": {**_TEXT, "minLength": 1},
+            },
+        },
+        len(DOWNSTREAM_SYSTEMS),
+    ),
     "required_sample_sets": {**_list_of(_NAME, 50), "uniqueItems": True},
     "metrics_declared": {**_list_of({"enum": list(METRICS)}), "uniqueItems": True},
     "failure_classifications": _list_of(
@@ -183,6 +195,7 @@ EXAMPLES: dict[str, str] = {
     "impact_tenants": '["support", "sales"]',
     "impact_task_types": '["chat", "rag"]',
     "impact_downstream": '["agent_runtime", "trace"]',
+    "impact_dismissed": '[{"system": "front_end", "reason": "no page streams from this service"}]',
     "required_sample_sets": '["kb-golden", "json-contracts"]',
     "metrics_declared": '["ttft", "tpot", "tokens_per_s", "queue_length", "gpu_memory", '
     '"kv_cache_usage", "error_rate"]',

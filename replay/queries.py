@@ -106,6 +106,26 @@ def latest_verdicts_of_pairs(pairs: Iterable[tuple[str, int]]) -> dict[tuple[str
     return {pair: run for pair, run in found.items() if pair in wanted}
 
 
+def newest_sample_tags(sample_set_names: Iterable[str]) -> dict[str, set[str]]:
+    """The tags of the samples of each named set's newest version (what a set "covers":
+    a task type is covered by a set with a sample tagged with it), in one query. Names
+    without a set are missing from the answer."""
+    names = set(sample_set_names)
+    if not names:
+        return {}
+    newest = SampleSet.objects.filter(name=OuterRef("sample_set__name")).order_by("-version")
+    rows = Sample.objects.filter(
+        sample_set__name__in=names,
+        sample_set__version=Subquery(newest.values("version")[:1]),
+    ).values_list("sample_set__name", "tags")
+    found: dict[str, set[str]] = {}
+    for name, tags in rows:
+        found.setdefault(name, set()).update(
+            str(tag) for tag in (tags if isinstance(tags, list) else [])
+        )
+    return found
+
+
 def last_verification(revision: Revision) -> Run | None:
     """The latest finished rollback-target verification run on a revision ("last verified")."""
     return last_verifications([revision.pk]).get(revision.pk)

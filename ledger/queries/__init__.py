@@ -30,7 +30,13 @@ from ledger.queries.compliance import (
     license_problems_by_asset,
     license_warnings,
 )
-from ledger.queries.diff import Change, breaking_changes, has_breaking, revision_diff
+from ledger.queries.diff import (
+    Change,
+    breaking_changes,
+    declared_capabilities,
+    has_breaking,
+    revision_diff,
+)
 from ledger.queries.events import (
     EventNote,
     FieldChange,
@@ -173,6 +179,7 @@ __all__ = [
     "capacity_from_levels",
     "current_reports",
     "day_breakdown",
+    "declared_capabilities",
     "describe_for_timeline",
     "event_changes",
     "event_notes",

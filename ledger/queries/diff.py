@@ -253,24 +253,30 @@ PLAIN = Rule()
 # ---------------------------------------------------------------- the diff
 
 
-def revision_diff(a: Revision, b: Revision) -> list[Change]:
+def revision_diff(
+    a: Revision | None,
+    b: Revision,
+    *,
+    capabilities: dict[int, dict[str, Any]] | None = None,
+) -> list[Change]:
     """What changes going from revision `a` to revision `b`: breaking changes first,
-    then by field; unchanged fields are left out.
+    then by field; unchanged fields are left out. With no `a` (a service's first
+    revision) every part `b` sets is a change from unset, and nothing breaks.
 
     Reads each revision's model asset and runtime (load them with `with_parts()`)
-    and asks one query for the capabilities of both, and one for their gateway
-    policies when they run with different versions not loaded yet. Two versions'
-    documents are compared part by part (`ledger.queries.policy_diff`): "tenant legal
-    removed: its calls will be refused".
+    and asks one query for the capabilities of both (none when `capabilities`, kind →
+    value by revision id, is given: `declared_capabilities` reads them for many at once), and
+    one for their gateway policies when they run with different versions not loaded
+    yet. Two versions' documents are compared part by part
+    (`ledger.queries.policy_diff`): "tenant legal removed: its calls will be refused".
     """
+    if a is None:
+        return _first_revision(b, capabilities)
     policies = _policies(a, b)
-    capabilities: dict[int, dict[str, Any]] = {a.pk: {}, b.pk: {}}
-    rows = Capability.objects.filter(revision_id__in={a.pk, b.pk}).values_list(
-        "revision_id", "kind", "value"
-    )
-    for revision_id, kind, value in rows:
-        capabilities[revision_id][kind] = value
-    old, new = _fields(a, capabilities[a.pk]), _fields(b, capabilities[b.pk])
+    if capabilities is None:
+        capabilities = declared_capabilities([a.pk, b.pk])
+    old = _fields(a, capabilities.get(a.pk, {}))
+    new = _fields(b, capabilities.get(b.pk, {}))
     changes = [
         _judge(field, old.get(field), new.get(field))
         for field in old.keys() | new.keys()
@@ -282,6 +288,41 @@ def revision_diff(a: Revision, b: Revision) -> list[Change]:
         changes.append(_judge("gateway_policy_version", was.label, now.label))
         changes.extend(policy_changes(was.document, now.document))
     return sorted(changes, key=lambda change: (not change["breaking"], change["field"]))
+
+
+def declared_capabilities(revision_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+    """Each revision's declared capabilities, kind → value, in one query."""
+    found: dict[int, dict[str, Any]] = {pk: {} for pk in revision_ids}
+    if not found:
+        return found
+    rows = Capability.objects.filter(revision_id__in=found).values_list(
+        "revision_id", "kind", "value"
+    )
+    for revision_id, kind, value in rows:
+        found[revision_id][kind] = value
+    return found
+
+
+def _first_revision(b: Revision, capabilities: dict[int, dict[str, Any]] | None) -> list[Change]:
+    if capabilities is None:
+        capabilities = declared_capabilities([b.pk])
+    new = _fields(b, capabilities.get(b.pk, {}))
+    changes: list[Change] = [
+        {"field": field, "from": None, "to": value, "breaking": False, "why": ""}
+        for field, value in new.items()
+        if value not in (None, "", [], {})
+    ]
+    if b.gateway_policy_id is not None:
+        changes.append(
+            {
+                "field": "gateway_policy_version",
+                "from": None,
+                "to": b.gateway_policy_id,
+                "breaking": False,
+                "why": "",
+            }
+        )
+    return sorted(changes, key=lambda change: change["field"])
 
 
 def _policies(a: Revision, b: Revision) -> dict[int, GatewayPolicy | None]:

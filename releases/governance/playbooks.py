@@ -9,7 +9,7 @@ recovery actions from the least to the most disruptive, rollback last.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -24,6 +24,7 @@ FailureMode = Literal[
     "structured_output_failure",
     "output_format_drift",
     "node_restart",
+    "circuit_open",
 ]
 
 FAILURE_MODES: dict[FailureMode, str] = {
@@ -34,6 +35,7 @@ FAILURE_MODES: dict[FailureMode, str] = {
     "structured_output_failure": "Structured-output failure",
     "output_format_drift": "Output format drift",
     "node_restart": "Node restart",
+    "circuit_open": "Gateway circuit breaker open",
 }
 
 # The same titles as a page shows them, in the reader's language. FAILURE_MODES stays
@@ -46,6 +48,7 @@ FAILURE_MODE_TITLES: dict[str, StrOrPromise] = {
     "structured_output_failure": pgettext_lazy("failure mode", "Structured-output failure"),
     "output_format_drift": pgettext_lazy("failure mode", "Output format drift"),
     "node_restart": pgettext_lazy("failure mode", "Node restart"),
+    "circuit_open": pgettext_lazy("failure mode", "Gateway circuit breaker open"),
 }
 
 
@@ -157,6 +160,24 @@ DEFAULT_PLAYBOOKS: dict[FailureMode, Playbook] = {
             _ROLL_BACK,
         ),
     ),
+    # LiteLLM's router: a deployment failing more than `allowed_fails` times in a minute
+    # is cooled down for `cooldown_time`; with every deployment of a model cooling down,
+    # callers get 429 "No deployments available for selected model".
+    "circuit_open": Playbook(
+        "circuit_open",
+        diagnosis=(
+            'Gateway: which deployments are cooled down (litellm_deployment_cooled_down_total by exception_status; litellm_deployment_state 1 = partial, 2 = complete outage). Callers get 429 "No deployments available for selected model" while every deployment of the model cools down.',
+            "What tripped it: the cooldowns' exception status (engine 5xx and timeouts, or the engine's own 429) against the engine's error log and the probe.",
+            "The breaker's settings in the gateway policy in force (retries: allowed_fails, cooldown_s): a threshold too tight trips on one bad minute.",
+            "The engine behind it: health, waiting requests and KV-cache use. A cooled-down deployment is often an overloaded one.",
+        ),
+        recovery=(
+            "Fix or restart the failing replica; the breaker closes by itself after cooldown_s.",
+            "Shift the model's traffic to a healthy pool or to the policy's fallback, degrading per task type (never silently for sql and tool-use).",
+            "Change allowed_fails or cooldown_s through a gateway policy release, not by hand on the gateway.",
+            _ROLL_BACK,
+        ),
+    ),
 }
 
 # Which failure modes an incident screen offers first, per tier; every mode stays reachable.
@@ -216,3 +237,13 @@ def degradation_for(task_type: str, own: Mapping[str, Any] | None = None) -> Deg
     if isinstance(entry, dict):
         return Degradation(bool(entry.get("may_degrade")), str(entry.get("how", "")), True)
     return DEFAULT_DEGRADATION.get(task_type, UNKNOWN_TASK_DEGRADATION)
+
+
+def never_degrading(task_types: Iterable[str]) -> list[str]:
+    """Those of `task_types` that must never degrade silently by default (money,
+    contracts, tools): a release touching one is a step riskier (`policy.suggested_risk`)."""
+    return [
+        task_type
+        for task_type in task_types
+        if task_type in DEFAULT_DEGRADATION and not DEFAULT_DEGRADATION[task_type].may_degrade
+    ]

@@ -37,6 +37,7 @@ FORM_FIELDS: tuple[str, ...] = (
     "impact_tenants",
     "impact_task_types",
     "impact_downstream",
+    "impact_dismissed",
     "required_sample_sets",
     "known_limitations",
     "compatible_request_formats",
@@ -66,14 +67,14 @@ def attname(name: str) -> str:
 
 # Fields added after sign-offs were recorded: left out of a snapshot while empty, so the
 # releases that never used them keep the digest their signers approved.
-_OMITTED_WHEN_EMPTY = frozenset({"planned_peak_rps"})
+_OMITTED_WHEN_EMPTY = frozenset({"planned_peak_rps", "impact_dismissed"})
 
 
 def form_values(release: Release) -> dict[str, Any]:
     values = {}
     for name in FORM_FIELDS:
         value = getattr(release, attname(name))
-        if value is None and name in _OMITTED_WHEN_EMPTY:
+        if value in (None, []) and name in _OMITTED_WHEN_EMPTY:
             continue
         values[name] = value
     # Through JSON once, so a datetime reads as the text canonical JSON gives it.

@@ -126,6 +126,14 @@ class Release(ChoiceLabels, models.Model):
             "dataagent, trace, eval, security, cost_view."
         ),
     )
+    impact_dismissed = models.JSONField(
+        default=list,
+        blank=True,
+        help_text=_(
+            "Systems the diff suggests that this change does not touch, each with why: "
+            '[{"system": "eval", "reason": "…"}].'
+        ),
+    )
 
     # -- evidence
     required_sample_sets = models.JSONField(

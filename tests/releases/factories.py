@@ -250,7 +250,7 @@ def complete_form(world: World) -> dict[str, Any]:
         "risk": "",
         "impact_tenants": ["support"],
         "impact_task_types": [],
-        "impact_downstream": ["agent_runtime"],
+        "impact_downstream": ["front_end", "agent_runtime", "eval", "trace"],
         "required_sample_sets": [world.sample_set.name],
         "metrics_declared": list(ALL_METRICS),
         "gray_stages": [dict(s) for s in GOOD_STAGES],

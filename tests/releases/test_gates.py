@@ -81,8 +81,9 @@ def test_all_gates_take_a_constant_number_of_queries(world, owner, django_assert
     # release + its joins, its revisions + theirs, reports, latest runs, verification,
     # the revisions rolled back off the service, the service's task types (its gateway
     # policy must cover them), the price sheet of the candidate's GPU model (the
-    # cost_record gate), windows, waivers, sign-offs
-    with django_assert_num_queries(11):
+    # cost_record gate), the revisions' capabilities (the diff impact_assessed reads),
+    # windows, waivers, sign-offs
+    with django_assert_num_queries(12):
         gates.assess(release)
     more_sets = [world.sample_set.name]
     for n in range(5):
@@ -92,7 +93,7 @@ def test_all_gates_take_a_constant_number_of_queries(world, owner, django_assert
     for _ in range(5):
         report(world.candidate, "batch")
     services.update_release(release, actor=owner, required_sample_sets=more_sets)
-    with django_assert_num_queries(11):
+    with django_assert_num_queries(12):
         gates.assess(release)
 
 
@@ -132,8 +133,8 @@ def test_assess_many_judges_each_release_as_assess_does_in_as_many_queries(
 
     # As many as for one release: the releases, their revisions, reports, latest runs,
     # verifications, rolled-back revisions, task types, price sheets (cost_record),
-    # windows, waivers and sign-offs of all of them.
-    with django_assert_num_queries(11):
+    # capabilities (impact_assessed), windows, waivers and sign-offs of all of them.
+    with django_assert_num_queries(12):
         together = gates.assess_many(releases, now=now)
 
     def seen(assessment):

@@ -22,6 +22,7 @@ from ledger.models import Revision, Service
 from lib.forms import CommaListField, LinesField, shown_choices
 from releases import policy
 from releases.governance.forms.release_fields import FIELD_SPECS, LOGGING_PARTS, SECTIONS, saved
+from releases.governance.playbooks import never_degrading
 from releases.governance.snapshot import attname
 from releases.models import Release, StandardChangeTemplate
 from releases.schemas import (
@@ -116,6 +117,48 @@ class MovesField(LinesField):
         return moves
 
 
+class DismissalsField(LinesField):
+    """Suggested downstream systems the change does not touch, one a line with why:
+    `Front end: no page streams from this service`. The system by its label or key."""
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return "\n".join(
+                f"{DOWNSTREAM_SYSTEMS.get(d.get('system', ''), d.get('system', ''))}: "
+                f"{d.get('reason', '')}"
+                for d in value
+                if isinstance(d, dict)
+            )
+        return value
+
+    def to_python(self, value: Any) -> list[dict[str, str]]:  # type: ignore[override]
+        by_name = {key: key for key in DOWNSTREAM_SYSTEMS}
+        for key, label in DOWNSTREAM_SYSTEMS.items():
+            by_name[label.casefold()] = key
+            by_name[str(_(label)).casefold()] = key
+        dismissals = []
+        for number, line in enumerate(super().to_python(value), start=1):
+            name, colon, reason = line.partition(":")
+            system = by_name.get(name.strip().casefold()) or by_name.get(name.strip())
+            if not colon or system is None or not reason.strip():
+                raise ValidationError(
+                    _(
+                        "Line %(number)s (%(line)s): expected 'SYSTEM: WHY IT IS NOT TOUCHED', "
+                        "SYSTEM one of %(systems)s, e.g. 'Front end: no page streams from "
+                        "this service'."
+                    )
+                    % {
+                        "number": number,
+                        "line": repr(line),
+                        "systems": ", ".join(
+                            str(_(label)) for label in DOWNSTREAM_SYSTEMS.values()
+                        ),
+                    }
+                )
+            dismissals.append({"system": system, "reason": reason.strip()})
+        return dismissals
+
+
 class RevisionChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, obj: Any) -> str:
         revision: Revision = obj
@@ -179,6 +222,16 @@ class ReleaseForm(forms.Form):
         required=False,
         label=_("Downstream systems touched"),
         help_text=_("The systems that read this service's output or depend on its behaviour."),
+    )
+    impact_dismissed = DismissalsField(
+        label=_("Suggested systems not touched"),
+        max_length=5000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text=_(
+            "A system the diff suggests that this change does not touch, one a line with "
+            "why, e.g. 'Front end: no page streams from this service'. Every suggested "
+            "system is ticked above or named here."
+        ),
     )
     required_sample_sets = SampleSetsField(
         required=False,
@@ -340,6 +393,14 @@ class ReleaseForm(forms.Form):
     ) -> None:
         if release is not None and "initial" not in kwargs:
             kwargs["initial"] = initial_from(release)
+        if release is None:
+            # A new release touches, until the filer says otherwise, every tenant and
+            # task type of the service.
+            kwargs["initial"] = {
+                "impact_tenants": [t for t in service.tenants if isinstance(t, str)],
+                "impact_task_types": [t.slug for t in service.task_types.all()],
+                **kwargs.get("initial", {}),
+            }
         super().__init__(*args, **kwargs)
         self.service = service
         self.release = release
@@ -479,7 +540,17 @@ class ReleaseForm(forms.Form):
         kind = self.data.get("change_kind") if self.is_bound else self.initial.get("change_kind")
         if kind not in Release.ChangeKind.values:
             return None
-        return policy.suggested_risk(self.service.tier, str(kind))
+        strict = bool(self.never_degrading())
+        return policy.suggested_risk(self.service.tier, str(kind), strict=strict)
+
+    def never_degrading(self) -> list[str]:
+        """The impacted task types, as the form holds them, that must never degrade
+        silently (they raise the suggested risk)."""
+        if self.is_bound:
+            task_types = str(self.data.get("impact_task_types", "")).split(",")
+        else:
+            task_types = list(self.initial.get("impact_task_types") or [])
+        return never_degrading(t.strip() for t in task_types if isinstance(t, str))
 
     # -- validation
 

@@ -53,6 +53,7 @@ FIELD_SPECS: tuple[FieldSpec, ...] = (
     FieldSpec("impact_tenants", "impact", _("Impact tenants"), LIST),
     FieldSpec("impact_task_types", "impact", _("Impact task types"), LIST),
     FieldSpec("impact_downstream", "impact", _("Impact downstream"), LIST),
+    FieldSpec("impact_dismissed", "impact", _("Impact dismissed"), LIST),
     FieldSpec("required_sample_sets", "evidence", _("Required sample sets"), LIST),
     FieldSpec("metrics_declared", "evidence", _("Metrics declared"), LIST),
     FieldSpec("known_limitations", "evidence", _("Known limitations")),

@@ -16,12 +16,15 @@ set on each candidate (0-1: none when no set is named); the rollback targets'
 last verifications and the revisions rolled back off their services (0-2: none
 without a target); the task types of the services whose gateway policy must cover
 them (0-1); the price sheets in force for the candidates' GPU models (0-1: none when
-no release takes the cost_record gate); the drills of the candidates (0-1: none unless a
+no release takes the cost_record gate); the capabilities of the from- and to-revisions
+whose diff suggests the downstream systems (0-1: none unless a release takes the
+impact_assessed gate); the sample tags of the required sets (0-1: none unless such a
+release names impacted task types and sample sets); the drills of the candidates (0-1: none unless a
 capacity change states a planned peak); blackout windows (1); waivers (1); sign-offs with their signers (1).
 
 The gates themselves: `product.py` (what the candidate is and how it
 measured), `plan.py` (rollback, gray plan, logging, risk, path, calendar,
-sign-offs), `gateway.py` (the candidate's gateway policy), `cost.py` (a price for its hardware),
+sign-offs), `gateway.py` (the candidate's gateway policy), `cost.py` (a price for its hardware), `downstream.py` (the impact the diff suggests, assessed),
 `drill.py` (a capacity change drilled at its planned peak); `base.py` holds the shapes and the citing helpers.
 """
 
@@ -38,8 +41,9 @@ from django.utils import timezone
 from ledger import queries as ledger_queries
 from ledger.models import LoadTestReport, PriceSheet, Revision, Service
 from releases import policy
+from releases.governance import impact
 from releases.governance import snapshot as snapshots
-from releases.governance.gates import cost, drill, gateway, plan, product
+from releases.governance.gates import cost, downstream, drill, gateway, plan, product
 from releases.governance.gates.base import (
     Assessment,
     EvidenceRef,
@@ -144,6 +148,8 @@ def load_inputs_many(
         release.to_revision.model_asset for release in fresh
     )
     served = _served_task_types(fresh)
+    impact_suggested = _impact_suggested(fresh)
+    set_tags = _set_tags(fresh)
     prices = _prices_in_force(fresh, now)
     drills = _drills_of_candidates(fresh)
     windows = list(
@@ -191,6 +197,12 @@ def load_inputs_many(
                 ),
                 price_sheet=prices.get(candidate.runtime.gpu_model),
                 drills=drills.get(candidate.pk, []),
+                impact_suggested=impact_suggested.get(release.pk, {}),
+                set_tags={
+                    name: set_tags[name]
+                    for name in release.required_sample_sets
+                    if name in set_tags
+                },
             )
         )
     return found
@@ -214,6 +226,44 @@ def _served_task_types(releases: Sequence[Release]) -> dict[int, tuple[str, ...]
     for service_id, slug in rows.order_by("tasktype__slug"):
         served[service_id].append(slug)
     return {service_id: tuple(slugs) for service_id, slugs in served.items()}
+
+
+def _takes_impact_gate(release: Release) -> bool:
+    return "impact_assessed" in policy.gates_for(release.service.tier, release.change_kind)
+
+
+def _impact_suggested(releases: Sequence[Release]) -> dict[int, dict[str, list[str]]]:
+    """The downstream systems the diff of each release's from- and to-revision suggests,
+    for those taking the impact_assessed gate: their capabilities in one query."""
+    judged = [release for release in releases if _takes_impact_gate(release)]
+    if not judged:
+        return {}
+    capabilities = ledger_queries.declared_capabilities(
+        {r.to_revision_id for r in judged}
+        | {r.from_revision_id for r in judged if r.from_revision_id}
+    )
+    return {
+        release.pk: impact.suggested_systems(
+            ledger_queries.revision_diff(
+                release.from_revision, release.to_revision, capabilities=capabilities
+            )
+        )
+        for release in judged
+    }
+
+
+def _set_tags(releases: Sequence[Release]) -> dict[str, set[str]]:
+    """The sample tags of the newest version of each sample set a release taking the
+    impact_assessed gate requires, when it names impacted task types (one query)."""
+    names = {
+        name
+        for release in releases
+        if release.impact_task_types and _takes_impact_gate(release)
+        for name in release.required_sample_sets
+    }
+    if not names:
+        return {}
+    return replay_queries.newest_sample_tags(names)
 
 
 def _prices_in_force(releases: Sequence[Release], now: dt.datetime) -> dict[str, PriceSheet]:
@@ -367,6 +417,7 @@ _JUDGES = {
     "gateway_policy": gateway.gateway_policy,
     "cost_record": cost.cost_record,
     "peak_drill": drill.peak_drill,
+    "impact_assessed": downstream.impact_assessed,
 }
 
 

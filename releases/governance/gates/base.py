@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from ledger.models import LoadTestReport, PriceSheet, Revision
+from releases.governance.playbooks import never_degrading
 from releases.governance.queries.rolled_back import RolledBack
 from releases.models import BlackoutWindow, Drill, Release, SignOff, Waiver
 from replay.models import Run
@@ -65,12 +66,23 @@ class Inputs:
     price_sheet: PriceSheet | None = None
     # Drills run against the candidate, newest first (read when a peak rate is stated).
     drills: list[Drill] = field(default_factory=list)
+    # The downstream systems the revision diff suggests, with the fields that suggest
+    # each (`releases.governance.impact`), and the sample tags of each required sample
+    # set's newest version (read for the impact_assessed gate).
+    impact_suggested: dict[str, list[str]] = field(default_factory=dict)
+    set_tags: dict[str, set[str]] = field(default_factory=dict)
     # Filled while judging: what the snapshot binds to.
     evidence_used: dict[str, LoadTestReport] = field(default_factory=dict)
 
     @property
     def rollback_target(self) -> Revision | None:
         return self.release.rollback_target or self.release.from_revision
+
+    @property
+    def never_degrading(self) -> list[str]:
+        """The impacted task types that must never degrade silently: the release is a
+        risk step up, with one more gray stage and a ready rollback target."""
+        return never_degrading(t for t in self.release.impact_task_types if isinstance(t, str))
 
 
 @dataclass

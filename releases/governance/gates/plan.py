@@ -8,7 +8,8 @@ import itertools
 
 from django.conf import settings
 
-from ledger.models import Revision
+from ledger.models import ModelAsset, Revision
+from ledger.validators import parse_image
 from releases import policy
 from releases.governance.gates.base import (
     EvidenceRef,
@@ -60,6 +61,7 @@ def rollback_plan(inputs: Inputs) -> Verdict:
             )
         else:
             problems.extend(_verification_problems(inputs, target, refs))
+            problems.extend(_not_ready(inputs, target))
             unverified = _unknown_verification(inputs, target)
     if problems:
         return "fail", "; ".join(problems) + ".", refs
@@ -95,6 +97,24 @@ def _verification_problems(inputs: Inputs, target: Revision, refs: list[Evidence
     return []
 
 
+def _not_ready(inputs: Inputs, target: Revision) -> list[str]:
+    """What keeps the target from being ready, asked only of a release touching a task
+    type that must never degrade silently (the verification is asked of every plan)."""
+    strict = inputs.never_degrading
+    if not strict:
+        return []
+    because = f"{', '.join(strict)} must never degrade silently, so the target must be ready"
+    problems = []
+    if not parse_image(target.runtime.image).pinned:
+        problems.append(
+            f"{target.label}'s image {target.runtime.image} is not pinned by digest ({because})"
+        )
+    lifecycle = target.model_asset.lifecycle
+    if lifecycle in (ModelAsset.Lifecycle.RETIRED, ModelAsset.Lifecycle.DEPRECATED):
+        problems.append(f"{target.label}'s model asset is {lifecycle} ({because})")
+    return problems
+
+
 def _unknown_verification(inputs: Inputs, target: Revision) -> str:
     """The target's last verification reached no backend: not verified yet, and no
     verdict against it either ("" when it did reach one)."""
@@ -125,10 +145,14 @@ def gray_plan(inputs: Inputs) -> Verdict:
         problems.append(f"the last stage sends {shares[-1]:g} %; the plan must end at 100 %")
     below = sum(1 for share in shares if share < 100)
     needed = policy.MIN_STAGES_BELOW_FULL[tier]
+    strict = inputs.never_degrading
+    if strict:
+        needed += policy.STRICT_EXTRA_STAGES
     if below < needed:
         problems.append(
-            f"{tier} releases need at least {needed} stages below 100 % traffic; "
-            f"the plan has {below}"
+            f"{tier} releases need at least {needed} stages below 100 % traffic"
+            + (f" when {', '.join(strict)} must never degrade silently" if strict else "")
+            + f"; the plan has {below}"
         )
     for number, stage in enumerate(stages, start=1):
         guards = stage.get("guards") or {}
@@ -176,9 +200,14 @@ def _with_article(noun: str) -> str:
 
 def risk(inputs: Inputs) -> Verdict:
     release = inputs.release
-    suggested = policy.suggested_risk(inputs.tier, release.change_kind)
-    chosen = policy.effective_risk(release.risk, inputs.tier, release.change_kind)
+    strict = inputs.never_degrading
+    suggested = policy.suggested_risk(inputs.tier, release.change_kind, strict=bool(strict))
+    chosen = policy.effective_risk(
+        release.risk, inputs.tier, release.change_kind, strict=bool(strict)
+    )
     kind = _with_article(release.get_change_kind_display().lower())
+    if strict:
+        kind += f" touching {', '.join(strict)}, which must never degrade silently,"
     if policy.RISK_ORDER.index(chosen) < policy.RISK_ORDER.index(suggested):
         if not release.risk_override_reason.strip():
             return (
@@ -224,7 +253,9 @@ def change_path(inputs: Inputs) -> Verdict:
         problems.append(
             f"template {template} covers {template.change_kind}, not {release.change_kind}"
         )
-    risk = policy.effective_risk(release.risk, inputs.tier, release.change_kind)
+    risk = policy.effective_risk(
+        release.risk, inputs.tier, release.change_kind, strict=bool(inputs.never_degrading)
+    )
     if policy.RISK_ORDER.index(risk) > policy.RISK_ORDER.index(template.max_risk):
         problems.append(f"risk {risk} is above the template's {template.max_risk}")
     if problems:

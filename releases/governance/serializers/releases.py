@@ -239,9 +239,11 @@ class ReleaseDetailSerializer(ReleaseWriteSerializer):
         return self.context["assessment"]
 
     def get_suggested_risk(self, release: Release) -> str:
+        from releases.governance.playbooks import never_degrading
         from releases.policy import suggested_risk
 
-        return suggested_risk(release.service.tier, release.change_kind)
+        strict = never_degrading(t for t in release.impact_task_types if isinstance(t, str))
+        return suggested_risk(release.service.tier, release.change_kind, strict=bool(strict))
 
     def get_gates(self, release: Release) -> Any:
         return GateSerializer(self._assessment().gates, many=True).data

@@ -73,6 +73,7 @@ def _check_references(release: Release) -> None:
         unknown = [t for t in release.impact_task_types if t not in known]
         if unknown:
             errors["impact_task_types"] = f"Unknown task types: {', '.join(map(str, unknown))}."
+    errors.update(_dismissal_errors(release))
     names = [*release.required_sample_sets]
     if release.rollback_verification_set:
         names.append(release.rollback_verification_set)
@@ -95,6 +96,20 @@ def _check_references(release: Release) -> None:
         )
     if errors:
         raise ValidationError(errors)
+
+
+def _dismissal_errors(release: Release) -> dict[str, str]:
+    """A system is dismissed once, and never while ticked as touched."""
+    systems = [d["system"] for d in release.impact_dismissed if isinstance(d, dict)]
+    twice = sorted({s for s in systems if systems.count(s) > 1})
+    if twice:
+        return {"impact_dismissed": f"Dismissed more than once: {', '.join(twice)}."}
+    both = [s for s in systems if s in release.impact_downstream]
+    if both:
+        return {
+            "impact_dismissed": f"{', '.join(both)} both ticked as touched and dismissed: keep one."
+        }
+    return {}
 
 
 def _validate(release: Release) -> None:

@@ -121,6 +121,12 @@ def _read_only_form(
     values: dict[str, Any] = {
         **{name: logging.get(key) for name, key in LOGGING_PARTS.items()},
         "impact_downstream": [_(DOWNSTREAM_SYSTEMS.get(v, v)) for v in release.impact_downstream],
+        "impact_dismissed": [
+            f"{_(DOWNSTREAM_SYSTEMS.get(d.get('system', ''), d.get('system', '')))}: "
+            f"{d.get('reason', '')}"
+            for d in release.impact_dismissed
+            if isinstance(d, dict)
+        ],
         "metrics_declared": [_(METRICS.get(v, v)) for v in release.metrics_declared],
         "rollback_target": (
             release.rollback_target.label if release.rollback_target else _("the live revision")

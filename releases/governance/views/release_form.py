@@ -32,6 +32,7 @@ from releases.governance.forms.release import ReleaseForm
 from releases.governance.queries import pages as page_queries
 from releases.governance.views.verification import verify_target_offered
 from releases.models import Release
+from releases.schemas import DOWNSTREAM_SYSTEMS
 from releases.transitions import Action
 
 
@@ -100,10 +101,23 @@ def _context(
         "live": service.live_revision,
         "assessment": assessment,
         "suggested_risk": form.suggested_risk(),
+        "strict_task_types": form.never_degrading(),
+        "impact_suggested": _impact_suggested(assessment),
         "blackout_warning": page_queries.blackout_warning(service, planned, str(path)),
         "can_submit": release is not None and release.allowed(Action.SUBMIT),
         **extra,
     }
+
+
+def _impact_suggested(assessment: Any) -> list[tuple[str, list[str]]] | None:
+    """The systems the diff suggests, by label, with the fields that suggest each;
+    None before the draft is saved."""
+    if assessment is None or assessment.inputs is None:
+        return None
+    return [
+        (_(DOWNSTREAM_SYSTEMS.get(system, system)), list(dict.fromkeys(fields)))
+        for system, fields in assessment.inputs.impact_suggested.items()
+    ]
 
 
 @require_http_methods(["GET", "POST"])
