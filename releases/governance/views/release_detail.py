@@ -122,7 +122,7 @@ def _read_only_form(
         **{name: logging.get(key) for name, key in LOGGING_PARTS.items()},
         "impact_downstream": [_(DOWNSTREAM_SYSTEMS.get(v, v)) for v in release.impact_downstream],
         "impact_dismissed": [
-            f"{_(DOWNSTREAM_SYSTEMS.get(d.get('system', ''), d.get('system', '')))}: "
+            f"{_(DOWNSTREAM_SYSTEMS.get(str(d.get('system')), str(d.get('system'))))}: "
             f"{d.get('reason', '')}"
             for d in release.impact_dismissed
             if isinstance(d, dict)
