@@ -26,6 +26,9 @@ can take some away (a decommission measures nothing new) and add its own.
 | decommission_plan   | decommission releases only               |
 | signoffs            | none         | model team, platform | model team, platform, security & compliance, business owner |
 
+A failure sample classified `risk_accepted` adds the business owner's sign-off on every
+tier and path: only the business owner accepts a risk.
+
 A decommission skips load_evidence, metrics_coverage, replay,
 failures_classified, gray_plan, gateway_policy, cost_record and impact_assessed: nothing
 new is served.
@@ -327,10 +330,25 @@ def effective_risk(release_risk: str, tier: str, change_kind: str, *, strict: bo
 STRICT_EXTRA_STAGES: Final = 1
 
 
-def required_signoffs(tier: str, path: str) -> tuple[str, ...]:
-    if path == "standard":
-        return STANDARD_PATH_SIGNOFFS
-    return REQUIRED_SIGNOFFS[tier]
+def required_signoffs(tier: str, path: str, *, risk_accepted: bool = False) -> tuple[str, ...]:
+    """The roles that must approve. `risk_accepted`: the form keeps a failure sample as a
+    risk the business accepts (`accepts_risk`), which only the business owner may
+    accept, on every tier and path."""
+    roles = STANDARD_PATH_SIGNOFFS if path == "standard" else REQUIRED_SIGNOFFS[tier]
+    if risk_accepted and RISK_ACCEPTED_BY not in roles:
+        return (*roles, RISK_ACCEPTED_BY)
+    return roles
+
+
+RISK_ACCEPTED_BY: Final = "business_owner"
+
+
+def accepts_risk(failure_classifications: object) -> bool:
+    """Whether a release form classifies a failure sample as a risk accepted."""
+    return isinstance(failure_classifications, list) and any(
+        isinstance(entry, dict) and entry.get("classification") == "risk_accepted"
+        for entry in failure_classifications
+    )
 
 
 def waiver_owner(gate: str) -> str | None:

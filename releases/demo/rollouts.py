@@ -83,7 +83,11 @@ def _sign_all(release: Release, people: dict[str, Any]) -> None:
             return
         from releases import policy
 
-        if role in policy.required_signoffs(release.service.tier, release.path):
+        if role in policy.required_signoffs(
+            release.service.tier,
+            release.path,
+            risk_accepted=policy.accepts_risk(release.failure_classifications),
+        ):
             services.sign_off(release, actor=signers[role], role=role, decision="approve")
 
 

@@ -338,7 +338,11 @@ def _assess(inputs: Inputs) -> Assessment:
             SignOffState(s, standing=s.voided_at is None, void_reason=s.void_reason)
             for s in inputs.signoffs
         ]
-    required = policy.required_signoffs(inputs.tier, release.path)
+    required = policy.required_signoffs(
+        inputs.tier,
+        release.path,
+        risk_accepted=policy.accepts_risk(release.failure_classifications),
+    )
     overdue = emergency_overdue(release, states, required, inputs.now)
     if "signoffs" in keys:
         gates.append(plan.signoffs_gate(inputs, states, required, overdue))

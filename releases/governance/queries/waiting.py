@@ -77,7 +77,14 @@ def waiting_for(user: Requester, *, limit: int | None = None) -> tuple[list[Awai
         .exclude(filed_by=user.pk)
         .annotate(**waived_owned)
         .order_by("signoffs_due_at", "submitted_at", "pk")
-        .values_list("pk", "service__tier", "path", "service__team_id", *waived_owned)
+        .values_list(
+            "pk",
+            "service__tier",
+            "path",
+            "service__team_id",
+            "failure_classifications",
+            *waived_owned,
+        )
     )
     standing: dict[int, list[tuple[str, int]]] = defaultdict(list)
     for release_id, role, signer_id in SignOff.objects.filter(
@@ -85,7 +92,7 @@ def waiting_for(user: Requester, *, limit: int | None = None) -> tuple[list[Awai
     ).values_list("release_id", "role", "signer_id"):
         standing[release_id].append((role, signer_id))
     found: list[tuple[int, tuple[str, ...]]] = []
-    for pk, tier, path, team_id, *waived in candidates:
+    for pk, tier, path, team_id, classifications, *waived in candidates:
         signed = standing[pk]
         if any(signer_id == user.pk for _, signer_id in signed):
             continue  # one person signs one role
@@ -96,7 +103,9 @@ def waiting_for(user: Requester, *, limit: int | None = None) -> tuple[list[Awai
         }
         mine = tuple(
             role
-            for role in policy.required_signoffs(tier, path)
+            for role in policy.required_signoffs(
+                tier, path, risk_accepted=policy.accepts_risk(classifications)
+            )
             if role in roles
             and role not in not_mine
             and all(role != given for given, _ in signed)
