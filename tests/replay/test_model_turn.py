@@ -8,11 +8,14 @@ import json
 import socket
 import sys
 from collections.abc import Iterator
+from io import StringIO
 from typing import Any
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.core.management import call_command
 from django.db import IntegrityError, transaction
+from rest_framework.test import APIClient
 
 from replay import jsonl, services
 from replay.models import Result, Run, SampleSet
@@ -368,3 +371,70 @@ def test_a_run_tells_re_run_model_turn_and_skipped_apart(fake, only_the_fake):
     assert run.summary["per_sample"]["refund"]["mode"] == "model_turn"
     assert run.summary["per_sample"]["wire-transfer"]["mode"] == "skipped"
     assert run.summary["attempts"] == 3
+
+
+def test_the_run_page_and_api_show_what_was_sent_of_each_sample(fake, client, auditor):
+    backend = backend_on(fake)
+    sample_set = make_set(
+        "mixed",
+        [
+            refund_sample(directive='output=text reply="Refund R-88 issued."'),
+            {
+                "key": "wire-transfer",
+                "category": "tool_call",
+                "rerunnable": False,
+                "messages": [{"role": "user", "content": "Wire 10 000 EUR to IBAN DE89."}],
+            },
+        ],
+    )
+    run = replay_now(backend, sample_set)
+    client.force_login(auditor)
+    api = APIClient()
+    api.force_authenticate(auditor)
+
+    page = client.get(f"/replay/runs/{run.pk}/").content.decode()
+    data = api.get(f"/api/replay/runs/{run.pk}/").json()
+    samples = api.get(f"/api/replay/sample-sets/{sample_set.name}/").json()["samples"]
+
+    assert '<span class="badge warn">Model turn only</span> <strong>1</strong>' in page
+    assert '<span class="badge">Re-run</span> <strong>0</strong>' in page
+    assert '<span class="badge">Skipped (not re-runnable)</span> <strong>1</strong>' in page
+    assert page.count('<span class="badge warn">Model turn only</span>') == 2  # + its row
+    assert {r["sample"]: r["mode"] for r in data["results"]} == {
+        "refund": "model_turn",
+        "wire-transfer": "skipped",
+    }
+    assert (data["summary"]["model_turn"], data["summary"]["skipped"]) == (1, 1)
+    assert {s["key"]: s["tool_results"] for s in samples} == {
+        "refund": [REFUND_RESULT],
+        "wire-transfer": [],
+    }
+
+
+def test_the_command_says_what_it_would_send_of_each_sample_and_prints_modes(fake, only_the_fake):
+    backend = backend_on(fake)
+    make_set("refunds", [refund_sample(directive='output=text reply="Refund R-88 issued."')])
+    dry, real = StringIO(), StringIO()
+
+    call_command(
+        "replay", "--backend", backend.name, "--sample-set", "refunds", "--dry-run", stdout=dry
+    )
+    assert fake.requests == []
+    call_command(
+        "replay",
+        "--backend",
+        backend.name,
+        "--sample-set",
+        "refunds",
+        "--json",
+        "--per-sample",
+        stdout=real,
+    )
+
+    assert "send the model turn only (1 recorded tool results)" in dry.getvalue()
+    assert "1 requests to send, 0 samples skipped." in dry.getvalue()
+    report = json.loads(real.getvalue())
+    assert [(s["sample"], s["mode"], s["outcome"]) for s in report["samples"]] == [
+        ("refund", "model_turn", "passed")
+    ]
+    assert len(fake.chat_requests) == 1
