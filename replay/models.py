@@ -249,6 +249,9 @@ class Sample(ChoiceLabels, models.Model):
             return Result.Mode.RERUN
         return Result.Mode.MODEL_TURN if self.tool_results else Result.Mode.SKIPPED
 
+    def get_replay_mode_display(self) -> str:
+        return str(Result.Mode(self.replay_mode).label)
+
 
 class RunQuerySet(models.QuerySet):
     def latest_verdict(self, sample_set_name: str, revision) -> Run | None:

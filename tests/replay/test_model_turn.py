@@ -438,3 +438,13 @@ def test_the_command_says_what_it_would_send_of_each_sample_and_prints_modes(fak
         ("refund", "model_turn", "passed")
     ]
     assert len(fake.chat_requests) == 1
+
+
+def test_the_sample_set_page_marks_samples_sent_as_their_model_turn(client, auditor):
+    sample_set = make_set("refunds", [refund_sample(), refund_sample(key="plain", tool_results=[])])
+    client.force_login(auditor)
+
+    page = client.get(f"/replay/sample-sets/{sample_set.name}/v{sample_set.version}/")
+
+    assert page.status_code == 200
+    assert page.content.decode().count('<span class="badge">Model turn only</span>') == 1
