@@ -142,12 +142,13 @@ class ResultAdmin(ReplayReadOnlyAdmin):
         "sample",
         "attempt",
         "outcome",
+        "mode",
         "error_code",
         "ttft_ms",
         "tpot_ms",
         "redacted",
     ]
-    list_filter = ["outcome", "error_code", "sample__category", "redacted"]
+    list_filter = ["outcome", "mode", "error_code", "sample__category", "redacted"]
     search_fields = ["sample__key", "error_code", "run__backend__name"]
     list_select_related = ["run__sample_set", "run__backend", "sample"]
 

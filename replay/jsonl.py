@@ -14,6 +14,11 @@ recognised as no change. A line looks like::
 
 Blank lines are ignored. ``sample_spec`` validates one sample given as a mapping, for
 the YAML registry documents that declare sample sets inline.
+
+A sample with ``"rerunnable": false`` may carry ``tool_results``: what its tools
+answered, recorded as short summaries, one per tool call of its last message (the
+assistant's), e.g. ``{"tool_call_id": "call_1", "name": "issue_refund", "content":
+"refund R-88 created"}``. Replay then sends only the model turn (replay.modelturn).
 """
 
 from __future__ import annotations
@@ -41,6 +46,9 @@ ROLES = ("system", "user", "assistant", "tool", "developer")
 _KEY = re.compile(r"^[-a-zA-Z0-9_]+$")
 MAX_REPEAT = 50
 MAX_ERRORS = 50
+MAX_TOOL_RESULTS = 16
+MAX_TOOL_RESULT_CHARS = 2000
+TOOL_RESULT_FIELDS = ("tool_call_id", "name", "content")
 
 
 class SampleSpec(TypedDict):
@@ -54,6 +62,7 @@ class SampleSpec(TypedDict):
     sensitive: bool
     repeat: int
     min_pass_rate: float
+    tool_results: list[dict[str, str]]
 
 
 # Field -> default; the order is the order a dumped line lists its keys in.
@@ -68,9 +77,13 @@ DEFAULTS: dict[str, Any] = {
     "min_pass_rate": 1.0,
     "rerunnable": True,
     "sensitive": False,
+    "tool_results": [],
 }
 FIELDS = tuple(DEFAULTS)
 REQUIRED = ("key", "category", "messages")
+# Fields added after digests were recorded in events: left out of the digest while they
+# hold their default, so the same samples keep naming the same content.
+_DIGEST_WHEN_SET = ("tool_results",)
 
 
 class SampleError(ValueError):
@@ -140,6 +153,110 @@ def _check_params(params: Any) -> None:
         raise SampleError("params.response_format", "must be an object")
 
 
+def _pending_tool_calls(messages: list[dict[str, Any]]) -> dict[str, str] | None:
+    """The last message's tool calls (id -> function name) when it is the assistant's
+    tool call, else None."""
+    index = len(messages) - 1
+    last = messages[index]
+    calls = last.get("tool_calls")
+    if last.get("role") != "assistant" or not calls:
+        return None
+    if not isinstance(calls, list):
+        raise SampleError(f"messages[{index}].tool_calls", "must be a list of tool calls")
+    pending: dict[str, str] = {}
+    for number, call in enumerate(calls):
+        where = f"messages[{index}].tool_calls[{number}]"
+        if not isinstance(call, dict):
+            raise SampleError(where, f"must be an object, got {_type_name(call)}")
+        call_id = call.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            raise SampleError(f"{where}.id", "must be the call's id, e.g. call_1")
+        function = call.get("function")
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(name, str) or not name:
+            raise SampleError(f"{where}.function.name", "must name the tool called")
+        pending[call_id] = name
+    return pending
+
+
+def _check_tool_results(results: Any, messages: list[dict[str, Any]], rerunnable: bool) -> None:
+    """One recorded result per tool call of the last (assistant) message, each a summary."""
+    if not isinstance(results, list):
+        raise SampleError(
+            "tool_results", f"must be a list of recorded tool results, got {_type_name(results)}"
+        )
+    if not results:
+        return
+    if rerunnable:
+        raise SampleError(
+            "tool_results",
+            'only a sample with "rerunnable": false carries recorded tool results; '
+            "a re-runnable sample is sent whole",
+        )
+    if len(results) > MAX_TOOL_RESULTS:
+        raise SampleError("tool_results", f"must hold at most {MAX_TOOL_RESULTS} results")
+    pending = _pending_tool_calls(messages)
+    if pending is None:
+        raise SampleError(
+            "messages",
+            "with tool_results, the last message must be the assistant's tool call "
+            "(role assistant, with tool_calls) that the recorded results answer",
+        )
+    answered: dict[str, int] = {}
+    for index, result in enumerate(results):
+        where = f"tool_results[{index}]"
+        if not isinstance(result, dict):
+            raise SampleError(
+                where,
+                f"must be an object with {', '.join(TOOL_RESULT_FIELDS)}, got {_type_name(result)}",
+            )
+        for name in result:
+            if name not in TOOL_RESULT_FIELDS:
+                raise SampleError(
+                    f"{where}.{name}",
+                    f"unknown field; known fields: {', '.join(TOOL_RESULT_FIELDS)}",
+                )
+        for name in TOOL_RESULT_FIELDS:
+            if name not in result:
+                raise SampleError(f"{where}.{name}", "is required")
+            if not isinstance(result[name], str) or not result[name].strip():
+                raise SampleError(
+                    f"{where}.{name}", f"must be non-empty text, got {_type_name(result[name])}"
+                )
+        call_id = result["tool_call_id"]
+        if call_id not in pending:
+            raise SampleError(
+                f"{where}.tool_call_id",
+                f"{call_id!r} is not a tool call of the last message; its calls: "
+                f"{', '.join(map(repr, pending))}",
+            )
+        if call_id in answered:
+            raise SampleError(
+                f"{where}.tool_call_id",
+                f"{call_id!r} is already answered by tool_results[{answered[call_id]}]",
+            )
+        answered[call_id] = index
+        if result["name"] != pending[call_id]:
+            raise SampleError(
+                f"{where}.name",
+                f"must be {pending[call_id]!r}, the tool that call {call_id!r} called",
+            )
+        length = len(result["content"])
+        if length > MAX_TOOL_RESULT_CHARS:
+            raise SampleError(
+                f"{where}.content",
+                f"is {length} characters; a recorded result is a summary of at most "
+                f"{MAX_TOOL_RESULT_CHARS}",
+            )
+    unanswered = [call_id for call_id in pending if call_id not in answered]
+    if unanswered:
+        raise SampleError(
+            "tool_results",
+            f"no recorded result for tool call {', '.join(map(repr, unanswered))} of the "
+            "last message; every call needs one",
+        )
+
+
 def sample_spec(data: Any) -> SampleSpec:
     """One sample, validated, with every field (defaults filled in); raises SampleError."""
     if not isinstance(data, dict):
@@ -181,6 +298,7 @@ def sample_spec(data: Any) -> SampleSpec:
     if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate <= 1:
         raise SampleError("min_pass_rate", "must be a number from 0 to 1")
     spec["min_pass_rate"] = float(rate)
+    _check_tool_results(spec["tool_results"], spec["messages"], spec["rerunnable"])
     return SampleSpec(**spec)  # type: ignore[typeddict-item]
 
 
@@ -241,7 +359,15 @@ def dump_samples(specs: Iterable[Mapping[str, Any]]) -> str:
 def content_digest(specs: Iterable[Mapping[str, Any]]) -> str:
     """The same samples, in any order and however formatted, give the same digest."""
     canonical = [
-        json.dumps({name: spec[name] for name in FIELDS}, sort_keys=True, separators=(",", ":"))
+        json.dumps(
+            {
+                name: spec[name]
+                for name in FIELDS
+                if name not in _DIGEST_WHEN_SET or spec[name] != DEFAULTS[name]
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+        )
         for spec in sorted(specs, key=lambda spec: spec["key"])
     ]
     return "sha256:" + hashlib.sha256("\n".join(canonical).encode()).hexdigest()

@@ -205,6 +205,9 @@ class Sample(ChoiceLabels, models.Model):
     rerunnable = models.BooleanField(
         default=True, help_text=_("False for requests with side effects: they are never sent.")
     )
+    # Of a not re-runnable sample: what its tools answered, recorded (tool_call_id, name,
+    # content), so that replay sends only the model turn after them (replay.modelturn).
+    tool_results = models.JSONField(default=list, blank=True)
     sensitive = models.BooleanField(
         default=False,
         help_text=_("Outputs are stored redacted: hash, length and check results only."),
@@ -229,10 +232,25 @@ class Sample(ChoiceLabels, models.Model):
                 condition=Q(min_pass_rate__gte=0, min_pass_rate__lte=1),
                 name="replay_sample_pass_rate_range",
             ),
+            # A re-runnable sample is sent whole: recorded results would be ignored.
+            models.CheckConstraint(
+                condition=Q(rerunnable=False) | Q(tool_results=[]),
+                name="replay_sample_tool_results_not_rerunnable",
+            ),
         ]
 
     def __str__(self) -> str:
         return self.key
+
+    @property
+    def replay_mode(self) -> str:
+        """How a run replays it: whole, its model turn after the recorded tool results, or not."""
+        if self.rerunnable:
+            return Result.Mode.RERUN
+        return Result.Mode.MODEL_TURN if self.tool_results else Result.Mode.SKIPPED
+
+    def get_replay_mode_display(self) -> str:
+        return str(Result.Mode(self.replay_mode).label)
 
 
 class RunQuerySet(models.QuerySet):
@@ -327,10 +345,18 @@ class Result(ChoiceLabels, models.Model):
         ERROR = "error", pgettext_lazy("sample outcome", "Error")
         SKIPPED = "skipped", pgettext_lazy("sample outcome", "Skipped (not re-runnable)")
 
+    class Mode(models.TextChoices):
+        """What was sent of the sample (``Sample.replay_mode``)."""
+
+        RERUN = "rerun", pgettext_lazy("replay mode", "Re-run")
+        MODEL_TURN = "model_turn", pgettext_lazy("replay mode", "Model turn only")
+        SKIPPED = "skipped", pgettext_lazy("sample outcome", "Skipped (not re-runnable)")
+
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
     sample = models.ForeignKey(Sample, on_delete=models.PROTECT, related_name="results")
     attempt = models.PositiveSmallIntegerField(default=1)
     outcome = models.CharField(max_length=8, choices=Outcome.choices)
+    mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.RERUN)
     error_code = models.CharField(max_length=40, blank=True)
     error_detail = models.TextField(blank=True)
     ttft_ms = models.FloatField(null=True, blank=True)
@@ -368,6 +394,11 @@ class Result(ChoiceLabels, models.Model):
             models.CheckConstraint(
                 condition=~Q(redacted=True) | Q(output=""),
                 name="replay_result_redacted_has_no_output",
+            ),
+            models.CheckConstraint(
+                condition=Q(outcome="skipped", mode="skipped")
+                | (~Q(outcome="skipped") & ~Q(mode="skipped")),
+                name="replay_result_skipped_is_not_sent",
             ),
         ]
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from ledger.models import Revision, Service
 from lib.querysets import built_once
-from replay.models import Backend, Probe, Run, Sample, SampleSet
+from replay.models import Backend, Probe, Result, Run, Sample, SampleSet
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -544,7 +544,21 @@ def summary_numbers(summary: Any) -> dict[str, Any]:
         "error_codes": sorted(codes.items()) if isinstance(codes, dict) else [],
         "reasons": [r for r in reasons if isinstance(r, str)] if isinstance(reasons, list) else [],
         "error": summary.get("error") if isinstance(summary.get("error"), str) else "",
+        "modes": _modes(summary),
     }
+
+
+def _modes(summary: dict[str, Any]) -> list[tuple[str, Any, int]]:
+    """(mode, label, samples) of the summary: re-run, model turn only, skipped; [] for a
+    summary written before model turns were counted."""
+    counts: dict[str, Any] = {
+        Result.Mode.RERUN: summary.get("rerun"),
+        Result.Mode.MODEL_TURN: summary.get("model_turn"),
+        Result.Mode.SKIPPED: summary.get("skipped"),
+    }
+    if not all(isinstance(count, int) for count in counts.values()):
+        return []
+    return [(mode, label, counts[mode]) for mode, label in Result.Mode.choices]
 
 
 def run_progress(run: Run, done: int | None = None) -> dict[str, Any]:

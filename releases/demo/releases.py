@@ -121,6 +121,7 @@ def record_answers(run: Run, *, ttft_ms: float = 180.0) -> Run:
                 sample=sample,
                 attempt=attempt,
                 outcome=Result.Outcome.PASSED if sample.rerunnable else Result.Outcome.SKIPPED,
+                mode=Result.Mode.RERUN if sample.rerunnable else Result.Mode.SKIPPED,
                 ttft_ms=ttft_ms,
                 tpot_ms=22.0,
                 e2e_ms=ttft_ms + 900.0,

@@ -26,6 +26,7 @@ class ResultSerializer(serializers.ModelSerializer):
             "category",
             "attempt",
             "outcome",
+            "mode",
             "error_code",
             "error_detail",
             "ttft_ms",

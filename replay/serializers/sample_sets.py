@@ -23,6 +23,7 @@ class SampleSerializer(serializers.ModelSerializer):
             "checks",
             "tags",
             "rerunnable",
+            "tool_results",
             "sensitive",
             "repeat",
             "min_pass_rate",

@@ -30,6 +30,7 @@ from lib import metrics
 from replay.checks import CheckOutcome, judge
 from replay.client import BackendConfig, ChatRequest, ReplayResult, replay_many
 from replay.models import Backend, Result, Run, Sample, SampleSet
+from replay.modelturn import request_messages
 from replay.permissions import ensure_can_manage_backend
 from replay.services.backends import CredentialMissing, backend_config
 from replay.services.common import try_singleton_lock
@@ -194,6 +195,7 @@ def result_row(run: Run, sample: Sample, attempt: int, replayed: ReplayResult) -
         sample=sample,
         attempt=attempt,
         outcome=outcome,
+        mode=sample.replay_mode,
         error_code=judged.error_code or "",
         ttft_ms=judged.ttft_ms,
         tpot_ms=judged.tpot_ms,
@@ -225,7 +227,11 @@ def _skipped_row(run: Run, sample: Sample) -> Result:
         sample=sample,
         attempt=1,
         outcome=Result.Outcome.SKIPPED,
-        error_detail="not re-runnable: the request has side effects, so it is never sent",
+        mode=Result.Mode.SKIPPED,
+        error_detail=(
+            "not re-runnable and no recorded tool results: the request has side effects, "
+            "so it is never sent"
+        ),
     )
 
 
@@ -251,13 +257,13 @@ class _Execution:
         skipped = [
             _skipped_row(self.run, s)
             for s in self.samples
-            if not s.rerunnable and (s.pk, 1) not in done
+            if s.replay_mode == Result.Mode.SKIPPED and (s.pk, 1) not in done
         ]
         Result.objects.bulk_create(skipped, ignore_conflicts=True)
         return [
             _Work(sample, attempt)
             for sample in self.samples
-            if sample.rerunnable
+            if sample.replay_mode != Result.Mode.SKIPPED
             for attempt in range(1, sample.repeat + 1)
             if (sample.pk, attempt) not in done
         ]
@@ -289,7 +295,14 @@ class _Execution:
         another one is being timed. A worker that dies loses at most that much work,
         which the resumed run sends again.
         """
-        requests = [ChatRequest(messages=w.sample.messages, params=w.sample.params) for w in work]
+        # A model-turn sample is sent with its recorded tool results after its messages.
+        requests = [
+            ChatRequest(
+                messages=request_messages(w.sample.messages, w.sample.tool_results),
+                params=w.sample.params,
+            )
+            for w in work
+        ]
         done: list[tuple[_Work, ReplayResult]] = []
 
         def on_result(index: int, replayed: ReplayResult) -> None:

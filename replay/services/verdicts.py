@@ -30,6 +30,7 @@ _LATENCY = ("ttft_ms", "tpot_ms", "e2e_ms")
 
 class SampleSummary(TypedDict):
     category: str
+    mode: str  # Result.Mode: re-run, model turn only, skipped
     attempts: int
     passed: int
     rate: float | None
@@ -40,6 +41,8 @@ class SampleSummary(TypedDict):
 
 class RunSummary(TypedDict):
     samples: int
+    rerun: int
+    model_turn: int
     skipped: int
     attempts: int
     passed: int
@@ -62,7 +65,14 @@ def summarize_run(run: Run) -> RunSummary:
     samples = {s.pk: s for s in run.sample_set.samples.all()}
     rows = list(
         run.results.values(
-            "sample_id", "outcome", "error_code", "ttft_ms", "tpot_ms", "e2e_ms", "output_tokens"
+            "sample_id",
+            "outcome",
+            "mode",
+            "error_code",
+            "ttft_ms",
+            "tpot_ms",
+            "e2e_ms",
+            "output_tokens",
         )
     )
     by_sample: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
@@ -74,9 +84,11 @@ def summarize_run(run: Run) -> RunSummary:
         results = by_sample.get(sample.pk, [])
         sent = [r for r in results if r["outcome"] != Result.Outcome.SKIPPED]
         codes = Counter(r["error_code"] for r in sent if r["error_code"])
+        mode = results[0]["mode"] if results else sample.replay_mode
         if not sent:
             per_sample[sample.key] = SampleSummary(
                 category=sample.category,
+                mode=mode,
                 attempts=0,
                 passed=0,
                 rate=None,
@@ -91,6 +103,7 @@ def summarize_run(run: Run) -> RunSummary:
         )
         per_sample[sample.key] = SampleSummary(
             category=sample.category,
+            mode=mode,
             attempts=rate.attempts,
             passed=rate.passed,
             rate=round(rate.rate, 4),
@@ -106,6 +119,8 @@ def summarize_run(run: Run) -> RunSummary:
     passed = sum(1 for r in sent if r["outcome"] == Result.Outcome.PASSED)
     return RunSummary(
         samples=len(samples),
+        rerun=sum(1 for s in per_sample.values() if s["mode"] == Result.Mode.RERUN),
+        model_turn=sum(1 for s in per_sample.values() if s["mode"] == Result.Mode.MODEL_TURN),
         skipped=sum(1 for s in per_sample.values() if s["ok"] is None),
         attempts=len(sent),
         passed=passed,
@@ -318,7 +333,10 @@ def decide(summary: RunSummary, comparison: dict[str, Any]) -> tuple[str, list[s
             f"minimum pass rate of {sample['min_pass_rate']:.0%}"
         )
     if summary["attempts"] == 0:
-        failures.append("no sample was replayed (every sample is marked not re-runnable)")
+        failures.append(
+            "no sample was replayed (every sample is marked not re-runnable, without recorded "
+            "tool results)"
+        )
     reasons = [item["detail"] for item in found] + failures
     if found:
         return Run.Verdict.REGRESSED, reasons

@@ -59,6 +59,16 @@ class ResultFactory(factory.django.DjangoModelFactory):
     run = factory.SubFactory(RunFactory)
     sample = factory.SubFactory(SampleFactory, sample_set=factory.SelfAttribute("..run.sample_set"))
     outcome = Result.Outcome.PASSED
+    # What was sent follows from the sample, as the worker writes it.
+    mode = factory.LazyAttribute(
+        lambda o: (
+            Result.Mode.SKIPPED
+            if o.outcome == Result.Outcome.SKIPPED
+            else Result.Mode.MODEL_TURN
+            if o.sample.replay_mode == Result.Mode.MODEL_TURN
+            else Result.Mode.RERUN
+        )
+    )
     ttft_ms = 120.0
     tpot_ms = 12.0
     e2e_ms = 500.0

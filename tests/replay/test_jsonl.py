@@ -42,6 +42,7 @@ def test_a_sample_gets_every_field_with_its_defaults():
         "min_pass_rate": 1.0,
         "rerunnable": True,
         "sensitive": False,
+        "tool_results": [],
     }
 
 
@@ -55,7 +56,7 @@ def test_a_sample_gets_every_field_with_its_defaults():
         ("[1, 2]", "line 2: a sample must be a JSON object, got a list"),
         (
             _line(key="b", colour="red"),
-            "line 2: colour: unknown field; known fields: key, category, tags, messages, params, checks, repeat, min_pass_rate, rerunnable, sensitive",
+            "line 2: colour: unknown field; known fields: key, category, tags, messages, params, checks, repeat, min_pass_rate, rerunnable, sensitive, tool_results",
         ),
         (json.dumps({"key": "b", "category": "short_qa"}), "line 2: messages: is required"),
         (_line(key="b c"), "line 2: key: must be 1-100 letters, digits, '-' or '_'"),

@@ -99,6 +99,7 @@ def test_a_sample_repeated_k_times_sends_k_requests_and_stores_each_attempt(fake
     assert sorted(run.results.values_list("attempt", flat=True)) == [1, 2, 3]
     assert run.summary["per_sample"]["four"] == {
         "category": "short_qa",
+        "mode": "rerun",
         "attempts": 3,
         "passed": 3,
         "rate": 1.0,

@@ -18,7 +18,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 
 from replay import services
 from replay.management.commands._common import messages, sample_set_arg
-from replay.models import Backend, Run
+from replay.models import Backend, Result, Run
 
 
 def sample_reports(run: Run) -> list[dict]:
@@ -29,6 +29,7 @@ def sample_reports(run: Run) -> list[dict]:
             "sample": row.sample.key,
             "attempt": row.attempt,
             "outcome": row.outcome,
+            "mode": row.mode,
             "error_code": row.error_code or None,
             "ttft_ms": row.ttft_ms,
             "server_ttft_ms": row.server_ttft_ms,
@@ -181,7 +182,7 @@ class Command(BaseCommand):
 
     def _plan(self, backend: Backend, sample_set, concurrency: int | None) -> None:
         samples = list(sample_set.samples.order_by("key"))
-        sent = [s for s in samples if s.rerunnable]
+        sent = [s for s in samples if s.replay_mode != Result.Mode.SKIPPED]
         attempts = sum(s.repeat for s in sent)
         self.stdout.write(
             self.style.MIGRATE_HEADING(
@@ -190,10 +191,12 @@ class Command(BaseCommand):
             )
         )
         for sample in samples:
-            if sample.rerunnable:
-                what = f"send {sample.repeat} times" if sample.repeat > 1 else "send"
-            else:
+            if sample.replay_mode == Result.Mode.SKIPPED:
                 what = "skip (not re-runnable)"
+            else:
+                what = f"send {sample.repeat} times" if sample.repeat > 1 else "send"
+            if sample.replay_mode == Result.Mode.MODEL_TURN:
+                what += f" the model turn only ({len(sample.tool_results)} recorded tool results)"
             extra = " sensitive: output stored redacted" if sample.sensitive else ""
             self.stdout.write(f"  {sample.key:<40} {sample.category:<18} {what}{extra}")
         self.stdout.write(
@@ -225,6 +228,11 @@ class Command(BaseCommand):
             f"  pass rate {shown} ({summary.get('passed', 0)}/{summary.get('attempts', 0)} "
             f"attempts); {summary.get('samples_ok', 0)} of {summary.get('samples', 0)} samples "
             f"within budget; {summary.get('skipped', 0)} skipped (not re-runnable)"
+            + (
+                f"; {summary['model_turn']} sent as the model turn only"
+                if summary.get("model_turn")
+                else ""
+            )
         )
         self.stdout.write(
             f"  TTFT p50 {_ms(summary, 'ttft_ms', 'p50')}, p95 {_ms(summary, 'ttft_ms', 'p95')}; "
