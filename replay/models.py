@@ -203,7 +203,11 @@ class Sample(ChoiceLabels, models.Model):
     checks = models.JSONField(default=list, blank=True)
     tags = models.JSONField(default=list, blank=True)
     rerunnable = models.BooleanField(
-        default=True, help_text=_("False for requests with side effects: they are never sent.")
+        default=True,
+        help_text=_(
+            "False for requests with side effects: never sent as recorded; with recorded "
+            "tool results only the model turn is sent."
+        ),
     )
     # Of a not re-runnable sample: what its tools answered, recorded (tool_call_id, name,
     # content), so that replay sends only the model turn after them (replay.modelturn).

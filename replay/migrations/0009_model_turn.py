@@ -15,6 +15,15 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.AlterField(
+            model_name="sample",
+            name="rerunnable",
+            field=models.BooleanField(
+                default=True,
+                help_text="False for requests with side effects: never sent as recorded; with "
+                "recorded tool results only the model turn is sent.",
+            ),
+        ),
         migrations.AddField(
             model_name="result",
             name="mode",
