@@ -18,6 +18,7 @@ can take some away (a decommission measures nothing new) and add its own.
 | gray_plan           |              | ≥ 1 stage below 100 % | ≥ 2 stages below 100 % |
 | logging_policy      |              | yes      | yes        |
 | impact_assessed     |              | yes      | yes        |
+| retirement_plan     |              |          | yes        |
 | risk                | yes          | yes      | yes        |
 | change_path         | yes          | yes      | yes        |
 | blackout            | yes          | yes      | yes        |
@@ -30,8 +31,8 @@ A failure sample classified `risk_accepted` adds the business owner's sign-off o
 tier and path: only the business owner accepts a risk.
 
 A decommission skips load_evidence, metrics_coverage, replay,
-failures_classified, gray_plan, gateway_policy, cost_record and impact_assessed: nothing
-new is served.
+failures_classified, gray_plan, gateway_policy, cost_record, impact_assessed and
+retirement_plan: nothing new is served.
 
 impact_assessed reads the revision diff (`releases.governance.impact`): every downstream
 system it suggests is ticked or dismissed with a reason, and every impacted task type is
@@ -63,7 +64,7 @@ the gate is (`WAIVER_OWNERS`):
 |-------------------------|-------|
 | security & compliance   | license, provenance, logging_policy |
 | platform                | image_pinned, load_evidence, metrics_coverage, replay, rollback_plan, gray_plan, decommission_plan, gateway_policy, cost_record, peak_drill, impact_assessed |
-| business owner          | failures_classified |
+| business owner          | failures_classified, retirement_plan |
 
 Whoever waives a gate does not sign off the role that owns it on that release, nor
 waives a gate of a role they signed (`releases.permissions`).
@@ -97,6 +98,7 @@ GATES: Final[dict[str, str]] = {
     "risk": gettext_noop("Risk assessed"),
     "change_path": gettext_noop("Change path justified"),
     "decommission_plan": gettext_noop("Decommission moves recorded"),
+    "retirement_plan": gettext_noop("Retirement plan recorded"),
     "blackout": gettext_noop("Planned start outside blackout windows"),
     "gateway_policy": gettext_noop("Gateway policy complete for the tier"),
     "cost_record": gettext_noop("Cost record: a price sheet for the GPU model"),
@@ -121,9 +123,13 @@ _BASIC = (
     "signoffs",
 )
 
+# Gates only production takes (the seed's §6.14: what a production service must have
+# before it goes live, beyond an internal one).
+_PRODUCTION_ONLY = frozenset({"retirement_plan"})
+
 TIER_GATES: Final[dict[str, tuple[str, ...]]] = {
     "experimental": _BASIC,
-    "internal": _EVERY_GATE,
+    "internal": tuple(key for key in _EVERY_GATE if key not in _PRODUCTION_ONLY),
     "production": _EVERY_GATE,
 }
 
@@ -138,6 +144,7 @@ NOT_FOR_DECOMMISSION: Final = frozenset(
         "gateway_policy",
         "cost_record",
         "impact_assessed",
+        "retirement_plan",
     }
 )
 
@@ -161,6 +168,8 @@ WAIVER_OWNERS: Final[dict[str, str]] = {
     "rollback_plan": "platform",
     "gray_plan": "platform",
     "decommission_plan": "platform",
+    # When and how it stops serving: the tenants' notice is the business owner's.
+    "retirement_plan": "business_owner",
     "gateway_policy": "platform",
     # What an hour of the hardware costs: platform runs it and records its price.
     "cost_record": "platform",

@@ -192,6 +192,8 @@ def _form(service: Service, ttft: int, *, tier_metrics: list[str]) -> dict[str, 
         "rollback_impact_scope": "every tenant of the service, for the minutes it takes",
         "rollback_verification_set": VERIFICATION_SET,
         "logging_policy": dict(LOGGING),
+        "retirement_plan": "Retire when a successor passes replay on this service's sets; "
+        "tenants get 30 days' notice on the service page; their traffic moves to the successor.",
     }
 
 

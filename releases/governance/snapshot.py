@@ -51,6 +51,7 @@ FORM_FIELDS: tuple[str, ...] = (
     "rollback_impact_scope",
     "rollback_verification_set",
     "planned_peak_rps",
+    "retirement_plan",
     "decommission_moves",
     "logging_policy",
     "path",
@@ -67,14 +68,14 @@ def attname(name: str) -> str:
 
 # Fields added after sign-offs were recorded: left out of a snapshot while empty, so the
 # releases that never used them keep the digest their signers approved.
-_OMITTED_WHEN_EMPTY = frozenset({"planned_peak_rps", "impact_dismissed"})
+_OMITTED_WHEN_EMPTY = frozenset({"planned_peak_rps", "impact_dismissed", "retirement_plan"})
 
 
 def form_values(release: Release) -> dict[str, Any]:
     values = {}
     for name in FORM_FIELDS:
         value = getattr(release, attname(name))
-        if value in (None, []) and name in _OMITTED_WHEN_EMPTY:
+        if value in (None, [], "") and name in _OMITTED_WHEN_EMPTY:
             continue
         values[name] = value
     # Through JSON once, so a datetime reads as the text canonical JSON gives it.

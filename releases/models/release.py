@@ -192,6 +192,15 @@ class Release(ChoiceLabels, models.Model):
         ),
     )
 
+    # -- retirement
+    retirement_plan = models.TextField(
+        blank=True,
+        help_text=_(
+            "How this revision will be retired: what triggers it, the notice tenants get, "
+            "where their traffic goes. Production needs one before going live."
+        ),
+    )
+
     # -- decommission: [{"kind": "tenant" | "task_type" | "sample_set", "name", "moved_to"}]
     decommission_moves = models.JSONField(default=list, blank=True)
 

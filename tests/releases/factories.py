@@ -260,6 +260,7 @@ def complete_form(world: World) -> dict[str, Any]:
         "rollback_impact_scope": "all tenants of the service for about ten minutes",
         "rollback_verification_set": world.verification_set.name,
         "logging_policy": dict(LOGGING),
+        "retirement_plan": "Retire when the next fine-tune passes replay; 30 days' notice.",
     }
 
 

@@ -395,6 +395,27 @@ def test_internal_services_need_no_evidence_by_task_type(team, owner):
     assert gate(release, "load_evidence")[0] == "pass"
 
 
+def test_a_production_release_needs_a_retirement_plan_and_an_internal_one_does_not(
+    world, team, owner
+):
+    release = file_release(world, owner, retirement_plan="  ")
+    assert gate(release, "retirement_plan") == (
+        "fail",
+        "production releases need a retirement plan before going live: what triggers it, "
+        "the notice tenants get, where their traffic goes.",
+    )
+    edit(release, owner, retirement_plan="Retire with the Qwen3 successor; 30 days' notice.")
+    assert gate(release, "retirement_plan") == (
+        "pass",
+        "recorded: Retire with the Qwen3 successor; 30 days' notice.",
+    )
+    internal = build_world(team, tier="internal", slug="internal-svc")
+    assert (
+        gates.assess(file_release(internal, owner, retirement_plan="")).gate("retirement_plan")
+        is None
+    )
+
+
 # ---------------------------------------------------------------- metrics
 
 

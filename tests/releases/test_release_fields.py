@@ -28,6 +28,7 @@ def test_the_sections_list_each_field_once_in_the_tables_order():
         "evidence",
         "rollback",
         "capacity",
+        "retirement",
         "decommission",
         "logging",
         "path",

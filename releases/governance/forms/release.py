@@ -310,6 +310,17 @@ class ReleaseForm(forms.Form):
         label=_("Verification sample set"),
         help_text=_("The replay sample set that verifies the rollback target serves as expected."),
     )
+    retirement_plan = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        max_length=5000,
+        label=_("Retirement plan"),
+        help_text=_(
+            "How the candidate will be retired once it serves: what triggers it (a "
+            "successor, a license or hardware end date), the notice tenants get, where "
+            "their traffic goes. Production needs one before going live."
+        ),
+    )
     planned_peak_rps = forms.FloatField(
         required=False,
         min_value=0.1,

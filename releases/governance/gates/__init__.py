@@ -417,6 +417,7 @@ _JUDGES = {
     "risk": plan.risk,
     "change_path": plan.change_path,
     "decommission_plan": plan.decommission_plan,
+    "retirement_plan": plan.retirement_plan,
     "blackout": plan.blackout,
     "gateway_policy": gateway.gateway_policy,
     "cost_record": cost.cost_record,

@@ -263,6 +263,18 @@ def change_path(inputs: Inputs) -> Verdict:
     return "pass", f"standard change {template}: {template.title}.", [ref]
 
 
+def retirement_plan(inputs: Inputs) -> Verdict:
+    plan = inputs.release.retirement_plan.strip()
+    if not plan:
+        return (
+            "fail",
+            f"{inputs.tier} releases need a retirement plan before going live: what "
+            "triggers it, the notice tenants get, where their traffic goes.",
+            [],
+        )
+    return "pass", f"recorded: {plan[:120]}{'…' if len(plan) > 120 else ''}", []
+
+
 def decommission_plan(inputs: Inputs) -> Verdict:
     release = inputs.release
     moves = [m for m in release.decommission_moves if isinstance(m, dict)]
