@@ -53,7 +53,13 @@ class Flag:
 
 
 def _kind_words(kinds: tuple[type, ...]) -> str:
-    words = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
+    words = {
+        bool: "true or false",
+        int: "a whole number",
+        float: "a number",
+        str: "a string",
+        dict: "an object",
+    }
     return " or ".join(words.get(kind, kind.__name__) for kind in kinds)
 
 
@@ -97,6 +103,8 @@ FLAGS: dict[str, dict[str, Flag]] = {
         "guided_decoding_backend": TEXT,
         "max_lora_rank": POSITIVE_INT,
         "swap_space": Flag((int, float), minimum=0),
+        # --speculative-config: {"method": "eagle" | "ngram" | …, "model", "num_speculative_tokens"}
+        "speculative_config": Flag(dict),
     },
     Engine.SGLANG: {
         "context_length": POSITIVE_INT,
@@ -111,6 +119,11 @@ FLAGS: dict[str, dict[str, Flag]] = {
         "served_model_name": TEXT,
         "tool_call_parser": TEXT,
         "grammar_backend": TEXT,
+        "speculative_algorithm": TEXT,  # EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM, …
+        "speculative_draft_model_path": TEXT,
+        "speculative_num_steps": POSITIVE_INT,
+        "speculative_eagle_topk": POSITIVE_INT,
+        "speculative_num_draft_tokens": POSITIVE_INT,
     },
     Engine.LMDEPLOY: {
         "session_len": POSITIVE_INT,
@@ -129,6 +142,7 @@ FLAGS: dict[str, dict[str, Flag]] = {
         "num_shard": POSITIVE_INT,
         "quantize": TEXT,
         "dtype": Flag(str, choices=("float16", "bfloat16")),
+        "speculate": POSITIVE_INT,  # --speculate: Medusa or n-gram tokens
     },
     Engine.OLLAMA: {
         "num_ctx": POSITIVE_INT,
@@ -144,6 +158,8 @@ FLAGS: dict[str, dict[str, Flag]] = {
         "flash_attn": BOOL,
         "chat_format": TEXT,
         "cont_batching": BOOL,
+        "draft_model": TEXT,  # llama-cpp-python's server: "prompt-lookup-decoding"
+        "draft_model_num_pred_tokens": POSITIVE_INT,
     },
     Engine.TENSORRT_LLM: {
         "max_seq_len": POSITIVE_INT,

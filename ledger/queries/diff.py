@@ -26,7 +26,11 @@ Everything else that differs is listed as a plain change with a short note or
 none: the asset's name, family, quantization, weights and config.json; the
 engine, its version, the image and its digest, the hardware; the gateway
 policy; launch parameters without a rule (gpu_memory_utilization, …); the
-other capabilities.
+other capabilities. The launch parameters the seed's table 6-3 names as risky to
+change say why in their note: prefix caching (`enable_prefix_caching`,
+`disable_radix_cache`), the KV-cache type, the engine's quantization flag, and
+speculative decoding (`speculative_config`, `speculative_algorithm`, `speculate`,
+`draft_model`, …) turned on, off or changed.
 """
 
 from __future__ import annotations
@@ -117,6 +121,35 @@ GRAMMAR_BACKEND_RULE = Rule(
     "different JSON-schema, regex and grammar features, so constrained requests may be "
     "refused or shaped differently",
 )
+PREFIX_CACHE_RULE = Rule(
+    note="prefix caching ({flag}) goes from {from} to {to}: time to first token on "
+    "repeated prefixes changes, and a prefix cache outlives a rollback unless flushed",
+    added="{flag} is now set to {to}: time to first token on repeated prefixes changes",
+    removed="{flag} is no longer set: the engine's default prefix caching applies",
+)
+KV_CACHE_DTYPE_RULE = Rule(
+    note="the KV cache is stored as {to}, was {from}: a smaller type holds more tokens "
+    "and can shift answers; replay the quality sets and load-test again",
+    added="the KV cache is now stored as {to}: a smaller type holds more tokens and can "
+    "shift answers; replay the quality sets and load-test again",
+    removed="the KV cache type is no longer set: the engine's default applies",
+)
+QUANTIZATION_FLAG_RULE = Rule(
+    note="the engine quantizes the weights as {to}, was {from}: answer quality and "
+    "structured output may shift; replay every required set and load-test again",
+    added="the engine now quantizes the weights as {to}: answer quality and structured "
+    "output may shift; replay every required set and load-test again",
+    removed="the engine no longer quantizes the weights ({from} before): memory use and "
+    "latency change; load-test again",
+)
+SPECULATIVE_RULE = Rule(
+    note="speculative decoding changes ({flag}: {from} to {to}): latency under load "
+    "follows the draft's acceptance rate; load-test at the planned concurrency again",
+    added="speculative decoding is turned on ({flag}: {to}): latency under load follows "
+    "the draft's acceptance rate, and gains shrink at high concurrency; load-test again",
+    removed="speculative decoding is turned off ({flag} was {from}): single-request "
+    "latency rises; load-test again",
+)
 UNSET = "unset"
 NOT_DECLARED = "not declared"
 
@@ -204,6 +237,18 @@ RULES: dict[str, Rule] = {
     "launch_parameters.grammar_backend": GRAMMAR_BACKEND_RULE,  # SGLang
     "launch_parameters.chat_template": TEMPLATE_FLAG_RULE,  # vLLM, SGLang
     "launch_parameters.chat_format": TEMPLATE_FLAG_RULE,  # llama.cpp
+    # ---- launch parameters the seed's table 6-3 names as risky to change
+    "launch_parameters.enable_prefix_caching": PREFIX_CACHE_RULE,  # vLLM
+    "launch_parameters.disable_radix_cache": PREFIX_CACHE_RULE,  # SGLang (inverted)
+    "launch_parameters.kv_cache_dtype": KV_CACHE_DTYPE_RULE,  # vLLM, SGLang
+    "launch_parameters.quantization": QUANTIZATION_FLAG_RULE,  # vLLM, SGLang
+    "launch_parameters.quantize": QUANTIZATION_FLAG_RULE,  # TGI
+    "launch_parameters.speculative_config": SPECULATIVE_RULE,  # vLLM
+    "launch_parameters.speculative_algorithm": SPECULATIVE_RULE,  # SGLang
+    "launch_parameters.speculative_draft_model_path": SPECULATIVE_RULE,  # SGLang
+    "launch_parameters.speculative_num_draft_tokens": SPECULATIVE_RULE,  # SGLang
+    "launch_parameters.speculate": SPECULATIVE_RULE,  # TGI
+    "launch_parameters.draft_model": SPECULATIVE_RULE,  # llama.cpp
     "launch_parameters.served_model_name": Rule(
         always,
         "the served model name changes from {from} to {to}: callers asking for model "

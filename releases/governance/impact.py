@@ -5,7 +5,7 @@ seed's §6.12), for the form to offer and the `impact_assessed` gate to hold the
 |-------------------------------------------------------------------------|----------|
 | streaming, the chat template                                            | Front end |
 | structured output, tool calling, the grammar backend, the tool parser   | Tool registry, DataAgent |
-| the model, its weights, quantization or tokenizer                       | Eval |
+| the model, its weights, quantization (the asset's or the engine's), the KV-cache type or the tokenizer | Eval |
 | the gateway policy (limits, tenants, degradation, egress)               | Security, Cost view |
 | anything                                                                | Trace |
 
@@ -52,6 +52,9 @@ SUGGESTIONS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
             "quantization",
             "tokenizer_id",
             "tokenizer_digest",
+            "launch_parameters.quantization",
+            "launch_parameters.quantize",
+            "launch_parameters.kv_cache_dtype",
         ),
     ),
     (("security", "cost_view"), ("gateway_policy_version", "gateway_policy.")),

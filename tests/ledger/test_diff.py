@@ -505,3 +505,82 @@ def test_the_overview_in_the_module_docstring_names_only_breaking_rules():
     assert len(named) >= 17
     for field in named:
         assert RULES[field].breaks is not never, field
+
+
+# ---------------------------------------------------------------- table 6-3's risky flags
+
+
+def test_prefix_caching_kv_cache_type_and_engine_quantization_changes_say_their_risk(r1):
+    runtime = runtime_like(
+        r1.runtime,
+        launch_parameters={
+            "enable_prefix_caching": True,
+            "kv_cache_dtype": "fp8",
+            "quantization": "awq_marlin",
+        },
+    )
+    r2 = next_revision(r1, runtime=runtime)
+    r3 = next_revision(
+        r2,
+        runtime=runtime_like(runtime, launch_parameters={"enable_prefix_caching": False}),
+    )
+
+    changes = {c["field"]: c["why"] for c in diff(r1, r2)}
+    assert changes["launch_parameters.kv_cache_dtype"] == (
+        "the KV cache is now stored as fp8: a smaller type holds more tokens and can shift "
+        "answers; replay the quality sets and load-test again"
+    )
+    assert changes["launch_parameters.quantization"].startswith(
+        "the engine now quantizes the weights as awq_marlin: answer quality and structured "
+        "output may shift"
+    )
+    assert (
+        "time to first token on repeated prefixes changes"
+        in (changes["launch_parameters.enable_prefix_caching"])
+    )
+    turned_off = only(diff(r2, r3))
+    assert turned_off["why"] == (
+        "prefix caching (enable_prefix_caching) goes from true to false: time to first "
+        "token on repeated prefixes changes, and a prefix cache outlives a rollback unless "
+        "flushed"
+    )
+    assert not turned_off["breaking"]
+
+
+def test_speculative_decoding_turned_on_or_off_is_said_for_each_engines_flag(r1):
+    config = {
+        "method": "eagle",
+        "model": "yuhuili/EAGLE-LLaMA3-Instruct-8B",
+        "num_speculative_tokens": 5,
+    }
+    r2 = next_revision(
+        r1, runtime=runtime_like(r1.runtime, launch_parameters={"speculative_config": config})
+    )
+    on = only(diff(r1, r2))
+    assert on["field"] == "launch_parameters.speculative_config"
+    assert on["why"].startswith("speculative decoding is turned on (speculative_config: ")
+    assert "load-test again" in on["why"]
+    off = only(diff(r2, r1))
+    assert off["why"].startswith("speculative decoding is turned off (speculative_config was ")
+    for flag in ("speculative_algorithm", "speculate", "draft_model"):
+        assert RULES[f"launch_parameters.{flag}"] is RULES["launch_parameters.speculative_config"]
+
+
+def test_the_engines_speculative_flags_are_checked_like_any_known_flag():
+    from ledger.engines import check_launch_parameters
+
+    assert check_launch_parameters("vllm", {"speculative_config": "eagle"}).errors == {
+        "speculative_config": "expected an object, got str"
+    }
+    sglang = check_launch_parameters("sglang", {"speculative_num_draft_tokens": 0})
+    assert sglang.errors == {"speculative_num_draft_tokens": "must be at least 1, got 0"}
+    tgi = check_launch_parameters("tgi", {"speculate": 3})
+    assert tgi.errors == {} and tgi.warnings == []
+
+
+def test_a_first_revision_lists_what_it_sets_as_changes_from_unset(r1):
+    r1 = Revision.objects.with_parts().get(pk=r1.pk)
+    changes = {c["field"]: c for c in queries.revision_diff(None, r1)}
+    assert changes["model_asset"]["from"] is None
+    assert changes["launch_parameters.max_model_len"]["to"] == 32768
+    assert not any(c["breaking"] for c in changes.values())

@@ -46,6 +46,8 @@ def change(field: str) -> ledger_queries.Change:
         (["quantization"], ["trace", "eval"]),
         (["tokenizer_digest"], ["trace", "eval"]),
         (["model_asset"], ["trace", "eval"]),
+        (["launch_parameters.quantization"], ["trace", "eval"]),
+        (["launch_parameters.kv_cache_dtype"], ["trace", "eval"]),
         (["gateway_policy.egress.external_fallback_allowed"], ["trace", "security", "cost_view"]),
         (["gateway_policy_version"], ["trace", "security", "cost_view"]),
         (["launch_parameters.gpu_memory_utilization"], ["trace"]),
