@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from rest_framework.authtoken.models import Token
 
 from ledger import queries, services
 from ledger.metrics_import import parse_exposition, scrape_peaks
@@ -449,3 +450,35 @@ def test_the_service_page_matrix_prints_the_peak_columns(client, auditor, servic
         r'<tr data-workload="long_context">.*?data-metric="gpu_memory_peak".*?</td>', page, re.S
     ).group(0)
     assert f"{GPU_PEAK_GIB:,.1f} GiB" in cell
+
+
+# ---------------------------------------------------------------- the API
+
+
+def test_ci_uploads_the_scrapes_as_multipart_parts_and_reads_the_peaks_back(
+    client, owner, revision
+):
+    token = Token.objects.create(user=owner)
+    url = f"/api/revisions/{revision.pk}/loadtests/"
+    auth = {"HTTP_AUTHORIZATION": f"Token {token.key}"}
+
+    refused = client.post(
+        url,
+        {
+            "workload": "long_context",
+            "file": upload(*VLLM),
+            "metrics_before": scrape_file("vllm_dp2_before.txt"),
+            "metrics_after": scrape_file("vllm_kv_as_percent.txt"),
+        },
+        **auth,
+    )
+    created = client.post(
+        url, {"workload": "long_context", "file": upload(*VLLM), **before_after()}, **auth
+    )
+
+    assert refused.status_code == 400
+    assert "is 87.4; expected a fraction from 0 to 1" in refused.json()["metrics_after"][0]
+    assert created.status_code == 201, created.content
+    assert created.json()["gpu_memory_peak_gib"] == GPU_PEAK_GIB
+    assert created.json()["kv_cache_peak_pct"] == 87.4
+    assert LoadTestReport.objects.count() == 1
