@@ -258,9 +258,19 @@ class ModelAssetAdmin(ReadOnlyAdmin):
 
 @admin.register(Runtime)
 class RuntimeAdmin(ReadOnlyAdmin):
-    list_display = ["name", "engine", "engine_version", "image", "gpu_model", "gpu_count", "team"]
+    list_display = [
+        "name",
+        "engine",
+        "engine_version",
+        "image",
+        "gpu_model",
+        "gpu_count",
+        "cuda_version",
+        "driver_version",
+        "team",
+    ]
     list_filter = ["engine", "gpu_model", "team"]
-    search_fields = ["name", "engine_version", "image"]
+    search_fields = ["name", "engine_version", "image", "cuda_version", "driver_version"]
     list_select_related = ["team"]
 
 

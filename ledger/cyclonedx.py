@@ -2,6 +2,7 @@
 component (hashes, license, lineage, tokenizer and chat template, a model card), the
 runtime image as a `container` pinned by digest, the engine as a `framework`, and the
 gateway policy version it runs with as a `data` component of data type `configuration`.
+The runtime's CUDA and driver versions, when stated, are properties of the container.
 
 cyclonedx-python-lib builds and serializes everything except `modelCard` and a data
 component's `data`, which it has no model for yet; those parts are added to the
@@ -33,7 +34,7 @@ from cyclonedx.spdx import is_supported_id
 
 from ledger import queries
 from ledger.chain import canonical_json
-from ledger.models import GatewayPolicy, LoadTestReport, ModelAsset, Revision
+from ledger.models import GatewayPolicy, LoadTestReport, ModelAsset, Revision, Runtime
 from ledger.validators import parse_image
 
 MEDIA_TYPE = "application/vnd.cyclonedx+json; version=1.6"
@@ -193,6 +194,15 @@ def _model_card(revision: Revision, reports: list[LoadTestReport]) -> dict[str, 
     return card
 
 
+def _stated_versions(runtime: Runtime) -> list[Property]:
+    """The CUDA runtime in the image and the host driver it ran on, when the runtime states them."""
+    stated = (
+        ("ledger:cuda_version", runtime.cuda_version),
+        ("ledger:driver_version", runtime.driver_version),
+    )
+    return [Property(name=name, value=value) for name, value in stated if value]
+
+
 def revision_bom(revision: Revision) -> dict[str, Any]:
     """The ML-BOM of a revision as a JSON-ready dict (expects `Revision.objects.with_parts()`)."""
     asset = revision.model_asset
@@ -225,6 +235,7 @@ def revision_bom(revision: Revision) -> dict[str, Any]:
                     value=json.dumps(runtime.launch_parameters, sort_keys=True),
                 ),
                 Property(name="ledger:gpu", value=f"{runtime.gpu_count} x {runtime.gpu_model}"),
+                *_stated_versions(runtime),
             ],
         ),
         Component(

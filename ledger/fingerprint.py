@@ -17,6 +17,8 @@ class FingerprintComponents(TypedDict):
     launch_parameters: dict
     context_limit: int
     gateway_policy_sha256: NotRequired[str]
+    cuda_version: NotRequired[str]
+    driver_version: NotRequired[str]
 
 
 def fingerprint_components(
@@ -24,7 +26,9 @@ def fingerprint_components(
 ) -> FingerprintComponents:
     """`gateway_policy` counts once its document is recorded (its limits shape outputs);
     a version known by name only adds nothing, so fingerprints made before policies
-    were versioned stay what they were."""
+    were versioned stay what they were. The runtime's CUDA and driver versions count
+    the same way: only once stated, so runtimes recorded before they were asked for
+    keep their fingerprints, and stating one later is a recorded runtime change."""
     components: FingerprintComponents = {
         "weights_digest": model_asset.weights_digest,
         "tokenizer_digest": model_asset.tokenizer_digest,
@@ -38,6 +42,11 @@ def fingerprint_components(
     }
     if gateway_policy is not None and gateway_policy.document is not None:
         components["gateway_policy_sha256"] = gateway_policy.sha256
+    # CUDA kernels and the driver's can change numerics (and so outputs) under the same image.
+    if getattr(runtime, "cuda_version", ""):
+        components["cuda_version"] = runtime.cuda_version
+    if getattr(runtime, "driver_version", ""):
+        components["driver_version"] = runtime.driver_version
     return components
 
 

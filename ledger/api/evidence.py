@@ -127,6 +127,8 @@ class RevisionLoadTestUploadView(DomainVerbMixin, GenericAPIView):
                 format=fields.get("format"),
                 measured_at=fields.get("measured_at"),
                 accept_mismatch=fields.get("accept_mismatch", ""),
+                metrics_before=fields.get("metrics_before"),
+                metrics_after=fields.get("metrics_after"),
             )
         except exceptions.ValidationError as exc:
             if _too_large(exc.detail):

@@ -144,6 +144,8 @@ RUNTIME_EXAMPLE = _example(
         "gpu_model": "H100-80GB",
         "gpu_count": 1,
         "gpu_memory_gb": 80,
+        "cuda_version": "12.4.1",
+        "driver_version": "550.54.15",
     },
 )
 LICENSE_EXAMPLE = _example("A well-known license", {"spdx_id": "MIT", "name": "MIT License"})

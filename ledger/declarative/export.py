@@ -52,7 +52,14 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "retired_on": None,
         "license_acceptances": [],
     },
-    "runtime": {"launch_parameters": {}, "gpu_model": "", "gpu_count": 1, "gpu_memory_gb": None},
+    "runtime": {
+        "launch_parameters": {},
+        "gpu_model": "",
+        "gpu_count": 1,
+        "gpu_memory_gb": None,
+        "cuda_version": "",
+        "driver_version": "",
+    },
     "service": {
         "description": "",
         "task_types": [],
@@ -169,6 +176,8 @@ def runtime_view(runtime: Runtime) -> dict[str, Any]:
         "gpu_model": runtime.gpu_model,
         "gpu_count": runtime.gpu_count,
         "gpu_memory_gb": runtime.gpu_memory_gb,
+        "cuda_version": runtime.cuda_version,
+        "driver_version": runtime.driver_version,
     }
 
 

@@ -122,6 +122,8 @@ RUNTIME = Section(
         "gpu_model": Key("text"),
         "gpu_count": Key("int"),
         "gpu_memory_gb": Key("int", nullable=True),
+        "cuda_version": Key("text"),
+        "driver_version": Key("text"),
     },
     identity=("name",),
 )

@@ -1,11 +1,14 @@
 """The load-test upload form of the revision page.
 
-It only collects the three inputs; reading the file, the size limit and who
+It only collects the inputs (the two optional scrapes for GPU memory and KV-cache
+peaks among them); reading the file, the size limit and who
 may attach evidence are `services.import_loadtest_report`'s business, whose
 refusals the view puts back onto the form.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from django import forms
 from django.conf import settings
@@ -13,6 +16,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from ledger.importers import FORMATS
+from ledger.metrics_import import MAX_SCRAPE_BYTES
 from ledger.models import LoadTestReport
 from lib.forms import NamedChoicesMixin
 
@@ -59,6 +63,26 @@ class LoadTestUploadForm(NamedChoicesMixin, forms.Form):
         help_text=_("Only when detection picks the wrong importer."),
     )
 
+    metrics_before = forms.FileField(
+        label=_("Metrics scrape before the test"),
+        required=False,
+        allow_empty_file=True,
+        help_text=_(
+            "Optional: the engine's or the DCGM exporter's /metrics saved just before the "
+            "test (curl -s http://host:port/metrics > before.txt). With the scrape after it, "
+            "gives the GPU memory and KV-cache peaks the report does not record itself."
+        ),
+    )
+    metrics_after = forms.FileField(
+        label=_("Metrics scrape after the test"),
+        required=False,
+        allow_empty_file=True,
+        help_text=_(
+            "Optional: the same /metrics saved just after the test. A peak read from two "
+            "scrapes is the higher of the two values: a lower bound on the real peak."
+        ),
+    )
+
     accept_mismatch = forms.CharField(
         label=_("Measured on a different model, engine or GPU — reason"),
         required=False,
@@ -76,13 +100,21 @@ class LoadTestUploadForm(NamedChoicesMixin, forms.Form):
         limit = settings.LOADTEST_MAX_UPLOAD_BYTES
         up_to = gettext("Up to %(mb)s MB.") % {"mb": f"{limit / 1024 / 1024:g}"}
         self.fields["file"].help_text = f"{self.fields['file'].help_text} {up_to}"
+        scrape_up_to = gettext("Up to %(mb)s MB.") % {"mb": f"{MAX_SCRAPE_BYTES / 1024 / 1024:g}"}
+        for name in ("metrics_before", "metrics_after"):
+            self.fields[name].help_text = f"{self.fields[name].help_text} {scrape_up_to}"
         if self.is_bound:
             # htmx keeps the chosen file when it swaps the form after a preview or an
             # error; a fresh form (after a save) must come back empty, so only bound ones.
-            self.fields["file"].widget.attrs["hx-preserve"] = "true"
+            for name in ("file", "metrics_before", "metrics_after"):
+                self.fields[name].widget.attrs["hx-preserve"] = "true"
 
     def clean_format(self) -> str | None:
         return self.cleaned_data["format"] or None
+
+    def scrapes(self) -> dict[str, Any]:
+        """The two scrapes as the verbs take them: each an uploaded file, or None."""
+        return {name: self.cleaned_data.get(name) for name in ("metrics_before", "metrics_after")}
 
     def is_valid_for_preview(self) -> bool:
         """Valid as far as the preview goes: it reads the file; the workload class is

@@ -244,6 +244,13 @@ class RuntimeForm(InlineValidationMixin, forms.ModelForm):
             "engine_version": _("The engine's release, e.g. 0.6.3."),
             "gpu_count": _("GPUs per replica."),
             "gpu_memory_gb": _("Memory of each GPU, in GB."),
+            "cuda_version": _(
+                "The CUDA runtime the image is built with, e.g. 12.4.1; leave empty if unknown."
+            ),
+            "driver_version": _(
+                "The host's NVIDIA driver the runtime runs on, e.g. 550.54.15; leave empty "
+                "if unknown."
+            ),
         }
         widgets = {"image": forms.TextInput(attrs={"spellcheck": "false"})}
 

@@ -14,6 +14,13 @@ our TPOT; its `inter_chunk_latency` (the gaps between streamed chunks) is our
 ITL. The records file has no load settings (concurrency, rate) and no version,
 and names no model unless its records carry the request body (`payload`, as
 AIPerf's raw export writes it): without one its evidence is unverified.
+
+With a DCGM exporter reachable, AIPerf samples GPU telemetry during the run and the
+summary JSON carries it under `telemetry_data.endpoints.<endpoint>.gpus.<gpu>.metrics`
+(its `json_exporter`): `gpu_memory_used` as `{avg, min, max, p99, …, unit: "GB"}`,
+DCGM_FI_DEV_FB_USED scaled from MiB to 10^9 bytes. The highest `max` of any GPU is the
+report's GPU memory peak. AIPerf records no KV-cache use; its CSV's telemetry table
+is not read.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ import math
 from typing import Any
 
 import orjson
+
+from ledger.metrics_import.peaks import Peaks
 
 from . import metric_json, metric_table
 from .fields import Node, check_latency, describe
@@ -126,7 +135,49 @@ def _parse_summary(probe: Probe) -> ParsedReport:
         tool_version=root.text("aiperf_version"),
         meta=_meta(root),
         warnings=warnings,
+        peaks=_telemetry_peaks(root),
     )
+
+
+_BYTES_PER_GB = 1e9
+_BYTES_PER_GIB = 2**30
+
+
+def _children(node: Node | None, key: str) -> list[Node]:
+    """The objects under `node[key]` (a mapping of names to objects); none when absent."""
+    inner = node.obj(key, required=False) if node is not None else None
+    if inner is None:
+        return []
+    return [child for name in inner.value if (child := inner.obj(name)) is not None]
+
+
+def _telemetry_peaks(root: Node) -> Peaks:
+    """The highest `gpu_memory_used.max` of any GPU in AIPerf's telemetry, in GiB."""
+    telemetry = root.obj("telemetry_data", required=False)
+    highest: float | None = None
+    for endpoint in _children(telemetry, "endpoints"):
+        for gpu in _children(endpoint, "gpus"):
+            metrics = gpu.obj("metrics", required=False)
+            memory = metrics.obj("gpu_memory_used", required=False) if metrics else None
+            if memory is None or (peak := memory.num("max")) is None:
+                continue
+            if memory.text("unit") != "GB":
+                raise memory.error(
+                    f"expected unit GB, found {describe(memory.raw('unit'))}", "unit"
+                )
+            if peak < 0:
+                raise memory.error(f"expected GB used, at least 0; found {peak!r}", "max")
+            highest = peak if highest is None else max(highest, peak)
+    if highest is None:
+        return {}
+    return {
+        "gpu_memory_peak_gib": {
+            "value": round(highest * _BYTES_PER_GB / _BYTES_PER_GIB, 3),
+            "source": "tool",
+            "metric": "AIPerf telemetry gpu_memory_used max (DCGM_FI_DEV_FB_USED)",
+            "lower_bound": False,
+        }
+    }
 
 
 def _load_settings(root: Node) -> Conditions:

@@ -12,6 +12,8 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 import numpy as np
 
+from ledger.metrics_import.peaks import Peaks
+
 SourceKind = Literal["computed", "tool"]
 LATENCY_METRICS = ("ttft", "tpot", "itl", "e2e")
 
@@ -136,6 +138,9 @@ class ParsedReport:
     tool_version: str | None = None
     meta: dict[str, str | int | float | bool | None] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # GPU memory or KV-cache peaks the tool itself recorded (its GPU telemetry), by
+    # the report column they fill; only where the file really carries one.
+    peaks: Peaks = field(default_factory=dict)
 
     def to_json(self, *, include_requests: bool = False, cdf_max_points: int = 200) -> ReportJSON:
         """A JSON-safe dict: plain floats, no NaN or infinity, no numpy types.
@@ -174,6 +179,8 @@ class ReportJSON(TypedDict):
     levels: list[dict[str, Any]]
     # What wrote a file the ledger made itself (a drill's requests), when it did.
     origin: NotRequired[dict[str, Any]]
+    # Where the report's peak columns came from (ledger.metrics_import.peaks), when it has any.
+    peaks: NotRequired[Peaks]
 
 
 def cdf_points(values: Any, max_points: int = 200) -> list[tuple[float, float]]:

@@ -122,6 +122,29 @@ class LoadTestReport(ChoiceLabels, models.Model):
     ttft_p99_ms = models.FloatField("p99 TTFT (ms)", null=True, blank=True)
     tpot_p95_ms = models.FloatField("p95 TPOT (ms)", null=True, blank=True)
     output_tokens_per_s = models.FloatField(null=True, blank=True)
+    # Where each peak came from is in results["peaks"] (ledger.metrics_import.peaks).
+    gpu_memory_peak_gib = models.FloatField(
+        _("peak GPU memory (GiB)"),
+        null=True,
+        blank=True,
+        help_text=_(
+            "Highest memory used on any one GPU during the test, in GiB: the tool's own GPU "
+            "telemetry when its file records it, else the higher of two DCGM scrapes "
+            "(DCGM_FI_DEV_FB_USED) taken before and after the test, which is only a lower "
+            "bound on the true peak."
+        ),
+    )
+    kv_cache_peak_pct = models.FloatField(
+        _("peak KV-cache use (%)"),
+        null=True,
+        blank=True,
+        help_text=_(
+            "Highest share of the engine's KV cache in use, 0 to 100: the higher of two "
+            "scrapes of the engine's usage gauge (vLLM kv_cache_usage_perc, SGLang "
+            "token_usage) taken before and after the test. Engines expose only the current "
+            "use, so this is a lower bound on the true peak."
+        ),
+    )
     has_request_data = models.BooleanField(
         default=False, help_text=_("The file had per-request data (kept in LoadTestRequestData).")
     )
@@ -177,6 +200,15 @@ class LoadTestReport(ChoiceLabels, models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(level_count__gte=1), name="ledger_loadtestreport_has_levels"
+            ),
+            models.CheckConstraint(
+                condition=Q(kv_cache_peak_pct__isnull=True)
+                | Q(kv_cache_peak_pct__gte=0, kv_cache_peak_pct__lte=100),
+                name="ledger_loadtestreport_kv_cache_peak_percent",
+            ),
+            models.CheckConstraint(
+                condition=Q(gpu_memory_peak_gib__isnull=True) | Q(gpu_memory_peak_gib__gte=0),
+                name="ledger_loadtestreport_gpu_memory_peak_positive",
             ),
             # A mismatch is attached only with its reason recorded.
             models.CheckConstraint(

@@ -381,6 +381,20 @@ class Runtime(ChoiceLabels, models.Model):
     gpu_memory_gb = models.PositiveIntegerField(
         _("GPU memory (GB each)"), null=True, blank=True, validators=[validate_gpu_memory]
     )
+    cuda_version = models.CharField(
+        _("CUDA version"),
+        max_length=40,
+        blank=True,
+        validators=[validate_version],
+        help_text=_("The CUDA runtime the image is built with, e.g. 12.4.1."),
+    )
+    driver_version = models.CharField(
+        _("GPU driver version"),
+        max_length=40,
+        blank=True,
+        validators=[validate_version],
+        help_text=_("The host's NVIDIA driver the runtime was run on, e.g. 550.54.15."),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -395,6 +409,8 @@ class Runtime(ChoiceLabels, models.Model):
         "gpu_model",
         "gpu_count",
         "gpu_memory_gb",
+        "cuda_version",
+        "driver_version",
     )
 
     class Meta:

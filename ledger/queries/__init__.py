@@ -122,6 +122,7 @@ from ledger.queries.slo_matrix import (
     MatrixRevision,
     MatrixRow,
     SloMatrix,
+    has_peaks,
     live_vs_candidate,
     slo_matrix,
 )
@@ -193,6 +194,7 @@ __all__ = [
     "gpu_hours_per_million",
     "has_breaking",
     "has_current_report",
+    "has_peaks",
     "in_force_among",
     "latency_point",
     "latency_points",

@@ -24,7 +24,8 @@ What breaks callers (`RULES` below says it field by field, with the words shown)
 
 Everything else that differs is listed as a plain change with a short note or
 none: the asset's name, family, quantization, weights and config.json; the
-engine, its version, the image and its digest, the hardware; the gateway
+engine, its version, the image and its digest, the hardware, the CUDA and GPU
+driver versions; the gateway
 policy; launch parameters without a rule (gpu_memory_utilization, …); the
 other capabilities. The launch parameters the seed's table 6-3 names as risky to
 change say why in their note: prefix caching (`enable_prefix_caching`,
@@ -200,6 +201,18 @@ RULES: dict[str, Rule] = {
     "gpu_model": Rule(note="other hardware: load-test evidence does not carry over"),
     "gpu_count": Rule(note="other hardware: load-test evidence does not carry over"),
     "gpu_memory_gb": Rule(note="other hardware: load-test evidence does not carry over"),
+    "cuda_version": Rule(
+        note="another CUDA runtime: kernels and numerics may differ; load-test evidence "
+        "does not carry over",
+        added="the CUDA version is now stated ({to})",
+        removed="the CUDA version is no longer stated",
+    ),
+    "driver_version": Rule(
+        note="another GPU driver: kernels and numerics may differ; load-test evidence "
+        "does not carry over",
+        added="the GPU driver version is now stated ({to})",
+        removed="the GPU driver version is no longer stated",
+    ),
     # ---- launch parameters that cap what callers may send
     "launch_parameters.max_model_len": CONTEXT_FLAG_RULE,  # vLLM
     "launch_parameters.context_length": CONTEXT_FLAG_RULE,  # SGLang
@@ -413,6 +426,8 @@ def _fields(revision: Revision, capabilities: dict[str, Any]) -> dict[str, Any]:
         "gpu_model": runtime.gpu_model or None,
         "gpu_count": runtime.gpu_count,
         "gpu_memory_gb": runtime.gpu_memory_gb,
+        "cuda_version": runtime.cuda_version or None,
+        "driver_version": runtime.driver_version or None,
         "context_limit": revision.context_limit,
     }
     parameters = runtime.launch_parameters if isinstance(runtime.launch_parameters, dict) else {}

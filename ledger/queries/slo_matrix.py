@@ -7,6 +7,8 @@ from typing import Any, Literal, TypedDict, cast
 
 from django.db.models import Q, Subquery
 from django.utils import timezone
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy as _
 
 from ledger.charts import LatencyPoint, Slo, comparison_rows
 from ledger.models import LoadTestReport, LoadTestRequestData, Revision, Service
@@ -27,7 +29,7 @@ Attainment = Literal["met", "breached", "no SLO", "no evidence", "stale", "misma
 
 class MatrixColumn(TypedDict):
     key: str
-    label: str
+    label: str | Promise
     unit: str
     bound: Literal["max", "min"]
 
@@ -69,7 +71,15 @@ MATRIX_COLUMNS: list[MatrixColumn] = [
     {"key": "tpot_p95", "label": "p95 TPOT", "unit": "ms", "bound": "max"},
     {"key": "error_rate", "label": "Error rate", "unit": "%", "bound": "max"},
     {"key": "goodput", "label": "Goodput", "unit": "%", "bound": "min"},
+    # No SLO bounds these (yet): shown so that a missing measurement is seen.
+    {"key": "gpu_memory_peak", "label": _("Peak GPU memory"), "unit": "GiB", "bound": "max"},
+    {"key": "kv_cache_peak", "label": _("Peak KV cache"), "unit": "%", "bound": "max"},
 ]
+
+
+def has_peaks(report: LoadTestReport) -> bool:
+    """Whether the report carries both peaks, GPU memory and KV-cache use."""
+    return report.gpu_memory_peak_gib is not None and report.kv_cache_peak_pct is not None
 
 
 def slo_matrix(service: Service, *, now: dt.datetime | None = None) -> SloMatrix:
@@ -178,6 +188,9 @@ def _cell(
     }
 
 
+_PEAK_COLUMNS = ("gpu_memory_peak", "kv_cache_peak")
+
+
 def _cells(
     report: LoadTestReport, status: EvidenceStatus, slo: Slo, good: GoodputResult
 ) -> list[MatrixCell]:
@@ -191,6 +204,8 @@ def _cells(
             GOODPUT_TARGET * 100 if has_latency_slo else None,
             good.reason,
         ),
+        "gpu_memory_peak": (report.gpu_memory_peak_gib, None, ""),
+        "kv_cache_peak": (report.kv_cache_peak_pct, None, ""),
     }
     cells = []
     for column in MATRIX_COLUMNS:
@@ -200,6 +215,9 @@ def _cells(
             # numbers are judged: its row says it is unverified.)
             word: Attainment = cast("Attainment", status.status)
             note = status.reason
+        elif column["key"] in _PEAK_COLUMNS and value is None:
+            word = "no evidence"
+            note = "not measured"
         elif bound is None:
             word = "no SLO"
         elif value is None:

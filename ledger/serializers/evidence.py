@@ -51,6 +51,18 @@ class LoadTestUploadSerializer(NamedChoicesMixin, serializers.Serializer):
         "(the upload is refused otherwise, naming both sides): why it belongs here anyway. "
         "Recorded; the report is then `mismatched` and never current.",
     )
+    metrics_before = ReportFileField(
+        required=False,
+        allow_empty_file=True,
+        help_text="A scrape (Prometheus text) of the engine's or DCGM's /metrics taken before "
+        "the test; with metrics_after, read for the GPU memory and KV-cache peaks the report "
+        "itself does not record (the higher of the two scrapes: a lower bound on the peak).",
+    )
+    metrics_after = ReportFileField(
+        required=False,
+        allow_empty_file=True,
+        help_text="The same scrape taken after the test.",
+    )
 
 
 class _StatusCache(TypedDict):
@@ -146,6 +158,8 @@ class LoadTestReportSerializer(serializers.ModelSerializer):
             "ttft_p99_ms",
             "tpot_p95_ms",
             "output_tokens_per_s",
+            "gpu_memory_peak_gib",
+            "kv_cache_peak_pct",
             "has_request_data",
             "goodput",
             "goodput_slo",

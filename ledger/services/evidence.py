@@ -29,6 +29,7 @@ from ledger import permissions
 from ledger.chain import append_event
 from ledger.importers import FORMATS, ParsedReport, ReportFormatError, parse_report
 from ledger.importers.report import ReportJSON
+from ledger.metrics_import import Peaks
 from ledger.models import LoadTestReport, LoadTestRequestData, RequestLevel, Revision
 from ledger.queries import (
     Mismatch,
@@ -38,6 +39,7 @@ from ledger.queries import (
     match_evidence,
     normalise_gpu,
 )
+from ledger.services.scrape_peaks import read_scrape_peaks
 from ledger.validators import validate_override_reason
 from lib.actors import Actor
 
@@ -138,16 +140,30 @@ class Preview(ReportJSON):
 
 
 def preview_loadtest_report(
-    file: IO[bytes], *, filename: str, format: str | None = None
+    file: IO[bytes],
+    *,
+    filename: str,
+    format: str | None = None,
+    metrics_before: IO[bytes] | None = None,
+    metrics_after: IO[bytes] | None = None,
 ) -> Preview:
     """Parse an upload without storing or recording anything: what the upload
     form shows before the model owner saves. Same checks and errors as the import."""
     stream = _binary(file)
     _check_choices(None, format)
+    scraped = read_scrape_peaks(metrics_before, metrics_after)
     sha256, size = _hash_and_measure(stream, filename)
     parsed = _parse(stream, filename, format)
     stream.seek(0)
-    return {**parsed.to_json(), "sha256": sha256, "size_bytes": size}
+    preview: Preview = {**parsed.to_json(), "sha256": sha256, "size_bytes": size}
+    if peaks := _merged_peaks(scraped, parsed):
+        preview["peaks"] = peaks
+    return preview
+
+
+def _merged_peaks(scraped: Peaks, parsed: ParsedReport) -> Peaks:
+    # The tool's own figure (sampled during the test) beats the two scrapes' lower bound.
+    return {**scraped, **parsed.peaks}
 
 
 def hardware_for(revision: Revision, parsed: ParsedReport) -> tuple[dict[str, Any], list[str]]:
@@ -250,11 +266,15 @@ def _build_report(
     measured_at: dt.datetime,
     mismatch: Mismatch | None,
     origin: Mapping[str, Any] | None,
+    scraped: Peaks,
 ) -> tuple[LoadTestReport, LoadTestRequestData | None]:
     hardware, hardware_warnings = hardware_for(revision, parsed)
     results = parsed.to_json()
     if origin:
         results["origin"] = dict(origin)
+    peaks = _merged_peaks(scraped, parsed)
+    if peaks:
+        results["peaks"] = peaks
     first = parsed.levels[0]
     slo = goodput_slo(revision.service)
     arrays = _request_arrays(parsed)
@@ -294,6 +314,8 @@ def _build_report(
         ttft_p99_ms=first.ttft.p99,
         tpot_p95_ms=first.tpot.p95,
         output_tokens_per_s=first.throughput.output_tokens_per_s,
+        gpu_memory_peak_gib=_peak(peaks, "gpu_memory_peak_gib"),
+        kv_cache_peak_pct=_peak(peaks, "kv_cache_peak_pct"),
         has_request_data=packed is not None,
         goodput=goodputs[0].value if goodputs else None,
         goodput_reason=goodputs[0].reason if goodputs else "the file has no per-request data",
@@ -304,6 +326,11 @@ def _build_report(
     if packed is not None:
         data = LoadTestRequestData(report=report, request_count=request_count, arrays=packed)
     return report, data
+
+
+def _peak(peaks: Peaks, column: str) -> float | None:
+    found = peaks.get(column)
+    return None if found is None else found["value"]
 
 
 def _delete_quietly(storage, name: str) -> None:
@@ -326,6 +353,8 @@ def import_loadtest_report(
     accept_mismatch: str = "",
     tool: str = "",
     origin: Mapping[str, Any] | None = None,
+    metrics_before: IO[bytes] | None = None,
+    metrics_after: IO[bytes] | None = None,
 ) -> tuple[LoadTestReport, bool]:
     """Attach a load-test file to a revision as evidence for one workload class.
 
@@ -333,13 +362,19 @@ def import_loadtest_report(
     `tool` names what measured it instead of the format's tool, and `origin` (JSON: what
     wrote it, e.g. `{"kind": "drill", "id": 7}`) is kept in the results and the Event.
 
+    `metrics_before` and `metrics_after` (both or neither) are scrapes of the engine or
+    DCGM taken around the test: GPU memory and KV-cache peaks the file itself does not
+    record are read from them (`services.scrape_peaks`), and `results["peaks"]` says
+    where each came from.
+
     Returns (report, created). The same file uploaded again for the same
     revision returns the existing report and records nothing. Raises
     PermissionDenied unless the actor is a model owner of the service's team
     (None is the system), and ValidationError keyed by `file` (naming the file
     and the line or JSON path), `workload`, `format`, `measured_at` or
     `accept_mismatch` (the file measured another model, engine or GPU: see
-    `check_evidence_match`; with a reason it is attached and marked mismatched).
+    `check_evidence_match`; with a reason it is attached and marked mismatched),
+    `metrics_before` or `metrics_after` (naming the file and line).
     """
     stream = _binary(file)
     revision = Revision.objects.select_related("service__team", "runtime", "model_asset").get(
@@ -350,6 +385,7 @@ def import_loadtest_report(
     now = timezone.now()
     if measured_at is not None and measured_at > now + _CLOCK_SKEW:
         raise ValidationError({"measured_at": f"{measured_at:%Y-%m-%d %H:%M %Z} is in the future."})
+    scraped = read_scrape_peaks(metrics_before, metrics_after)
 
     sha256, size = _hash_and_measure(stream, filename)
     existing = LoadTestReport.objects.filter(revision=revision, raw_sha256=sha256).first()
@@ -372,6 +408,7 @@ def import_loadtest_report(
         measured_at=measured_at or now,
         mismatch=mismatch,
         origin=origin,
+        scraped=scraped,
     )
     report.clean_fields(exclude=["raw_file", "revision", "uploaded_by"])
 
@@ -409,8 +446,10 @@ def import_loadtest_report(
 
 def _event_payload(report: LoadTestReport) -> dict[str, Any]:
     origin = report.results.get("origin")
+    peaks = report.results.get("peaks")
     return {
         **({"origin": origin} if origin else {}),
+        **({"peaks": peaks} if peaks else {}),
         "revision": report.revision_id,
         "workload": report.workload,
         "filename": report.filename,

@@ -137,7 +137,7 @@ def loadtest_preview(request: AuthenticatedHttpRequest, slug: str, number: int) 
         upload = form.cleaned_data["file"]
         try:
             parsed = services.preview_loadtest_report(
-                upload, filename=upload.name, format=form.cleaned_data["format"]
+                upload, filename=upload.name, format=form.cleaned_data["format"], **form.scrapes()
             )
         except ValidationError as error:
             apply_errors(form, error)
@@ -183,6 +183,7 @@ def loadtest_upload(request: AuthenticatedHttpRequest, slug: str, number: int) -
                 filename=upload.name,
                 format=form.cleaned_data["format"],
                 accept_mismatch=form.cleaned_data["accept_mismatch"],
+                **form.scrapes(),
             )
         except ValidationError as error:
             apply_errors(form, error)

@@ -6,13 +6,17 @@ the system), the same checks, and the parsed summary printed as JSON. A bad
 file exits non-zero with the error naming the file and the line or JSON path;
 so does a file that measured another model, engine or GPU than the revision
 (naming both sides), unless `--accept-mismatch "REASON"` records why it belongs
-there anyway.
+there anyway. `--metrics-before` and `--metrics-after` are two scrapes of the engine
+(or its DCGM exporter) taken around the test, read for the GPU memory and KV-cache
+peaks the file itself does not record.
 """
 
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 from pathlib import Path
+from typing import IO
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
@@ -32,6 +36,13 @@ def _messages(exc: ValidationError) -> str:
             for message in errors
         )
     return "; ".join(exc.messages)
+
+
+def _open(path: Path) -> IO[bytes]:
+    try:
+        return path.open("rb")
+    except OSError as exc:
+        raise CommandError(f"{path}: cannot be read: {exc.strerror}") from exc
 
 
 class Command(BaseCommand):
@@ -63,6 +74,17 @@ class Command(BaseCommand):
             "the revision, recording REASON; the report is marked mismatched.",
         )
         parser.add_argument(
+            "--metrics-before",
+            metavar="BEFORE.txt",
+            help="A scrape (Prometheus text) of the engine's or DCGM's /metrics taken "
+            "before the test; with --metrics-after, read for GPU memory and KV-cache peaks.",
+        )
+        parser.add_argument(
+            "--metrics-after",
+            metavar="AFTER.txt",
+            help="The same scrape taken after the test.",
+        )
+        parser.add_argument(
             "--dry-run",
             action="store_true",
             help="Parse and print the summary without storing or recording anything.",
@@ -76,15 +98,20 @@ class Command(BaseCommand):
             )
         except Revision.DoesNotExist:
             raise CommandError(f"There is no revision with id {options['revision']}.") from None
-        try:
-            stream = path.open("rb")
-        except OSError as exc:
-            raise CommandError(f"{path}: cannot be read: {exc.strerror}") from exc
-        with stream:
+        with ExitStack() as stack:
+            stream = stack.enter_context(_open(path))
+            before, after = (
+                stack.enter_context(_open(Path(name))) if name else None
+                for name in (options["metrics_before"], options["metrics_after"])
+            )
             try:
                 if options["dry_run"]:
                     preview = services.preview_loadtest_report(
-                        stream, filename=path.name, format=options["format"]
+                        stream,
+                        filename=path.name,
+                        format=options["format"],
+                        metrics_before=before,
+                        metrics_after=after,
                     )
                     match = queries.match_evidence(revision, preview["meta"])
                     self._print(
@@ -104,6 +131,8 @@ class Command(BaseCommand):
                     filename=path.name,
                     format=options["format"],
                     accept_mismatch=options["accept_mismatch"],
+                    metrics_before=before,
+                    metrics_after=after,
                 )
             except ValidationError as exc:
                 raise CommandError(_messages(exc)) from exc

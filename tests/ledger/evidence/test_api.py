@@ -171,7 +171,16 @@ def test_upload_is_documented_as_multipart(ci):
     ref = body["multipart/form-data"]["schema"]["$ref"].rsplit("/", 1)[-1]
     properties = schema["components"]["schemas"][ref]["properties"]
     assert properties["file"]["format"] == "binary"
-    assert set(properties) == {"workload", "file", "format", "measured_at", "accept_mismatch"}
+    assert set(properties) == {
+        "workload",
+        "file",
+        "format",
+        "measured_at",
+        "accept_mismatch",
+        "metrics_before",
+        "metrics_after",
+    }
+    assert properties["metrics_after"]["format"] == "binary"
     assert {"200", "201", "400", "403", "413"} <= set(operation["responses"])
 
 

@@ -59,6 +59,8 @@ def test_the_matrix_says_met_breached_stale_and_no_evidence(service, live, candi
         "tpot_p95",
         "error_rate",
         "goodput",
+        "gpu_memory_peak",
+        "kv_cache_peak",
     ]
     live_rows, candidate_rows = (_rows(block) for block in matrix["revisions"])
     assert list(live_rows) == [
