@@ -10,7 +10,7 @@ can take some away (a decommission measures nothing new) and add its own.
 | license             | yes          | yes      | yes        |
 | provenance          | yes          | yes      | yes        |
 | image_pinned        | yes          | yes      | yes        |
-| load_evidence       |              | short    | short, high_concurrency, long_context, streaming, and each class its task types need (`TASK_TYPE_WORKLOADS`) |
+| load_evidence       |              | short    | short, high_concurrency, long_context (with its GPU-memory and KV-cache peaks), streaming, and each class its task types need (`TASK_TYPE_WORKLOADS`) |
 | metrics_coverage    |              | ttft, tpot, error_rate | all seven |
 | replay              |              | ≥ 1 set  | ≥ 1 set    |
 | failures_classified |              | yes      | yes        |
@@ -205,6 +205,15 @@ TASK_TYPE_WORKLOADS: Final[dict[str, tuple[str, ...]]] = {
     "tool-use": ("structured",),
 }
 TASK_TYPE_EVIDENCE_TIERS: Final = frozenset({"production"})
+
+# Workload classes whose evidence must also carry its GPU-memory and KV-cache peaks
+# (`LoadTestReport.gpu_memory_peak_gib`, `kv_cache_peak_pct`), per tier: a long context
+# is where the KV cache runs out (the seed's §6.6 and §6.7).
+PEAKS_REQUIRED: Final[dict[str, tuple[str, ...]]] = {
+    "experimental": (),
+    "internal": (),
+    "production": ("long_context",),
+}
 DRILL_DEFAULT_WORKLOAD: Final = "high_concurrency"
 
 

@@ -57,6 +57,8 @@ def report(revision: Revision, workload: str, **columns: Any) -> LoadTestReport:
         "error_rate": 0.001,
         "requests": 1000,
         "measured_at": timezone.now(),
+        "gpu_memory_peak_gib": 61.5,
+        "kv_cache_peak_pct": 78.0,
         **columns,
     }
     runtime = revision.runtime

@@ -350,6 +350,21 @@ def test_internal_services_need_only_short_prompts_evidence(team, owner):
     )
 
 
+def test_production_long_context_evidence_needs_its_memory_and_kv_cache_peaks(world, release):
+    long = world.reports["long_context"]
+    LoadTestReport.objects.filter(pk=long.pk).update(kv_cache_peak_pct=None)
+    assert gate(release, "load_evidence") == (
+        "fail",
+        f"the long_context report #{long.pk} has no GPU-memory and KV-cache peaks: production "
+        "needs both (upload the engine's /metrics scraped before and after the test with the "
+        "report).",
+    )
+    short = world.reports["short"]
+    LoadTestReport.objects.filter(pk=long.pk).update(kv_cache_peak_pct=91.0)
+    LoadTestReport.objects.filter(pk=short.pk).update(gpu_memory_peak_gib=None)
+    assert gate(release, "load_evidence")[0] == "pass"
+
+
 def test_a_production_service_serving_sql_needs_structured_evidence(team, owner):
     world = build_world(team, slug="dataagent-sql", task_types=("sql", "chat"))
     release = file_release(world, owner)

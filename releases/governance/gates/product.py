@@ -138,6 +138,14 @@ def load_evidence(inputs: Inputs) -> Verdict:
             continue
         report = found
         refs.append(report_ref(report))
+        if workload in policy.PEAKS_REQUIRED[inputs.tier] and not ledger_queries.has_peaks(
+            report
+        ):
+            problems.append(
+                f"the {workload} report #{report.pk} has no GPU-memory and KV-cache peaks: "
+                f"{inputs.tier} needs both (upload the engine's /metrics scraped before and "
+                "after the test with the report)"
+            )
         for check in slos:
             value = check.measured(report)
             bound = check.target_of(service)
