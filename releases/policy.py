@@ -11,7 +11,7 @@ can take some away (a decommission measures nothing new) and add its own.
 | provenance          | yes          | yes      | yes        |
 | image_pinned        | yes          | yes      | yes        |
 | load_evidence       |              | short    | short, high_concurrency, long_context (with its GPU-memory and KV-cache peaks), streaming, and each class its task types need (`TASK_TYPE_WORKLOADS`) |
-| metrics_coverage    |              | ttft, tpot, error_rate | all seven |
+| metrics_coverage    |              | ttft, tpot, error_rate | all seven (declared, and seen on the candidate's /metrics by a probe) |
 | replay              |              | ≥ 1 set  | ≥ 1 set    |
 | failures_classified |              | yes      | yes        |
 | rollback_plan       |              | verified ≤ 30 days | verified ≤ 7 days |
@@ -241,6 +241,11 @@ REQUIRED_METRICS: Final[dict[str, tuple[str, ...]]] = {
     "internal": ("ttft", "tpot", "error_rate"),
     "production": tuple(METRICS),
 }
+
+# Required metrics the gate takes as declared without seeing them on the engine's
+# /metrics: GPU memory is DCGM's, which runs beside the engine, not in it. Every other
+# required metric must be backed by a series a probe found (`replay.metrics_probe`).
+METRICS_NOT_ON_ENGINE: Final = frozenset({"gpu_memory"})
 
 # The least number of replay sample sets a release must name.
 MIN_SAMPLE_SETS: Final[dict[str, int]] = {"experimental": 0, "internal": 1, "production": 1}

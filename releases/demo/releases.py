@@ -365,6 +365,8 @@ def seed_releases() -> int:
 _DEMO_WAIVER_WHY = {
     "impact_assessed": "the starter sample sets are tagged by kind of question (factual, "
     "reasoning), not by the task types the demo services serve",
+    "metrics_coverage": "the demo backends are not inference engines, so no probe can see "
+    "their series on a /metrics endpoint",
 }
 
 

@@ -26,9 +26,11 @@ from ledger.models import Capability
 from lib.actors import Actor
 from replay import probes
 from replay.client import BackendConfig, replay_many
+from replay.metrics_probe import judge_metrics
 from replay.models import Backend, Probe
 from replay.permissions import ensure_can_manage_backend
 from replay.services.backends import CredentialMissing, backend_config
+from replay.services.metrics import ScrapeFailed, fetch_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -41,8 +43,10 @@ def registered_context(backend: Backend) -> int:
     return launched if isinstance(launched, int) else backend.revision.context_limit
 
 
-async def _observe(backend: Backend, config: BackendConfig, checks: list) -> dict[str, Any]:
-    """Everything the probe asks the server, in one event loop."""
+async def _observe(
+    backend: Backend, config: BackendConfig, checks: list, *, metrics: bool = False
+) -> dict[str, Any]:
+    """Everything the probe asks the server, in one event loop; `metrics`: its /metrics too."""
     seen: dict[str, Any] = {"models": [], "version": probes.VersionInfo(None, None, None)}
     try:
         seen["models"] = await probes.get_models(
@@ -56,12 +60,21 @@ async def _observe(backend: Backend, config: BackendConfig, checks: list) -> dic
     )
     requests = [probe.request for _, probe in checks]
     seen["results"] = await replay_many(config, requests) if requests else []
+    if metrics:
+        try:
+            seen["metrics"] = await fetch_metrics(
+                config.base_url, credential=config.credential, timeout=_PROBE_TIMEOUT
+            )
+        except ScrapeFailed as error:
+            seen["metrics_error"] = str(error)
     return seen
 
 
 def _checks_for(capabilities: list[Capability]) -> tuple[list, dict[str, str]]:
     checks, not_probed = [], {}
     for capability in capabilities:
+        if capability.kind == Capability.Kind.METRICS:
+            continue  # read from /metrics, not by a request (`_metrics_verdict`)
         probe = probes.capability_probe(capability.kind, capability.value)
         if isinstance(probe, str):
             not_probed[capability.kind] = probe
@@ -84,7 +97,9 @@ def probe_backend(backend: Backend, *, actor: Actor, record_unchanged: bool = Tr
     revision = backend.revision
     ensure_can_manage_backend(actor, revision)
     probe = Probe(backend=backend, fingerprint=revision.fingerprint, started_at=timezone.now())
-    checks, not_probed = _checks_for(list(revision.capabilities.order_by("kind")))
+    capabilities = list(revision.capabilities.order_by("kind"))
+    checks, not_probed = _checks_for(capabilities)
+    declared_metrics = next((c for c in capabilities if c.kind == Capability.Kind.METRICS), None)
     try:
         config = backend_config(backend, concurrency=min(len(checks) or 1, 4))
     except CredentialMissing as error:
@@ -92,7 +107,7 @@ def probe_backend(backend: Backend, *, actor: Actor, record_unchanged: bool = Tr
         probe.finished_at = timezone.now()
         probe.save(force_insert=True)
         return probe
-    seen = async_to_sync(_observe)(backend, config, checks)
+    seen = async_to_sync(_observe)(backend, config, checks, metrics=declared_metrics is not None)
     probe.finished_at = timezone.now()
     if "error" in seen:
         probe.error = seen["error"]
@@ -118,8 +133,13 @@ def probe_backend(backend: Backend, *, actor: Actor, record_unchanged: bool = Tr
         current = {
             c.pk: c for c in Capability.objects.select_for_update().filter(revision=revision)
         }
-        for (probed, check), replayed in zip(checks, seen["results"], strict=True):
-            verdict = probes.judge_capability(check, replayed)
+        verdicts = [
+            (probed, probes.judge_capability(check, replayed))
+            for (probed, check), replayed in zip(checks, seen["results"], strict=True)
+        ]
+        if declared_metrics is not None:
+            verdicts.append((declared_metrics, _metrics_verdict(backend, declared_metrics, seen)))
+        for probed, verdict in verdicts:
             status = Capability.Status.VERIFIED if verdict.passed else Capability.Status.FAILED
             results[probed.kind] = {"status": status, **verdict.evidence}
             capability = current.get(probed.pk)
@@ -143,6 +163,28 @@ def probe_backend(backend: Backend, *, actor: Actor, record_unchanged: bool = Tr
         probe.save(force_insert=True)
         _record_drift(backend, probe, actor)
     return probe
+
+
+def _metrics_verdict(
+    backend: Backend, capability: Capability, seen: dict[str, Any]
+) -> probes.CapabilityVerdict:
+    """The declared series looked for in the backend's /metrics, as scraped just now."""
+    if "metrics" not in seen:
+        return probes.CapabilityVerdict(
+            False,
+            {
+                "probe": "GET /metrics",
+                "outcome": "unreachable",
+                "error_detail": seen.get("metrics_error", ""),
+            },
+        )
+    passed, evidence = judge_metrics(
+        capability.value,
+        seen["metrics"],
+        engine=backend.revision.runtime.engine,
+        source=f"{backend.name} /metrics",
+    )
+    return probes.CapabilityVerdict(passed, {"outcome": "ok" if passed else "missing", **evidence})
 
 
 def _jsonable(value: Any) -> Any:

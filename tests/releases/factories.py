@@ -169,6 +169,29 @@ def complete_policy(service: Service, **sections: Any) -> dict[str, Any]:
     return document
 
 
+ENGINE_SERIES = ["vllm:time_to_first_token_seconds", "vllm:num_requests_waiting"]
+ALL_COVERED = ["ttft", "tpot", "tokens_per_s", "queue_length", "kv_cache_usage", "error_rate"]
+
+
+def metrics_seen(revision: Revision, covers: list[str] | None = None) -> None:
+    """`revision` declares its engine's series, and a probe found them, backing `covers`
+    of the seven metrics (all but GPU memory, which is DCGM's, by default)."""
+    capability = ledger_services.declare_capability(
+        revision, actor=None, kind="metrics", value=list(ENGINE_SERIES)
+    )
+    ledger_services.record_capability_check(
+        capability,
+        actor=None,
+        passed=True,
+        evidence={
+            "probe": "GET /metrics",
+            "found": list(ENGINE_SERIES),
+            "missing": [],
+            "covers": list(ALL_COVERED if covers is None else covers),
+        },
+    )
+
+
 def build_world(
     team,
     *,
@@ -218,6 +241,7 @@ def build_world(
             service=service, runtime=runtime, gateway_policy_version=gateway_policy.label
         )
     ledger_services.set_license_approval(candidate.model_asset, actor=None, approval="approved")
+    metrics_seen(candidate)
     service.refresh_from_db()
     candidate.refresh_from_db()
     live.refresh_from_db()

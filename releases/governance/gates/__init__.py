@@ -39,7 +39,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ledger import queries as ledger_queries
-from ledger.models import LoadTestReport, PriceSheet, Revision, Service
+from ledger.models import Capability, LoadTestReport, PriceSheet, Revision, Service
 from releases import policy
 from releases.governance import impact
 from releases.governance import snapshot as snapshots
@@ -148,7 +148,8 @@ def load_inputs_many(
         release.to_revision.model_asset for release in fresh
     )
     served = _served_task_types(fresh)
-    impact_suggested = _impact_suggested(fresh)
+    capabilities = _capabilities(fresh)
+    impact_suggested = _impact_suggested(fresh, capabilities)
     set_tags = _set_tags(fresh)
     prices = _prices_in_force(fresh, now)
     drills = _drills_of_candidates(fresh)
@@ -198,6 +199,14 @@ def load_inputs_many(
                 price_sheet=prices.get(candidate.runtime.gpu_model),
                 drills=drills.get(candidate.pk, []),
                 impact_suggested=impact_suggested.get(release.pk, {}),
+                metrics_capability=next(
+                    (
+                        c
+                        for c in capabilities.get(candidate.pk, [])
+                        if c.kind == Capability.Kind.METRICS
+                    ),
+                    None,
+                ),
                 set_tags={
                     name: set_tags[name]
                     for name in release.required_sample_sets
@@ -232,23 +241,42 @@ def _takes_impact_gate(release: Release) -> bool:
     return "impact_assessed" in policy.gates_for(release.service.tier, release.change_kind)
 
 
-def _impact_suggested(releases: Sequence[Release]) -> dict[int, dict[str, list[str]]]:
+def _capabilities(releases: Sequence[Release]) -> dict[int, list[Capability]]:
+    """The capabilities of the from- and to-revisions of the releases whose gates read
+    them (the diff of impact_assessed, the verified metrics of metrics_coverage), by
+    revision id, in one query."""
+    ids: set[int] = set()
+    for release in releases:
+        keys = policy.gates_for(release.service.tier, release.change_kind)
+        if "impact_assessed" in keys or "metrics_coverage" in keys:
+            ids.add(release.to_revision_id)
+            if release.from_revision_id:
+                ids.add(release.from_revision_id)
+    found: dict[int, list[Capability]] = defaultdict(list)
+    if ids:
+        for capability in Capability.objects.filter(revision_id__in=ids).order_by("kind"):
+            found[capability.revision_id].append(capability)
+    return found
+
+
+def _impact_suggested(
+    releases: Sequence[Release], capabilities: dict[int, list[Capability]]
+) -> dict[int, dict[str, list[str]]]:
     """The downstream systems the diff of each release's from- and to-revision suggests,
-    for those taking the impact_assessed gate: their capabilities in one query."""
-    judged = [release for release in releases if _takes_impact_gate(release)]
-    if not judged:
-        return {}
-    capabilities = ledger_queries.declared_capabilities(
-        {r.to_revision_id for r in judged}
-        | {r.from_revision_id for r in judged if r.from_revision_id}
-    )
+    for those taking the impact_assessed gate."""
+    declared = {
+        revision_id: {c.kind: c.value for c in rows} for revision_id, rows in capabilities.items()
+    }
     return {
         release.pk: impact.suggested_systems(
             ledger_queries.revision_diff(
-                release.from_revision, release.to_revision, capabilities=capabilities
+                release.from_revision,
+                release.to_revision,
+                capabilities=declared,
             )
         )
-        for release in judged
+        for release in releases
+        if _takes_impact_gate(release)
     }
 
 

@@ -9,7 +9,7 @@ from typing import Any, Literal, TypedDict
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
-from ledger.models import LoadTestReport, PriceSheet, Revision
+from ledger.models import Capability, LoadTestReport, PriceSheet, Revision
 from releases.governance.playbooks import never_degrading
 from releases.governance.queries.rolled_back import RolledBack
 from releases.models import BlackoutWindow, Drill, Release, SignOff, Waiver
@@ -71,6 +71,8 @@ class Inputs:
     # set's newest version (read for the impact_assessed gate).
     impact_suggested: dict[str, list[str]] = field(default_factory=dict)
     set_tags: dict[str, set[str]] = field(default_factory=dict)
+    # The candidate's `metrics` capability: what a probe found on its engine's /metrics.
+    metrics_capability: Capability | None = None
     # Filled while judging: what the snapshot binds to.
     evidence_used: dict[str, LoadTestReport] = field(default_factory=dict)
 

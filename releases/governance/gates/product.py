@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.urls import reverse
 
 from ledger import queries as ledger_queries
+from ledger.models import Capability
 from releases import policy
 from releases.governance.gates.base import (
     EvidenceRef,
@@ -138,9 +139,7 @@ def load_evidence(inputs: Inputs) -> Verdict:
             continue
         report = found
         refs.append(report_ref(report))
-        if workload in policy.PEAKS_REQUIRED[inputs.tier] and not ledger_queries.has_peaks(
-            report
-        ):
+        if workload in policy.PEAKS_REQUIRED[inputs.tier] and not ledger_queries.has_peaks(report):
             problems.append(
                 f"the {workload} report #{report.pk} has no GPU-memory and KV-cache peaks: "
                 f"{inputs.tier} needs both (upload the engine's /metrics scraped before and "
@@ -183,7 +182,59 @@ def metrics_coverage(inputs: Inputs) -> Verdict:
     missing = [METRICS[m].lower() for m in required if m not in declared]
     if missing:
         return "fail", f"metrics not declared: {listing(missing, 7)}.", []
-    return "pass", f"{len(required)} required metrics declared.", []
+    if not required:
+        return "pass", f"{inputs.tier} releases need no metrics.", []
+    candidate = inputs.release.to_revision
+    probed = inputs.metrics_capability
+    if probed is None:
+        return (
+            "fail",
+            f"declared, but {candidate.label} declares no metrics capability (its engine's "
+            "series names) for a probe to look for on its /metrics: declare it, then probe a "
+            "backend of it.",
+            [],
+        )
+    ref = cite("capability", probed.pk, f"{candidate.label} metrics")
+    if probed.status != Capability.Status.VERIFIED or (
+        probed.verified_fingerprint != candidate.fingerprint
+    ):
+        evidence = probed.evidence if isinstance(probed.evidence, dict) else {}
+        if probed.status == Capability.Status.FAILED:
+            absent = evidence.get("missing") or []
+            said = "its last probe failed" + (f" (missing {', '.join(absent)})" if absent else "")
+        elif probed.status == Capability.Status.DECLARED:
+            said = "no probe has looked yet"
+        else:
+            said = "it was verified on another fingerprint"
+        return (
+            "fail",
+            f"declared, but not seen on {candidate.label}'s /metrics: {said}. Probe a backend "
+            f"of {candidate.label}.",
+            [ref],
+        )
+    covers = set(probed.evidence.get("covers", []) if isinstance(probed.evidence, dict) else [])
+    unseen = [
+        METRICS[m].lower()
+        for m in required
+        if m not in covers and m not in policy.METRICS_NOT_ON_ENGINE
+    ]
+    if unseen:
+        return (
+            "fail",
+            f"declared, but the probe of {candidate.label}'s /metrics found no series for "
+            f"{listing(unseen, 7)}.",
+            [ref],
+        )
+    return (
+        "pass",
+        f"{len(required)} required metrics declared and seen on {candidate.label}'s /metrics"
+        + (
+            " (GPU memory from DCGM, beside the engine)."
+            if "gpu_memory" in required and "gpu_memory" not in covers
+            else "."
+        ),
+        [ref],
+    )
 
 
 def replay(inputs: Inputs) -> Verdict:
