@@ -138,7 +138,7 @@ class DismissalsField(LinesField):
             by_name[str(_(label)).casefold()] = key
         dismissals = []
         for number, line in enumerate(super().to_python(value), start=1):
-            name, colon, reason = line.partition(":")
+            name, colon, reason = line.replace("：", ":", 1).partition(":")
             system = by_name.get(name.strip().casefold()) or by_name.get(name.strip())
             if not colon or system is None or not reason.strip():
                 raise ValidationError(
