@@ -68,6 +68,11 @@ urlpatterns = [
         name="rollback_confirm",
     ),
     path(
+        "rollbacks/<int:pk>/caches/",
+        releases_rollbacks.RollbackCachesView.as_view(),
+        name="rollback_caches",
+    ),
+    path(
         "rollbacks/<int:pk>/reverify/",
         releases_rollbacks.RollbackReverifyView.as_view(),
         name="rollback_reverify",

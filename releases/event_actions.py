@@ -58,6 +58,7 @@ ACTION_LABELS: dict[str, StrOrPromise] = {
     "review.reassigned": _("Review reassigned"),
     "review.started": _("Review started"),
     "review.trigger_added": _("Review trigger added"),
+    "rollback.caches_answered": _("Rollback caches answered"),
     "rollback.finished": _("Rollback finished"),
     "rollback.recorded": _("Rollback recorded"),
     "rollback.verification_requested": _("Rollback target verification requested"),

@@ -47,6 +47,11 @@ urlpatterns = [
         name="rollback_confirm",
     ),
     path(
+        "services/<slug:slug>/rollbacks/<int:pk>/caches/",
+        rollback.rollback_caches,
+        name="rollback_caches",
+    ),
+    path(
         "services/<slug:slug>/rollbacks/<int:pk>/reverify/",
         verification.rollback_reverify,
         name="rollback_reverify",

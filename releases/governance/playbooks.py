@@ -13,8 +13,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from django.utils.translation import pgettext_lazy
+from django.utils.translation import gettext_noop, pgettext_lazy
 from django_stubs_ext import StrOrPromise
+
+from ledger.engines import Engine
 
 FailureMode = Literal[
     "slow_first_token",
@@ -64,7 +66,50 @@ class Playbook:
         return FAILURE_MODES[self.mode]
 
 
-_ROLL_BACK = "Roll back to the rollback target (Record rollback on this screen)."
+@dataclass(frozen=True)
+class CacheFlush:
+    """How an engine's server empties its prefix (KV) cache without a restart."""
+
+    call: str  # method and path on the engine's own server
+    caveat: str  # when it answers (English; translated where a page shows it)
+
+
+# From the engines' source: vLLM registers its endpoint only with VLLM_SERVER_DEV_MODE=1
+# (its development routes, off in a production server); SGLang's refuses while it runs
+# requests. Every other engine: a restart of the replica is what empties the cache.
+PREFIX_CACHE_FLUSH: dict[str, CacheFlush] = {
+    Engine.VLLM: CacheFlush(
+        "POST /reset_prefix_cache",
+        gettext_noop(
+            "registered only when the server runs with VLLM_SERVER_DEV_MODE=1, a "
+            "development endpoint"
+        ),
+    ),
+    Engine.SGLANG: CacheFlush(
+        "POST /flush_cache",
+        gettext_noop("GET works too; it answers 400 while requests are running"),
+    ),
+}
+
+
+def prefix_cache_flush(engine: str) -> CacheFlush | None:
+    """The engine's flush call, or None when none is known (restart the replica)."""
+    return PREFIX_CACHE_FLUSH.get(engine)
+
+
+def _flush_calls() -> str:
+    known = "; ".join(
+        f"{Engine(engine).label}: {flush.call}, {flush.caveat}"
+        for engine, flush in PREFIX_CACHE_FLUSH.items()
+    )
+    return f"{known}; other engines: no flush call is known, restart the replica"
+
+
+_ROLL_BACK = (
+    "Roll back to the rollback target (Record rollback on this screen); then flush the "
+    f"gateway's response cache and the engine's prefix cache ({_flush_calls()}), and "
+    "answer the cache questions on the rollback's page."
+)
 
 DEFAULT_PLAYBOOKS: dict[FailureMode, Playbook] = {
     "slow_first_token": Playbook(

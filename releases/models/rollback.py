@@ -25,6 +25,14 @@ class RollbackEvent(ChoiceLabels, models.Model):
         SUCCEEDED = "succeeded", _("Succeeded")
         FAILED = "failed", _("Failed")
 
+    class CacheAnswer(models.TextChoices):
+        """Was a cache emptied after the rollback? Blank until someone says."""
+
+        UNANSWERED = "", _("Not answered yet")
+        FLUSHED = "flushed", _("Flushed")
+        NOT_FLUSHED = "not_flushed", _("Not flushed")
+        NOT_IN_USE = "not_in_use", _("Not in use")
+
     FINISHED_STATES = ("succeeded", "failed")
 
     service = models.ForeignKey(
@@ -65,6 +73,22 @@ class RollbackEvent(ChoiceLabels, models.Model):
         "replay.Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     outcome_note = models.TextField(blank=True)
+    # Cached prefixes and answers of the revision rolled back may outlive it: readiness
+    # stays at risk until both are answered (`releases.governance.queries.readiness`).
+    prefix_cache = models.CharField(
+        max_length=16,
+        blank=True,
+        default="",
+        choices=CacheAnswer.choices,
+        help_text=_("Was the engine's prefix (KV) cache flushed after the rollback?"),
+    )
+    response_cache = models.CharField(
+        max_length=16,
+        blank=True,
+        default="",
+        choices=CacheAnswer.choices,
+        help_text=_("Was the gateway's response cache flushed after the rollback?"),
+    )
 
     class Meta:
         ordering = ["-started_at", "-id"]
@@ -86,6 +110,14 @@ class RollbackEvent(ChoiceLabels, models.Model):
                 condition=Q(state__in=["succeeded", "failed"], finished_at__isnull=False)
                 | Q(state__in=["verifying", "awaiting_confirmation"], finished_at__isnull=True),
                 name="releases_rollbackevent_finished_has_time",
+            ),
+            models.CheckConstraint(
+                condition=Q(prefix_cache__in=["", "flushed", "not_flushed", "not_in_use"]),
+                name="releases_rollbackevent_prefix_cache_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(response_cache__in=["", "flushed", "not_flushed", "not_in_use"]),
+                name="releases_rollbackevent_response_cache_valid",
             ),
         ]
         indexes = [

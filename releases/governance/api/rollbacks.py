@@ -16,6 +16,7 @@ from releases.governance import services
 from releases.governance.api.releases import CONFLICT
 from releases.governance.serializers.rollout import (
     ConfirmRollbackSerializer,
+    RollbackCachesSerializer,
     RollbackEventSerializer,
     RollbackRequestSerializer,
     VerificationQueuedSerializer,
@@ -87,6 +88,24 @@ class RollbackConfirmView(DomainVerbMixin, APIView):
         given = ConfirmRollbackSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         rollback = self.call_verb(services.confirm_rollback, rollback, **given.validated_data)
+        return Response(RollbackEventSerializer(rollback).data)
+
+
+class RollbackCachesView(DomainVerbMixin, APIView):
+    @extend_schema(
+        summary="Say whether the prefix and response caches were flushed after a rollback "
+        "(a blank answer keeps the one recorded)",
+        request=RollbackCachesSerializer,
+        responses={200: RollbackEventSerializer},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        rollback = RollbackEvent.objects.select_related("service__team").filter(pk=pk).first()
+        if rollback is None:
+            raise exceptions.NotFound(f"There is no rollback #{pk}.")
+        self.call_verb(permissions.ensure_can_record_rollback, service=rollback.service)
+        given = RollbackCachesSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        rollback = self.call_verb(services.answer_rollback_caches, rollback, **given.validated_data)
         return Response(RollbackEventSerializer(rollback).data)
 
 

@@ -11,10 +11,11 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from ledger.engines import Engine
 from lib.forms import InlineValidationMixin
 from releases.governance import playbooks
 from releases.guards import MEASURES
-from releases.models import Release
+from releases.models import Release, RollbackEvent
 
 _RATE = {"min_value": 0, "max_value": 100, "decimal_places": 3}
 _MS = {"min_value": 0, "max_value": 10_000_000, "decimal_places": 3}
@@ -145,7 +146,69 @@ class EarlyStartForm(forms.Form):
     )
 
 
-class RollbackForm(forms.Form):
+def prefix_cache_help(engine: str | None) -> str:
+    """How the target's engine empties its prefix cache, from `playbooks.PREFIX_CACHE_FLUSH`."""
+    flush = playbooks.prefix_cache_flush(engine) if engine else None
+    name = gettext(Engine(engine).label) if engine in Engine.values else engine
+    if flush is not None:
+        how = gettext("%(engine)s: %(call)s, %(caveat)s.") % {
+            "engine": name,
+            "call": flush.call,
+            "caveat": gettext(flush.caveat),
+        }
+    elif engine:
+        how = gettext(
+            "%(engine)s: no flush call is known; restart the replica to empty its prefix cache."
+        ) % {"engine": name}
+    else:
+        how = gettext(
+            "vLLM: POST /reset_prefix_cache (with VLLM_SERVER_DEV_MODE=1); SGLang: POST "
+            "/flush_cache; other engines: restart the replica."
+        )
+    return gettext(
+        "The engine's prefix (KV) cache. %(how)s Leave it for later if you do not know yet."
+    ) % {"how": how}
+
+
+class CacheQuestionsForm(forms.Form):
+    """Were the caches flushed after the rollback: asked when it is recorded (optional),
+    and on the rollback's page later. `engine`: the target's, whose flush call the help
+    names."""
+
+    prefix_cache = forms.ChoiceField(
+        required=False,
+        choices=RollbackEvent.CacheAnswer.choices,
+        label=_("Prefix (KV) cache flushed?"),
+    )
+    response_cache = forms.ChoiceField(
+        required=False,
+        choices=RollbackEvent.CacheAnswer.choices,
+        label=_("Response cache flushed?"),
+        help_text=_(
+            "The gateway's response cache: until it is flushed, cached answers of the "
+            "revision rolled back may still be served."
+        ),
+    )
+
+    def __init__(self, *args: Any, engine: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.for_engine(engine)
+
+    def for_engine(self, engine: str | None) -> None:
+        self.fields["prefix_cache"].help_text = prefix_cache_help(engine)
+
+
+class RollbackForm(CacheQuestionsForm):
+    field_order = [
+        "target_revision",
+        "symptom",
+        "reason",
+        "confirm_rolled_back",
+        "rolled_back_reason",
+        "prefix_cache",
+        "response_cache",
+    ]
+
     target_revision = forms.TypedChoiceField(
         coerce=int,
         label=_("Roll back to"),
@@ -197,6 +260,7 @@ class RollbackForm(forms.Form):
                     "not from it. Recorded with the rollback."
                 ),
             )
+        self.order_fields(self.field_order)
         symptom = self.fields["symptom"]
         assert isinstance(symptom, forms.ChoiceField)
         symptom.choices = [

@@ -62,7 +62,7 @@ from releases.governance.queries.plan import (
     plan_readiness,
 )
 from releases.governance.queries.readiness import HISTORY_READ, Readiness
-from releases.governance.queries.rolled_back import rolled_back_revisions
+from releases.governance.queries.rolled_back import service_rollbacks
 from releases.governance.queries.rollout import rollout_of
 from releases.models import Release, RollbackEvent, Stage, UnauthorizedChange
 from replay import queries as replay_queries
@@ -373,8 +373,13 @@ def incident(service: Service, *, symptom: str = "", now: dt.datetime | None = N
     )
     # Never back to a revision rolled back off the service; with a plan whose target was,
     # the history is read again, far enough for another.
+    rollbacks = service_rollbacks(service.pk)
     plan = pass_over_rolled_back(
-        service, plan, rolled_back_revisions(service.pk), None if planned else history
+        service,
+        plan,
+        rollbacks.rolled_back,
+        None if planned else history,
+        newest_rollback=rollbacks.newest,
     )
     serving = (
         history[0] if history and live is not None and history[0].revision_id == live.pk else None

@@ -32,7 +32,7 @@ from releases.governance.queries.readiness import (
     Reason,
     rollback_readiness,
 )
-from releases.governance.queries.rolled_back import RolledBack, rolled_back_revisions
+from releases.governance.queries.rolled_back import NewestRollback, RolledBack, service_rollbacks
 from releases.models import Release
 
 
@@ -50,6 +50,8 @@ class RollbackPlan:
     passed_over: RolledBack | None = None
     # Every revision rolled back off the service and not released since, by id.
     rolled_back: Mapping[int, RolledBack] = field(default_factory=dict)
+    # The service's newest rollback: readiness asks whether its caches were flushed.
+    newest_rollback: NewestRollback | None = None
 
     @property
     def in_flight(self) -> bool:
@@ -153,13 +155,18 @@ def plan_for(
     *,
     history: list[ledger_queries.ServingInterval] | None = None,
     rolled_back: Mapping[int, RolledBack] | None = None,
+    newest_rollback: NewestRollback | None = None,
 ) -> RollbackPlan:
     """The plan of `release` (read by `plan_release`), or the serving history's without
-    one, passing over the revisions rolled back off the service (read unless given)."""
+    one, passing over the revisions rolled back off the service (read with the service's
+    newest rollback unless given)."""
     if rolled_back is None:
-        rolled_back = rolled_back_revisions(service.pk)
+        read = service_rollbacks(service.pk)
+        rolled_back, newest_rollback = read.rolled_back, read.newest
     plan = plan_of(release) if release is not None else RollbackPlan(release=None, target=None)
-    return pass_over_rolled_back(service, plan, rolled_back, history)
+    return pass_over_rolled_back(
+        service, plan, rolled_back, history, newest_rollback=newest_rollback
+    )
 
 
 def pass_over_rolled_back(
@@ -167,9 +174,12 @@ def pass_over_rolled_back(
     plan: RollbackPlan,
     rolled_back: Mapping[int, RolledBack],
     history: list[ledger_queries.ServingInterval] | None = None,
+    *,
+    newest_rollback: NewestRollback | None = None,
 ) -> RollbackPlan:
     """`plan` with a default target that was not rolled back off the service. Without a
     release, the target is found here, in the serving history (read unless given)."""
+    plan = replace(plan, newest_rollback=newest_rollback)
     if plan.release is None:
         target, passed_over = _served_before(service, history, rolled_back)
         return replace(plan, target=target, passed_over=passed_over, rolled_back=rolled_back)
@@ -240,4 +250,5 @@ def plan_readiness(
         in_flight=plan.in_flight,
         planned=plan.release is not None,
         rolled_back=plan.rolled_back.get(plan.target.pk),
+        newest_rollback=plan.newest_rollback,
     )

@@ -21,7 +21,12 @@ from ledger import queries as ledger_queries
 from ledger.models import ModelAsset, Revision, Service
 from ledger.validators import parse_image
 from releases import policy
-from releases.governance.queries.rolled_back import RolledBack, rolled_back_revisions
+from releases.governance.queries.rolled_back import (
+    NewestRollback,
+    RolledBack,
+    service_rollbacks,
+)
+from releases.models import RollbackEvent
 from replay import queries as replay_queries
 from replay.models import Run
 
@@ -121,6 +126,51 @@ def _verification_reasons(
     return []
 
 
+_CACHES = (("prefix", "prefix_cache"), ("response", "response_cache"))
+
+
+def _cache_reasons(newest: NewestRollback | None) -> list[Reason]:
+    """After the service's newest rollback, prefixes and answers cached while the revision
+    rolled back served may outlive it: at risk until someone says both caches were
+    flushed, or are not in use."""
+    if newest is None:
+        return []
+    when = f"{newest.at.astimezone(dt.UTC):%Y-%m-%d %H:%M} UTC"
+    answers = {name: getattr(newest, attribute) for name, attribute in _CACHES}
+    reasons = []
+    unknown = [name for name, answer in answers.items() if answer == ""]
+    if unknown:
+        asked = (
+            "were the prefix and response caches"
+            if len(unknown) == 2
+            else f"was the {unknown[0]} cache"
+        )
+        reasons.append(
+            Reason(
+                "at risk",
+                f"caches unknown: {asked} flushed after the rollback of {when} (rollback "
+                f"#{newest.rollback_id})? Answer on the rollback's page",
+            )
+        )
+    if answers["prefix"] == RollbackEvent.CacheAnswer.NOT_FLUSHED:
+        reasons.append(
+            Reason(
+                "at risk",
+                f"the prefix cache was not flushed after the rollback of {when}: prefixes "
+                "cached while the rolled-back revision served may still be reused",
+            )
+        )
+    if answers["response"] == RollbackEvent.CacheAnswer.NOT_FLUSHED:
+        reasons.append(
+            Reason(
+                "at risk",
+                f"the response cache was not flushed after the rollback of {when}: cached "
+                "answers of the rolled-back revision may still be served",
+            )
+        )
+    return reasons
+
+
 def rollback_readiness(
     service: Service,
     target: Revision | None = None,
@@ -130,6 +180,7 @@ def rollback_readiness(
     in_flight: bool = False,
     planned: bool = True,
     rolled_back: RolledBack | None = None,
+    newest_rollback: NewestRollback | None = None,
 ) -> Readiness:
     """The verdict and its reasons. `target` defaults to the previous live revision not
     rolled back off the service; a given target comes with its model asset and runtime
@@ -137,11 +188,13 @@ def rollback_readiness(
     is running, and rolling it back keeps the live revision (the target may be the live
     one). `planned`: a release's rollback plan names the target (else it is only what
     served before). `rolled_back`: the target was rolled back off the service (someone
-    chose it anyway)."""
+    chose it anyway). `newest_rollback`: the service's newest rollback, whose cache
+    answers are judged (read here when the target is not given)."""
     now = now or timezone.now()
     if target is None:
-        passing_over = rolled_back_revisions(service.pk)
-        target = previous_live_revision(service, passing_over=passing_over)
+        read = service_rollbacks(service.pk)
+        newest_rollback = read.newest
+        target = previous_live_revision(service, passing_over=read.rolled_back)
     if target is None:
         return NO_TARGET
     reasons: list[Reason] = []
@@ -193,6 +246,7 @@ def rollback_readiness(
         )
     if expected_minutes is None:
         reasons.append(Reason("at risk", "how long the rollback takes is not recorded"))
+    reasons.extend(_cache_reasons(newest_rollback))
     verdict: Verdict = min((r.verdict for r in reasons), key=_ORDER.index, default="ready")
     reasons.sort(key=lambda r: _ORDER.index(r.verdict))
     return Readiness(verdict, target, reasons, run)

@@ -62,8 +62,25 @@ def _rollbacks() -> QuerySet[RollbackEvent]:
     ).order_by("-started_at", "-pk")
 
 
-def rolled_back_by_service(service_ids: Iterable[int]) -> dict[int, dict[int, RolledBack]]:
-    """`rolled_back_revisions` of many services, by service id (one query, none for none)."""
+@dataclass(frozen=True)
+class NewestRollback:
+    """A service's newest rollback, and what its SRE said of the caches after it."""
+
+    rollback_id: int
+    at: dt.datetime
+    prefix_cache: str  # a `RollbackEvent.CacheAnswer`; "" while not answered
+    response_cache: str
+
+
+@dataclass(frozen=True)
+class ServiceRollbacks:
+    rolled_back: dict[int, RolledBack]
+    newest: NewestRollback | None = None
+
+
+def rollbacks_by_service(service_ids: Iterable[int]) -> dict[int, ServiceRollbacks]:
+    """Each service's revisions rolled back off it (`rolled_back_revisions`) and its
+    newest rollback, by service id (one query, none for none)."""
     ids = set(service_ids)
     if not ids:
         return {}
@@ -82,9 +99,12 @@ def rolled_back_by_service(service_ids: Iterable[int]) -> dict[int, dict[int, Ro
             "release__to_revision__number",
             "live_released_since",
             "candidate_released_since",
+            "prefix_cache",
+            "response_cache",
         )  # type: ignore[misc]  # the stubs do not see the annotations
     )
     found: dict[int, dict[int, RolledBack]] = {pk: {} for pk in ids}
+    newest: dict[int, NewestRollback] = {}
     decided: set[tuple[int, int]] = set()
     # Newest first: a revision's newest rollback decides, and a release after it clears it.
     for (
@@ -99,7 +119,10 @@ def rolled_back_by_service(service_ids: Iterable[int]) -> dict[int, dict[int, Ro
         candidate_number,
         live_again,
         candidate_again,
+        prefix_cache,
+        response_cache,
     ) in rows:
+        newest.setdefault(service_id, NewestRollback(pk, started_at, prefix_cache, response_cache))
         for revision_id, number, again in (
             (live_id, live_number, live_again),
             (candidate_id, candidate_number, candidate_again),
@@ -113,10 +136,20 @@ def rolled_back_by_service(service_ids: Iterable[int]) -> dict[int, dict[int, Ro
                 found[service_id][revision_id] = RolledBack(
                     revision_id, number, pk, started_at, reason
                 )
-    return found
+    return {pk: ServiceRollbacks(found[pk], newest.get(pk)) for pk in ids}
+
+
+def rolled_back_by_service(service_ids: Iterable[int]) -> dict[int, dict[int, RolledBack]]:
+    """`rolled_back_revisions` of many services, by service id (one query, none for none)."""
+    return {pk: read.rolled_back for pk, read in rollbacks_by_service(service_ids).items()}
+
+
+def service_rollbacks(service_id: int) -> ServiceRollbacks:
+    """`rollbacks_by_service` of one service (one query)."""
+    return rollbacks_by_service([service_id])[service_id]
 
 
 def rolled_back_revisions(service_id: int) -> dict[int, RolledBack]:
     """The revisions rolled back off the service that no release has put live since, by
     revision id, each with its newest rollback (one query)."""
-    return rolled_back_by_service([service_id])[service_id]
+    return service_rollbacks(service_id).rolled_back

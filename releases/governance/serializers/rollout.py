@@ -224,6 +224,27 @@ class CloseSerializer(serializers.Serializer):
     )
 
 
+def _cache_answer(help_text: str) -> serializers.ChoiceField:
+    return serializers.ChoiceField(
+        choices=RollbackEvent.CacheAnswer.choices,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text=help_text,
+    )
+
+
+PREFIX_CACHE_HELP = (
+    "Was the engine's prefix (KV) cache flushed after the rollback: flushed, not_flushed, "
+    "not_in_use, or blank (not answered yet). vLLM: POST /reset_prefix_cache (only with "
+    "VLLM_SERVER_DEV_MODE=1); SGLang: POST /flush_cache; other engines: restart the replica."
+)
+RESPONSE_CACHE_HELP = (
+    "Was the gateway's response cache flushed after the rollback: flushed, not_flushed, "
+    "not_in_use, or blank (not answered yet)."
+)
+
+
 class RollbackRequestSerializer(serializers.Serializer):
     reason = serializers.CharField(max_length=2000)
     symptom = serializers.ChoiceField(
@@ -250,6 +271,15 @@ class RollbackRequestSerializer(serializers.Serializer):
         max_length=2000,
         help_text="Why go back to a target that was rolled back off the service (recorded).",
     )
+    prefix_cache = _cache_answer(PREFIX_CACHE_HELP)
+    response_cache = _cache_answer(RESPONSE_CACHE_HELP)
+
+
+class RollbackCachesSerializer(serializers.Serializer):
+    """Answers given after the rollback was recorded; a blank one keeps its answer."""
+
+    prefix_cache = _cache_answer(PREFIX_CACHE_HELP)
+    response_cache = _cache_answer(RESPONSE_CACHE_HELP)
 
 
 class ConfirmRollbackSerializer(serializers.Serializer):
@@ -297,6 +327,8 @@ class RollbackEventSerializer(serializers.ModelSerializer):
             "state",
             "verification_run",
             "outcome_note",
+            "prefix_cache",
+            "response_cache",
         ]
 
     def get_duration_seconds(self, rollback: RollbackEvent) -> float | None:

@@ -35,6 +35,7 @@ from releases.governance.services.readiness import (
     verify_rollback_target,
 )
 from releases.governance.services.rollbacks import (
+    answer_rollback_caches,
     confirm_rollback,
     record_rollback,
     reverify_rollback,
@@ -61,6 +62,7 @@ __all__ = [
     "TransitionRefused",
     "abort_release",
     "add_comment",
+    "answer_rollback_caches",
     "clear_degradation",
     "clear_playbook",
     "close_release",

@@ -105,6 +105,15 @@ def _confirmed_rolled_back(
     }
 
 
+def _clean_cache_answer(field: str, answer: str) -> str:
+    if answer not in RollbackEvent.CacheAnswer.values:
+        expected = ", ".join(v for v in RollbackEvent.CacheAnswer.values if v)
+        raise ValidationError(
+            {field: f"{answer!r} is not an answer; expected one of {expected}, or blank."}
+        )
+    return answer
+
+
 def _clean_symptom(symptom: str) -> str:
     if symptom and symptom not in playbooks.FAILURE_MODES:
         raise ValidationError(
@@ -126,12 +135,16 @@ def record_rollback(
     target_revision: Revision | int | None = None,
     confirm_rolled_back: bool = False,
     rolled_back_reason: str = "",
+    prefix_cache: str = "",
+    response_cache: str = "",
 ) -> RollbackEvent:
     """Set the live revision back to the target (the plan's, or `target_revision`), end
     the rollout or release it undoes, and queue the target's verification replay.
 
     A target rolled back off the service (and not released since) is never the default;
-    choosing it takes `confirm_rolled_back` and a `rolled_back_reason`."""
+    choosing it takes `confirm_rolled_back` and a `rolled_back_reason`. Whether the
+    prefix and response caches were flushed may be answered now or later
+    (`answer_rollback_caches`)."""
     # The release first, then the service: the order promote takes them in.
     seen = plan_release(service)
     release = lock_release(seen) if seen is not None else None
@@ -150,6 +163,8 @@ def record_rollback(
     if not reason.strip():
         raise ValidationError({"reason": "Say why you roll back: it goes in the ledger."})
     symptom = _clean_symptom(symptom)
+    prefix_cache = _clean_cache_answer("prefix_cache", prefix_cache)
+    response_cache = _clean_cache_answer("response_cache", response_cache)
     plan = plan_for(service, release)
     target = _target(service, plan, target_revision)
     anyway = _confirmed_rolled_back(
@@ -168,6 +183,8 @@ def record_rollback(
         started_at=now,
         expected_minutes=plan.expected_minutes,
         state=RollbackEvent.State.AWAITING_CONFIRMATION,
+        prefix_cache=prefix_cache,
+        response_cache=response_cache,
     )
     ledger_services.set_live_revision(
         service,
@@ -196,6 +213,8 @@ def record_rollback(
             "symptom": symptom,
             "expected_minutes": plan.expected_minutes,
             "verification_run": run.pk if run else None,
+            "prefix_cache": prefix_cache,
+            "response_cache": response_cache,
             **({"target_rolled_back": anyway} if anyway else {}),
             **(
                 {"passed_over": {"revision": passed.revision_id, "rollback": passed.rollback_id}}
@@ -405,3 +424,50 @@ def confirm_rollback(
     if not note.strip():
         raise ValidationError({"note": "Say what you checked, e.g. error rate back under 1 %."})
     return _finish(rollback, actor=actor, succeeded=succeeded, note=note.strip(), at=timezone.now())
+
+
+@transaction.atomic
+def answer_rollback_caches(
+    rollback: RollbackEvent,
+    *,
+    actor: Actor,
+    prefix_cache: str = "",
+    response_cache: str = "",
+) -> RollbackEvent:
+    """Say, after the rollback was recorded, whether the engine's prefix cache and the
+    gateway's response cache were flushed. A blank answer leaves that cache's answer as
+    it is; an answer may be corrected, each change an Event."""
+    rollback = _lock(rollback)
+    permissions.ensure_can_record_rollback(actor, rollback.service)
+    given = {
+        "prefix_cache": _clean_cache_answer("prefix_cache", prefix_cache),
+        "response_cache": _clean_cache_answer("response_cache", response_cache),
+    }
+    changed = {
+        field: {"before": getattr(rollback, field), "after": answer}
+        for field, answer in given.items()
+        if answer and answer != getattr(rollback, field)
+    }
+    if not changed:
+        raise ValidationError(
+            {
+                "prefix_cache": f"Nothing to record: rollback #{rollback.pk}'s answers are "
+                "already these. Pick flushed, not flushed or not in use for a cache."
+            }
+        )
+    for field, change in changed.items():
+        setattr(rollback, field, change["after"])
+    rollback.save(update_fields=list(changed))
+    append_event(
+        actor=actor,
+        action="rollback.caches_answered",
+        subject=rollback,
+        subject_label=f"rollback #{rollback.pk} of {rollback.service.slug}",
+        payload={
+            "prefix_cache": rollback.prefix_cache,
+            "response_cache": rollback.response_cache,
+            "changed": changed,
+        },
+    )
+    refresh_readiness_on_commit(rollback.service_id)
+    return rollback

@@ -26,6 +26,7 @@ from lib.pages import apply_errors
 from releases import permissions
 from releases.governance import playbooks, services
 from releases.governance.forms.rollout import (
+    CacheQuestionsForm,
     ConfirmRollbackForm,
     DegradationForm,
     PlaybookForm,
@@ -107,6 +108,8 @@ def rollback_new(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
                 target_revision=form.cleaned_data["target_revision"],
                 confirm_rolled_back=form.cleaned_data.get("confirm_rolled_back", False),
                 rolled_back_reason=form.cleaned_data.get("rolled_back_reason", ""),
+                prefix_cache=form.cleaned_data["prefix_cache"],
+                response_cache=form.cleaned_data["response_cache"],
             )
         except ValidationError as error:
             apply_errors(form, error)
@@ -124,6 +127,7 @@ def rollback_new(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
             )
             return redirect("releases:rollback_detail", slug=service.slug, pk=rollback.pk)
     chosen = _chosen_target(form, choices, plan.target)
+    form.for_engine(chosen.runtime.engine if chosen is not None else None)
     context: dict[str, Any] = {
         "service": service,
         "live": service.live_revision,
@@ -139,6 +143,7 @@ def rollback_new(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
                 kind=plan.kind,
                 expected_minutes=plan.expected_minutes,
                 rolled_back=plan.rolled_back,
+                newest_rollback=plan.newest_rollback,
             ),
         )
         if chosen is not None
@@ -182,7 +187,7 @@ def _rollback(slug: str, pk: int) -> RollbackEvent:
             "service__team",
             "release",
             "from_revision",
-            "to_revision",
+            "to_revision__runtime",
             "recorded_by",
             "verification_run__sample_set",
         )
@@ -205,16 +210,24 @@ def _rollback_context(
     request: AuthenticatedHttpRequest,
     rollback: RollbackEvent,
     form: ConfirmRollbackForm | None = None,
+    caches_form: CacheQuestionsForm | None = None,
 ) -> dict[str, Any]:
-    can_confirm = (
-        rollback.state == RollbackEvent.State.AWAITING_CONFIRMATION
-        and permissions.can_record_rollback(request.user, rollback.service)
-    )
+    may_record = permissions.can_record_rollback(request.user, rollback.service)
+    can_confirm = rollback.state == RollbackEvent.State.AWAITING_CONFIRMATION and may_record
     awaiting = rollback.state == RollbackEvent.State.AWAITING_CONFIRMATION
+    if caches_form is None and may_record:
+        caches_form = CacheQuestionsForm(
+            engine=rollback.to_revision.runtime.engine,
+            initial={
+                "prefix_cache": rollback.prefix_cache,
+                "response_cache": rollback.response_cache,
+            },
+        )
     return {
         "rollback": rollback,
         "service": rollback.service,
         "confirm_form": form or (ConfirmRollbackForm() if can_confirm else None),
+        "caches_form": caches_form,
         "can_reverify": awaiting
         and permissions.can_verify_rollback_target(request.user, rollback.service),
         "overran": bool(
@@ -245,6 +258,31 @@ def rollback_confirm(request: AuthenticatedHttpRequest, slug: str, pk: int) -> H
             messages.success(request, _("Rollback #%(pk)s confirmed.") % {"pk": rollback.pk})
             return redirect("releases:rollback_detail", slug=slug, pk=pk)
     context = _rollback_context(request, rollback, form)
+    return render(request, "releases/rollback_detail.html", context, status=400)
+
+
+@post_only("answers whether a rollback's caches were flushed", page="releases:rollback_detail")
+@login_required
+def rollback_caches(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpResponse:
+    rollback = _rollback(slug, pk)
+    permissions.ensure_can_record_rollback(request.user, rollback.service)
+    form = CacheQuestionsForm(request.POST, engine=rollback.to_revision.runtime.engine)
+    if form.is_valid():
+        try:
+            services.answer_rollback_caches(
+                rollback,
+                actor=request.user,
+                prefix_cache=form.cleaned_data["prefix_cache"],
+                response_cache=form.cleaned_data["response_cache"],
+            )
+        except ValidationError as error:
+            apply_errors(form, error)
+        else:
+            messages.success(
+                request, _("Recorded the cache answers of rollback #%(pk)s.") % {"pk": rollback.pk}
+            )
+            return redirect("releases:rollback_detail", slug=slug, pk=pk)
+    context = _rollback_context(request, rollback, caches_form=form)
     return render(request, "releases/rollback_detail.html", context, status=400)
 
 
