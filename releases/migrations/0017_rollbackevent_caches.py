@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('ledger', '0018_model_call_spans'),
-        ('releases', '0015_release_impact_dismissed'),
+        ('releases', '0016_release_retirement_plan'),
         ('replay', '0008_backend_metrics_matcher'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
