@@ -273,10 +273,11 @@ def test_release_detail_answers_in_a_constant_number_of_queries(
 ):
     api = client_for(owner)
     api.post(f"/api/releases/{release.pk}/submit/")
-    # token and user, the release, then the gates' eleven (see
+    # token and user, the release, then the gates' twelve (see
     # releases/governance/gates/__init__.py; the eleventh, the price sheet of the
-    # candidate's GPU model, came with the cost_record gate)
-    with django_assert_num_queries(13):
+    # candidate's GPU model, came with the cost_record gate, the twelfth, the revisions'
+    # capabilities, with impact_assessed)
+    with django_assert_num_queries(14):
         api.get(f"/api/releases/{release.pk}/")
     for role in ("platform", "security_compliance"):
         client_for(signers[role]).post(
@@ -284,6 +285,6 @@ def test_release_detail_answers_in_a_constant_number_of_queries(
             {"role": role, "decision": "approve"},
             format="json",
         )
-    with django_assert_num_queries(13):
+    with django_assert_num_queries(14):
         api.get(f"/api/releases/{release.pk}/")
     assert Release.objects.get(pk=release.pk).state == "submitted"

@@ -101,11 +101,22 @@ def test_owner_files_watches_a_gate_turn_green_submits_and_each_role_signs(
     page.get_by_label("Debug logs").select_option("off")
     page.get_by_label("Audit logs").select_option("on")
     page.get_by_label("Sensitive content kept (days)").fill("30")
+    page.get_by_label("Retirement plan").fill("Retire with the next fine-tune; 30 days' notice.")
     page.get_by_role("button", name="Save draft").click()
 
     release = Release.objects.get()
     expect(page).to_have_url(f"{live_server.url}/releases/{release.pk}/edit/")
     expect(page.locator("#risk-suggested")).to_contain_text("high")
+    # The diff (another model, on another engine) suggests systems downstream: each is
+    # ticked here, and the impact gate turns green.
+    expect(gate(page, "impact_assessed")).to_have_attribute("data-status", "fail")
+    suggested = page.locator("#impact-suggested li strong").all_inner_texts()
+    assert {"Eval", "Trace"} <= set(suggested)
+    expect(gate(page, "impact_assessed")).to_contain_text("Eval")
+    for label in suggested:
+        page.get_by_label(label, exact=True).check()
+        expect(page.locator("#save-status")).to_contain_text("Draft saved")
+    expect(gate(page, "impact_assessed")).to_have_attribute("data-status", "pass")
     expect(gate(page, "load_evidence")).to_have_attribute("data-status", "fail")
     expect(gate(page, "load_evidence")).to_contain_text(
         "no current load-test report for high_concurrency"

@@ -494,8 +494,9 @@ def test_waiting_for_me_query_count_is_constant(
     # runs of the required sets, 10 the rollback targets' last verifications and 11
     # the revisions rolled back off their services, 12 the services' task types (their
     # gateway policies must cover them), 13 the price sheets of the candidates' GPU models
-    # (the cost_record gate), 14 blackout windows, 15 waivers and 16 sign-offs.
-    with django_assert_num_queries(16):
+    # (the cost_record gate), 14 the revisions' capabilities (impact_assessed and
+    # metrics_coverage), 15 blackout windows, 16 waivers and 17 sign-offs.
+    with django_assert_num_queries(17):
         response = client.get(url)
     rows = response.context["rows"]
     assert len(rows) == count
@@ -527,9 +528,10 @@ def test_release_page_query_count_is_constant(
     # release and 4 its revisions, with every part the page and the gates show (read
     # once for both), the gates' 5 reports, 6 latest runs, 7 last verification, 8
     # revisions rolled back off the service, 9 the service's task types, 10 the price
-    # sheet of the candidate's GPU model (the cost_record gate), 11 blackout windows, 12
-    # waivers and 13 sign-offs (what the reader signed among them); the reader's 14 roles
-    # and 15 permissions (may they waive); 16 the diff's capabilities; 17 comments and 18
+    # sheet of the candidate's GPU model (the cost_record gate), 11 the revisions'
+    # capabilities (impact_assessed and metrics_coverage; the page's diff reuses them),
+    # 12 blackout windows, 13 waivers and 14 sign-offs (what the reader signed among
+    # them); the reader's 15 roles and 16 permissions (may they waive); 17 comments and 18
     # the timeline; the cost section's 19 load-test throughputs of both revisions and 20
     # price sheets in force.
     with django_assert_num_queries(20):

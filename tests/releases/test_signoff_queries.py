@@ -16,9 +16,9 @@ pytestmark = pytest.mark.django_db
 def test_a_sign_off_reads_the_gates_once(release, owner, signers, django_assert_num_queries):
     services.submit_release(release, actor=owner)
     # The lock (1), who may sign (4 for the model team: roles, team, sign-offs, waivers),
-    # the assessment (11, the price sheet of the cost_record gate among them), the sign-off
-    # and its Event (8 with their savepoints).
-    with django_assert_num_queries(24):
+    # the assessment (12, the price sheet of the cost_record gate and the revisions'
+    # capabilities among them), the sign-off and its Event (8 with their savepoints).
+    with django_assert_num_queries(25):
         services.sign_off(
             release, actor=signers["model_team"], role="model_team", decision="approve"
         )
@@ -34,7 +34,7 @@ def test_the_last_sign_off_approves_from_the_same_assessment(
         services.sign_off(release, actor=signers[role], role=role, decision="approve")
     # As above less the team check, and the approval with its Event (4): no second
     # assessment.
-    with django_assert_num_queries(27):
+    with django_assert_num_queries(28):
         services.sign_off(
             release, actor=signers["business_owner"], role="business_owner", decision="approve"
         )

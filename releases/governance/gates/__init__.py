@@ -34,6 +34,7 @@ import dataclasses
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from django.db.models import Q
 from django.utils import timezone
@@ -149,7 +150,10 @@ def load_inputs_many(
     )
     served = _served_task_types(fresh)
     capabilities = _capabilities(fresh)
-    impact_suggested = _impact_suggested(fresh, capabilities)
+    declared = {
+        revision_id: {c.kind: c.value for c in rows} for revision_id, rows in capabilities.items()
+    }
+    impact_suggested = _impact_suggested(fresh, declared)
     set_tags = _set_tags(fresh)
     prices = _prices_in_force(fresh, now)
     drills = _drills_of_candidates(fresh)
@@ -199,6 +203,7 @@ def load_inputs_many(
                 price_sheet=prices.get(candidate.runtime.gpu_model),
                 drills=drills.get(candidate.pk, []),
                 impact_suggested=impact_suggested.get(release.pk, {}),
+                declared_capabilities=_pair(declared, release),
                 metrics_capability=next(
                     (
                         c
@@ -237,6 +242,14 @@ def _served_task_types(releases: Sequence[Release]) -> dict[int, tuple[str, ...]
     return {service_id: tuple(slugs) for service_id, slugs in served.items()}
 
 
+def _pair(declared: dict[int, dict[str, Any]], release: Release) -> dict[int, dict[str, Any]]:
+    """The capabilities of the release's from- and to-revision, when they were read."""
+    ids = [release.to_revision_id, release.from_revision_id]
+    if not all(pk is None or pk in declared for pk in ids):
+        return {}
+    return {pk: declared[pk] for pk in ids if pk is not None}
+
+
 def _takes_impact_gate(release: Release) -> bool:
     return "impact_assessed" in policy.gates_for(release.service.tier, release.change_kind)
 
@@ -252,7 +265,7 @@ def _capabilities(releases: Sequence[Release]) -> dict[int, list[Capability]]:
             ids.add(release.to_revision_id)
             if release.from_revision_id:
                 ids.add(release.from_revision_id)
-    found: dict[int, list[Capability]] = defaultdict(list)
+    found: dict[int, list[Capability]] = {pk: [] for pk in ids}
     if ids:
         for capability in Capability.objects.filter(revision_id__in=ids).order_by("kind"):
             found[capability.revision_id].append(capability)
@@ -260,13 +273,10 @@ def _capabilities(releases: Sequence[Release]) -> dict[int, list[Capability]]:
 
 
 def _impact_suggested(
-    releases: Sequence[Release], capabilities: dict[int, list[Capability]]
+    releases: Sequence[Release], declared: dict[int, dict[str, Any]]
 ) -> dict[int, dict[str, list[str]]]:
     """The downstream systems the diff of each release's from- and to-revision suggests,
     for those taking the impact_assessed gate."""
-    declared = {
-        revision_id: {c.kind: c.value for c in rows} for revision_id, rows in capabilities.items()
-    }
     return {
         release.pk: impact.suggested_systems(
             ledger_queries.revision_diff(

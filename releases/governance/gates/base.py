@@ -73,6 +73,9 @@ class Inputs:
     set_tags: dict[str, set[str]] = field(default_factory=dict)
     # The candidate's `metrics` capability: what a probe found on its engine's /metrics.
     metrics_capability: Capability | None = None
+    # The from- and to-revisions' capabilities, kind → value by revision id, when read
+    # (a page showing the diff reuses them).
+    declared_capabilities: dict[int, dict[str, Any]] = field(default_factory=dict)
     # Filled while judging: what the snapshot binds to.
     evidence_used: dict[str, LoadTestReport] = field(default_factory=dict)
 

@@ -53,13 +53,14 @@ def _release(pk: int) -> Release:
     return release
 
 
-def _diff(release: Release) -> dict[str, Any]:
+def _diff(release: Release, assessment: release_gates.Assessment) -> dict[str, Any]:
     """The diff of the release's revisions, as `release_for_page` read them with their
-    parts (only their capabilities are left to read)."""
+    parts, with the capabilities the gates read (none left to read when they did)."""
     a, b = release.from_revision, release.to_revision
     if a is None:
         return {"from_revision": None, "to_revision": b, "changes": []}
-    changes = ledger_queries.revision_diff(a, b)
+    declared = assessment.inputs.declared_capabilities if assessment.inputs else None
+    changes = ledger_queries.revision_diff(a, b, capabilities=declared or None)
     return {
         "from_revision": a,
         "to_revision": b,
@@ -226,7 +227,7 @@ def _page_context(
         "release": release,
         "service": release.service,
         "assessment": assessment,
-        **_diff(release),
+        **_diff(release, assessment),
         "sections": _read_only_form(release),
         "stage_parts": STAGE_PARTS,
         "classifications": CLASSIFICATIONS,

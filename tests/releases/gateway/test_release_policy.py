@@ -115,6 +115,10 @@ def test_record_on_a_new_release_opens_the_form_on_the_revision_running_it(clien
     assert form_page.context["form"].initial == {
         "to_revision": candidate.pk,
         "change_kind": "routing",
+        # A new release touches every tenant and task type of the service until the
+        # filer says otherwise.
+        "impact_tenants": ["support", "sales"],
+        "impact_task_types": [],
     }
     assert "Recorded gateway policy v2" in form_page.content.decode()
 
