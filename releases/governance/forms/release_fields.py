@@ -23,7 +23,7 @@ SECTION_TITLES: dict[str, StrOrPromise] = {
     "evidence": _("Evidence"),
     "rollback": _("Rollback plan"),
     "capacity": _("Capacity"),
-    "retirement": _("Retirement plan"),
+    "retirement": _("Retirement"),
     "decommission": _("Decommission moves"),
     "logging": _("Logging policy"),
     "path": _("Path and calendar"),
