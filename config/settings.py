@@ -379,6 +379,8 @@ SPECTACULAR_SETTINGS = {
         "LicenseApprovalEnum": "ledger.models.ModelAsset.LicenseApproval",
         "LicenseReviewDecisionEnum": "ledger.services.licenses.REVIEW_DECISION_CHOICES",
         "ReleaseStateEnum": "releases.models.Release.State",
+        # Both caches of a rollback (prefix, response) take the same answers.
+        "RollbackCacheAnswerEnum": "releases.models.RollbackEvent.CacheAnswer",
         # The name replay's run state had before releases had a state of their own.
         "StateEnum": "replay.models.Run.State",
         "GateKeyEnum": "releases.policy.GATE_KEYS",
