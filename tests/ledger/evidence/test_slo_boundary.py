@@ -4,13 +4,14 @@ evidence, and the form, the API and the registry file refuse bad values by field
 
 from __future__ import annotations
 
+import importlib
 from decimal import Decimal
 
 import pytest
 import yaml
 
 from ledger import queries, services
-from ledger.models import Event, Service
+from ledger.models import Event, LoadTestReport, Service
 from tests.ledger.evidence.conftest import import_file
 from tests.ledger.test_declarative import apply, refused, registry
 
@@ -275,3 +276,29 @@ def test_the_registry_file_refuses_a_bad_boundary_slo_by_its_path(owner, tmp_pat
         in stderr
     )
     assert not Service.objects.exists()
+
+
+def test_migration_0020_fills_the_concurrency_of_older_reports_from_their_results(live):
+    from django.apps import apps
+
+    migration = importlib.import_module("ledger.migrations.0020_service_performance_slos")
+    by_concurrency, _ = import_file(live, "vllm", "vllm_c2_n20_detailed.json")
+    by_rate, _ = import_file(live, "guidellm", "rate-sweep", "benchmarks.json", workload="batch")
+    LoadTestReport.objects.update(concurrency=None)  # as reports were before 0020
+
+    migration.concurrency_from_results(apps, None)
+
+    by_concurrency.refresh_from_db()
+    by_rate.refresh_from_db()
+    assert by_concurrency.concurrency == 2.0
+    assert by_rate.concurrency is None
+
+
+def test_the_api_gives_a_reports_concurrency(client, owner, live):
+    report, _ = import_file(live, "vllm", "vllm_c2_n20_detailed.json")
+    client.force_login(owner)
+
+    response = client.get(f"/api/loadtests/{report.pk}/")
+
+    assert response.status_code == 200
+    assert response.json()["concurrency"] == 2.0
