@@ -13,7 +13,7 @@ Pages fit a figure with `fit_to_page` and hand it to the template with
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -26,6 +26,10 @@ class Slo(TypedDict):
     ttft_p99_ms: float | None
     tpot_ms: float | None
     error_rate_pct: float | None
+    # The performance boundary; no chart draws these, so plain data may leave them out.
+    min_output_tokens_per_s: NotRequired[float | None]
+    min_concurrency: NotRequired[float | None]
+    timeout_rate_pct: NotRequired[float | None]
 
 
 class LatencyPoint(TypedDict):

@@ -107,6 +107,8 @@ SERVICE_EXAMPLE = _example(
         "slo_ttft_p99_ms": 1500,
         "slo_tpot_ms": 60,
         "slo_error_rate_pct": "1.0",
+        "slo_min_output_tokens_per_s": 400,
+        "slo_min_concurrency": 16,
     },
 )
 ASSET_EXAMPLE = _example(

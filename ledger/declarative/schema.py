@@ -162,6 +162,9 @@ SLOS = Section(
         "ttft_p99_ms": Key("int", nullable=True),
         "tpot_ms": Key("int", nullable=True),
         "error_rate_pct": Key("decimal", nullable=True),
+        "min_output_tokens_per_s": Key("int", nullable=True),
+        "min_concurrency": Key("int", nullable=True),
+        "timeout_rate_pct": Key("decimal", nullable=True),
     },
 )
 

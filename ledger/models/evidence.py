@@ -122,6 +122,14 @@ class LoadTestReport(ChoiceLabels, models.Model):
     ttft_p99_ms = models.FloatField("p99 TTFT (ms)", null=True, blank=True)
     tpot_p95_ms = models.FloatField("p95 TPOT (ms)", null=True, blank=True)
     output_tokens_per_s = models.FloatField(null=True, blank=True)
+    concurrency = models.FloatField(
+        null=True,
+        blank=True,
+        help_text=_(
+            "Concurrent requests the first level ran at, as the tool set it; empty when the "
+            "level was driven by a request rate alone."
+        ),
+    )
     # Where each peak came from is in results["peaks"] (ledger.metrics_import.peaks).
     gpu_memory_peak_gib = models.FloatField(
         _("peak GPU memory (GiB)"),

@@ -96,6 +96,41 @@ class Service(ChoiceLabels, models.Model):
         blank=True,
         validators=[MinValueValidator(0), MaxValueValidator(100)],
     )
+    # The performance boundary of table 6-2, beside the latency SLOs above.
+    slo_min_output_tokens_per_s = models.PositiveIntegerField(
+        _("SLO minimum throughput (output tokens/s)"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=_(
+            "Output tokens per second the service must sustain, judged against the output "
+            "tokens/s a load-test report records for its first load level."
+        ),
+    )
+    slo_min_concurrency = models.PositiveIntegerField(
+        _("SLO minimum concurrency (requests)"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=_(
+            "Concurrent requests the service must carry within its latency SLOs, judged "
+            "against the concurrency a load-test report ran its first load level at (the "
+            "level its latencies come from); a report driven by request rate alone has none."
+        ),
+    )
+    slo_timeout_rate_pct = models.DecimalField(
+        _("SLO timeout rate (%)"),
+        max_digits=5,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0), MaxValueValidator(100)],
+        help_text=_(
+            "Highest acceptable share of requests timing out, 0 to 100. No load-test "
+            "importer records timeouts apart from other errors, so load tests cannot judge "
+            "it yet: the SLO matrix shows it as not measured."
+        ),
+    )
     review_cadence_days = models.PositiveIntegerField(default=90, validators=[MinValueValidator(1)])
     live_revision = models.ForeignKey(
         "Revision", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -120,9 +155,20 @@ class Service(ChoiceLabels, models.Model):
         "slo_ttft_p99_ms",
         "slo_tpot_ms",
         "slo_error_rate_pct",
+        "slo_min_output_tokens_per_s",
+        "slo_min_concurrency",
+        "slo_timeout_rate_pct",
         "review_cadence_days",
     )
-    SLO_FIELDS = ("slo_ttft_p95_ms", "slo_ttft_p99_ms", "slo_tpot_ms", "slo_error_rate_pct")
+    SLO_FIELDS = (
+        "slo_ttft_p95_ms",
+        "slo_ttft_p99_ms",
+        "slo_tpot_ms",
+        "slo_error_rate_pct",
+        "slo_min_output_tokens_per_s",
+        "slo_min_concurrency",
+        "slo_timeout_rate_pct",
+    )
 
     class Meta:
         ordering = ["slug"]
@@ -142,6 +188,20 @@ class Service(ChoiceLabels, models.Model):
                 condition=Q(slo_error_rate_pct__isnull=True)
                 | Q(slo_error_rate_pct__gte=0, slo_error_rate_pct__lte=100),
                 name="ledger_service_error_rate_percent",
+            ),
+            models.CheckConstraint(
+                condition=Q(slo_timeout_rate_pct__isnull=True)
+                | Q(slo_timeout_rate_pct__gte=0, slo_timeout_rate_pct__lte=100),
+                name="ledger_service_timeout_rate_percent",
+            ),
+            models.CheckConstraint(
+                condition=Q(slo_min_output_tokens_per_s__isnull=True)
+                | Q(slo_min_output_tokens_per_s__gte=1),
+                name="ledger_service_min_throughput_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(slo_min_concurrency__isnull=True) | Q(slo_min_concurrency__gte=1),
+                name="ledger_service_min_concurrency_positive",
             ),
             models.CheckConstraint(
                 condition=Q(slo_ttft_p95_ms__isnull=True)

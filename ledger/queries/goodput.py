@@ -39,6 +39,9 @@ def service_slo(service: Service) -> Slo:
         "ttft_p99_ms": num(service.slo_ttft_p99_ms),
         "tpot_ms": num(service.slo_tpot_ms),
         "error_rate_pct": num(service.slo_error_rate_pct),
+        "min_output_tokens_per_s": num(service.slo_min_output_tokens_per_s),
+        "min_concurrency": num(service.slo_min_concurrency),
+        "timeout_rate_pct": num(service.slo_timeout_rate_pct),
     }
 
 

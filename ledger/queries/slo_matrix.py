@@ -74,6 +74,10 @@ MATRIX_COLUMNS: list[MatrixColumn] = [
     # No SLO bounds these (yet): shown so that a missing measurement is seen.
     {"key": "gpu_memory_peak", "label": _("Peak GPU memory"), "unit": "GiB", "bound": "max"},
     {"key": "kv_cache_peak", "label": _("Peak KV cache"), "unit": "%", "bound": "max"},
+    # Table 6-2's performance boundary (ledger.queries.SLO_CHECKS).
+    {"key": "throughput", "label": _("Output throughput"), "unit": "tokens/s", "bound": "min"},
+    {"key": "concurrency", "label": _("Concurrency"), "unit": "requests", "bound": "min"},
+    {"key": "timeout_rate", "label": _("Timeout rate"), "unit": "%", "bound": "max"},
 ]
 
 
@@ -196,7 +200,8 @@ def _cells(
 ) -> list[MatrixCell]:
     has_latency_slo = slo["ttft_p95_ms"] is not None or slo["tpot_ms"] is not None
     values: dict[str, tuple[float | None, float | None, str]] = {
-        check.key: (check.measured(report), check.target(slo), "") for check in SLO_CHECKS
+        check.key: (check.measured(report), check.target(slo), check.unmeasured)
+        for check in SLO_CHECKS
     }
     values |= {
         "goodput": (

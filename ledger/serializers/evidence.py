@@ -158,6 +158,7 @@ class LoadTestReportSerializer(serializers.ModelSerializer):
             "ttft_p99_ms",
             "tpot_p95_ms",
             "output_tokens_per_s",
+            "concurrency",
             "gpu_memory_peak_gib",
             "kv_cache_peak_pct",
             "has_request_data",

@@ -314,6 +314,7 @@ def _build_report(
         ttft_p99_ms=first.ttft.p99,
         tpot_p95_ms=first.tpot.p95,
         output_tokens_per_s=first.throughput.output_tokens_per_s,
+        concurrency=first.conditions.concurrency,
         gpu_memory_peak_gib=_peak(peaks, "gpu_memory_peak_gib"),
         kv_cache_peak_pct=_peak(peaks, "kv_cache_peak_pct"),
         has_request_data=packed is not None,

@@ -117,6 +117,9 @@ def load_evidence(inputs: Inputs) -> Verdict:
     required = tuple(needed_by)
     # Which SLOs, read from which column and compared which way: the SLO matrix's table.
     slos = [c for c in ledger_queries.SLO_CHECKS if c.target_of(service) is not None]
+    # An SLO no report can measure is named once, not held against every report.
+    unjudged = [c for c in slos if c.column is None]
+    slos = [c for c in slos if c.column is not None]
     problems: list[str] = []
     refs: list[EvidenceRef] = []
     if required and not slos:
@@ -155,16 +158,21 @@ def load_evidence(inputs: Inputs) -> Verdict:
                 )
             elif not check.attained(value, bound):
                 problems.append(
-                    f"{check.label} {value:.4g} {check.unit} under {workload} exceeds the "
-                    f"service SLO of {bound:g} {check.unit} — report #{report.pk}"
+                    f"{check.label} {value:.4g} {check.unit} under {workload} {check.missed} "
+                    f"the service SLO of {bound:g} {check.unit} — report #{report.pk}"
                 )
+    aside = "".join(
+        f" The {check.label} SLO is not judged: {check.unmeasured}."
+        for check in unjudged
+        if required
+    )
     if problems:
-        return "fail", "; ".join(problems) + ".", refs
+        return "fail", "; ".join(problems) + "." + aside, refs
     if not required:
         return "pass", f"{inputs.tier} services need no load-test evidence.", refs
     return (
         "pass",
-        f"current reports for {', '.join(required)} are within the service SLOs.",
+        f"current reports for {', '.join(required)} are within the service SLOs.{aside}",
         refs,
     )
 

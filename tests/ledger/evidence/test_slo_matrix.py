@@ -61,6 +61,9 @@ def test_the_matrix_says_met_breached_stale_and_no_evidence(service, live, candi
         "goodput",
         "gpu_memory_peak",
         "kv_cache_peak",
+        "throughput",
+        "concurrency",
+        "timeout_rate",
     ]
     live_rows, candidate_rows = (_rows(block) for block in matrix["revisions"])
     assert list(live_rows) == [
