@@ -39,7 +39,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='service',
             name='slo_timeout_rate_pct',
-            field=models.DecimalField(blank=True, decimal_places=2, help_text='Highest acceptable share of requests timing out, 0 to 100. No load-test importer records timeouts apart from other errors, so load tests cannot judge it yet: the SLO matrix shows it as not measured.', max_digits=5, null=True, validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(100)], verbose_name='SLO timeout rate (%)'),
+            field=models.DecimalField(blank=True, decimal_places=2, help_text="Highest acceptable share of requests timing out, 0 to 100. Judged on the gateway's days of run evidence in the periodic review; no load-test importer records timeouts, so the SLO matrix shows it as not measured.", max_digits=5, null=True, validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(100)], verbose_name='SLO timeout rate (%)'),
         ),
         migrations.AddConstraint(
             model_name='service',

@@ -126,9 +126,9 @@ class Service(ChoiceLabels, models.Model):
         blank=True,
         validators=[MinValueValidator(0), MaxValueValidator(100)],
         help_text=_(
-            "Highest acceptable share of requests timing out, 0 to 100. No load-test "
-            "importer records timeouts apart from other errors, so load tests cannot judge "
-            "it yet: the SLO matrix shows it as not measured."
+            "Highest acceptable share of requests timing out, 0 to 100. Judged on the "
+            "gateway's days of run evidence in the periodic review; no load-test importer "
+            "records timeouts, so the SLO matrix shows it as not measured."
         ),
     )
     review_cadence_days = models.PositiveIntegerField(default=90, validators=[MinValueValidator(1)])

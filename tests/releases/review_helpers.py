@@ -27,6 +27,7 @@ def push_days(
     requests: int | Sequence[int] = 10_000,
     end: dt.date | None = None,
     revision: Revision | None = None,
+    timeouts: int | None = None,
 ) -> None:
     """One gateway day per value, the last one `end` (yesterday by default), each with
     `error_rate` of its requests failed (as 503s)."""
@@ -42,6 +43,8 @@ def push_days(
         }
         if ttft is not None:
             fields.update(ttft_p50_ms=ttft / 3, ttft_p95_ms=ttft, ttft_p99_ms=ttft * 1.5)
+        if timeouts is not None:
+            fields["timeouts"] = timeouts
         ledger_services.record_run_summary(
             service, actor=None, date=date, revision=revision, **fields
         )

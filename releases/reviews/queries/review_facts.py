@@ -62,6 +62,7 @@ class Day(TypedDict):
     requests: int | None
     ttft_p95_ms: float | None
     error_rate: float | None
+    timeouts: int | None  # None: the day's source did not say
 
 
 @dataclass(frozen=True)
@@ -192,10 +193,17 @@ def _read_days(facts: dict[int, ServiceFacts], ids: list[int], today: dt.date) -
         )
         .order_by("service_id", "date", "source")  # "gateway" before "scrape"
         .values_list(
-            "service_id", "date", "source", "revision_id", "requests", "ttft_p95_ms", "error_rate"
+            "service_id",
+            "date",
+            "source",
+            "revision_id",
+            "requests",
+            "ttft_p95_ms",
+            "error_rate",
+            "timeouts",
         )
     )
-    for service_id, date, source, revision_id, requests, ttft, error_rate in rows:
+    for service_id, date, source, revision_id, requests, ttft, error_rate, timeouts in rows:
         days = facts[service_id].days
         if days and days[-1]["date"] == date:
             continue  # the gateway's day already holds it
@@ -207,6 +215,7 @@ def _read_days(facts: dict[int, ServiceFacts], ids: list[int], today: dt.date) -
                 requests=requests,
                 ttft_p95_ms=ttft,
                 error_rate=error_rate,
+                timeouts=timeouts,
             )
         )
 

@@ -145,6 +145,16 @@ def error_rate_pct(days: list[Day]) -> tuple[float | None, int]:
     return 100 * failed / requests, requests
 
 
+def timeout_rate_pct(days: list[Day]) -> tuple[float | None, int]:
+    """Timed-out requests over requests across the days that counted their timeouts, in
+    percent, and those days' requests (None below DRIFT_MIN_DAYS such days)."""
+    counted = [d for d in days if d["requests"] and d["timeouts"] is not None]
+    if len(counted) < DRIFT_MIN_DAYS:
+        return None, 0
+    requests = sum(d["requests"] or 0 for d in counted)
+    return 100 * sum(d["timeouts"] or 0 for d in counted) / requests, requests
+
+
 def first_week(facts: ServiceFacts, before: dt.date) -> list[Day]:
     """The live revision's first DRIFT_WINDOW_DAYS days of run evidence in view, ending
     before `before` (the recent window): what the service did once it went live."""
@@ -873,6 +883,8 @@ def _cost_latency(facts: ServiceFacts, context: SweepContext) -> ItemPrefill:
     week = first_week(facts, window.first)
     week_rate, _ = error_rate_pct(week)
     report = baseline_report(facts)
+    timeouts, timed = timeout_rate_pct(window.days)
+    timeout_slo = service.slo_timeout_rate_pct
     listed = [
         _fact(
             "7-day p95 TTFT (run evidence)",
@@ -888,6 +900,15 @@ def _cost_latency(facts: ServiceFacts, context: SweepContext) -> ItemPrefill:
                 if service.slo_error_rate_pct is not None
                 else ""
             ),
+        ),
+        _fact(
+            "7-day timeout rate (run evidence)",
+            (
+                f"{_pct(timeouts)} of {timed:,} requests"
+                if timeouts is not None
+                else "not counted: the gateway's days say nothing of timeouts"
+            )
+            + (f" against an SLO of {_pct(float(timeout_slo))}" if timeout_slo is not None else ""),
         ),
         _fact(
             f"Error rate of {live.label}'s first week",
@@ -970,6 +991,12 @@ def _cost_latency(facts: ServiceFacts, context: SweepContext) -> ItemPrefill:
         )
     if report is None:
         flags.append(f"no load test of {live.label} to compare against")
+    # Timeouts are measured on real traffic (the gateway counts them); load tests do not
+    # record them, so this is where the timeout SLO is judged.
+    if timeout_slo is not None and timeouts is not None and timeouts > float(timeout_slo):
+        flags.append(
+            f"7-day timeout rate {_pct(timeouts)} is above the SLO of {_pct(float(timeout_slo))}"
+        )
     return ItemPrefill(Key.COST_LATENCY, listed, flags)
 
 
