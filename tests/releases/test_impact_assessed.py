@@ -221,3 +221,26 @@ def test_the_form_reads_dismissals_a_line_each_and_names_a_bad_line(world, owner
     assert bad.errors["impact_dismissed"][0].startswith(
         "Line 2 ('Billing: not ours'): expected 'SYSTEM: WHY IT IS NOT TOUCHED'"
     )
+
+
+def test_the_api_takes_dismissals_and_refuses_one_without_a_reason(world, owner):
+    from tests.releases.test_api import client_for
+
+    release = file_release(world, owner, impact_downstream=["eval", "trace"])
+    api = client_for(owner)
+    refused = api.patch(
+        f"/api/releases/{release.pk}/",
+        {"impact_dismissed": [{"system": "front_end"}]},
+        format="json",
+    )
+    assert refused.status_code == 400
+    assert "impact_dismissed[0]" in refused.json()["impact_dismissed"][0]
+    assert "'reason' is a required property" in refused.json()["impact_dismissed"][0]
+    accepted = api.patch(
+        f"/api/releases/{release.pk}/",
+        {"impact_dismissed": [{"system": "front_end", "reason": "no page renders its prompts"}]},
+        format="json",
+    )
+    assert accepted.status_code == 200, accepted.json()
+    gate = next(g for g in accepted.json()["gates"] if g["key"] == "impact_assessed")
+    assert gate["status"] == "pass"

@@ -40,6 +40,9 @@ class ReleaseWriteSerializer(serializers.ModelSerializer):
     impact_tenants = _json("impact_tenants", "Tenant names.")
     impact_task_types = _json("impact_task_types", "Task type slugs.")
     impact_downstream = _json("impact_downstream", "Downstream systems touched.")
+    impact_dismissed = _json(
+        "impact_dismissed", "Systems the diff suggests that the change does not touch, with why."
+    )
     required_sample_sets = _json("required_sample_sets", "Replay sample sets that must pass.")
     metrics_declared = _json("metrics_declared", "Metrics the revision exports.")
     failure_classifications = _json(
