@@ -380,3 +380,12 @@ def _flush_may_truncate_events():
     flush.Command.handle = handle
     yield
     flush.Command.handle = original
+
+
+@pytest.fixture(scope="session")
+def oidc_provider(tmp_path_factory):
+    """A real OpenID Connect provider (django-oauth-toolkit) on loopback, once per session."""
+    from tests.support.oidc import provider_process
+
+    with provider_process(tmp_path_factory.mktemp("oidc-provider")) as provider:
+        yield provider
