@@ -13,7 +13,7 @@ from tests.factories import PASSWORD, UserFactory
 def provider_only(settings):
     settings.OIDC_ISSUER = "http://127.0.0.1:9/o"  # never asked: the login page reads no discovery
     settings.OIDC_CLIENT_ID = "ledger"
-    settings.OIDC_CLIENT_SECRET = "unused"  # noqa: S105
+    settings.OIDC_CLIENT_SECRET = "unused"
     settings.OIDC_PROVIDER_NAME = "Acme SSO"
     settings.LOCAL_LOGIN = False
     settings.BREAK_GLASS_USERNAME = "breakglass"
