@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import jwt
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
@@ -102,8 +103,12 @@ class ProviderBackend(OIDCAuthenticationBackend):
     def verify_token(self, token: str, **kwargs: Any) -> dict[str, Any]:
         """The library checks the signature (against the provider's keys), the expiry
         and the nonce; the issuer and the audience are checked here."""
-        payload: dict[str, Any] = super().verify_token(token, **kwargs)
         request = getattr(self, "request", None)
+        try:
+            payload: dict[str, Any] = super().verify_token(token, **kwargs)
+        except jwt.InvalidTokenError as error:
+            # Expired, not yet valid, malformed: PyJWT's refusals the library lets through.
+            raise refuse(request, f"ID token refused: {error}") from error
         issuer = provider_configuration()["issuer"]
         if payload.get("iss") != issuer:
             raise refuse(request, f"ID token issuer {payload.get('iss')!r} is not {issuer!r}")

@@ -6,7 +6,6 @@ side and a requests session on the provider's (the browser tests use its real pa
 
 from __future__ import annotations
 
-import json
 import logging
 from urllib.parse import parse_qs, urlsplit
 
@@ -15,46 +14,8 @@ from django.contrib.auth.models import User
 from rest_framework.authtoken.models import Token
 
 from ledger.models import Event, Team
-from ledger.oidc import discovery
 from ledger.roles import Role, roles_of
-from lib.group_map import parse_group_map
-from tests.support.oidc import authorize, provider_session
-
-CLIENT_ID = "ledger"
-CLIENT_SECRET = "test-only-ledger-client-secret"
-GROUP_MAP = {
-    "ledger-sre": {"roles": ["platform_sre"], "teams": ["platform"]},
-    "kb-owners": {"roles": ["model_owner"], "teams": ["kb-team"]},
-    "auditors": {"roles": ["auditor"]},
-}
-
-
-@pytest.fixture(scope="session")
-def ledger_client(oidc_provider):
-    """The ledger as the provider knows it, for the Django test client's host."""
-    oidc_provider.manage(
-        "client",
-        CLIENT_ID,
-        "--secret",
-        CLIENT_SECRET,
-        "--redirect-uri",
-        "http://testserver/oidc/callback/",
-        "--post-logout-uri",
-        "http://testserver/accounts/login/",
-    )
-    return oidc_provider
-
-
-@pytest.fixture
-def oidc(settings, ledger_client):
-    settings.OIDC_ISSUER = ledger_client.issuer
-    settings.OIDC_CLIENT_ID = CLIENT_ID
-    settings.OIDC_CLIENT_SECRET = CLIENT_SECRET
-    settings.OIDC_PROVIDER_NAME = "Acme SSO"
-    settings.OIDC_GROUP_MAP = parse_group_map(json.dumps(GROUP_MAP))
-    discovery.forget()
-    yield ledger_client
-    discovery.forget()
+from tests.support.oidc import CLIENT_ID, authorize, provider_session
 
 
 def start(client, next_url: str | None = None) -> str:

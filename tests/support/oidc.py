@@ -18,6 +18,16 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.support.processes import BIN, ROOT, _stop, child_env, free_port
 
+# The ledger as the provider knows it, and the map the tests sign in under.
+CLIENT_ID = "ledger"
+CLIENT_SECRET = "test-only-ledger-client-secret"
+PROVIDER_NAME = "Acme SSO"
+GROUP_MAP = {
+    "ledger-sre": {"roles": ["platform_sre"], "teams": ["platform"]},
+    "kb-owners": {"roles": ["model_owner"], "teams": ["kb-team"]},
+    "auditors": {"roles": ["auditor"]},
+}
+
 
 @dataclass
 class Provider:
@@ -37,6 +47,19 @@ class Provider:
         )
         assert done.returncode == 0, done.stderr[-3000:]
         return done.stdout
+
+    def client(self, client_id: str, secret: str, base_url: str) -> None:
+        """A confidential client whose redirect URI is base_url's /oidc/callback/ exactly."""
+        self.manage(
+            "client",
+            client_id,
+            "--secret",
+            secret,
+            "--redirect-uri",
+            f"{base_url}/oidc/callback/",
+            "--post-logout-uri",
+            f"{base_url}/accounts/login/",
+        )
 
     def user(self, username: str, password: str, groups: list[str], email: str = "") -> None:
         self.manage(
@@ -144,3 +167,66 @@ def authorize(session: requests.Session, authorize_url: str) -> str:
     answer = session.get(authorize_url, allow_redirects=False, timeout=30)
     assert answer.status_code == 302, answer.text[:2000]
     return answer.headers["Location"]
+
+
+def tokens_for(
+    provider: Provider,
+    session: requests.Session,
+    *,
+    client_id: str,
+    secret: str,
+    redirect_uri: str,
+    nonce: str,
+) -> dict:
+    """A whole code flow (PKCE included) for some client, as that client would run it:
+    the provider's real tokens, to hand to the ledger as if they had come for it."""
+    import base64
+    import hashlib
+    import secrets
+    from urllib.parse import parse_qs, urlencode, urlsplit
+
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=")
+    query = urlencode(
+        {
+            "response_type": "code",
+            "client_id": client_id,
+            "redirect_uri": redirect_uri,
+            "scope": "openid email profile groups",
+            "state": secrets.token_urlsafe(16),
+            "nonce": nonce,
+            "code_challenge": challenge.decode(),
+            "code_challenge_method": "S256",
+        }
+    )
+    back = urlsplit(authorize(session, f"{provider.issuer}/authorize/?{query}"))
+    code = parse_qs(back.query)["code"][0]
+    answer = requests.post(
+        f"{provider.issuer}/token/",
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": redirect_uri,
+            "client_id": client_id,
+            "client_secret": secret,
+            "code_verifier": verifier,
+        },
+        timeout=30,
+    )
+    assert answer.status_code == 200, answer.text[:2000]
+    return answer.json()
+
+
+def configure_ledger(settings, provider: Provider, client_id: str = CLIENT_ID) -> None:
+    """Point the ledger (pytest-django's `settings`) at the provider as `client_id`."""
+    import json
+
+    from ledger.oidc import discovery
+    from lib.group_map import parse_group_map
+
+    settings.OIDC_ISSUER = provider.issuer
+    settings.OIDC_CLIENT_ID = client_id
+    settings.OIDC_CLIENT_SECRET = CLIENT_SECRET
+    settings.OIDC_PROVIDER_NAME = PROVIDER_NAME
+    settings.OIDC_GROUP_MAP = parse_group_map(json.dumps(GROUP_MAP))
+    discovery.forget()
