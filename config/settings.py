@@ -27,7 +27,7 @@ from lib.env import (
     env_str,
     load_local_env,
 )
-from lib.group_map import parse_group_map
+from lib.group_map import parse_group_map, provider_origin
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Development only: the file `make run` writes (empty LEDGER_LOCAL_ENV: read none).
@@ -484,6 +484,10 @@ CONTENT_SECURITY_POLICY = {
         "form-action": [SELF],
     },
 }
+if OIDC_ISSUER:
+    # Signing out posts to /accounts/logout/, which redirects to the provider's
+    # end_session_endpoint: browsers hold a form's redirects to form-action too.
+    CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"].append(provider_origin(OIDC_ISSUER))
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 

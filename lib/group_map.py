@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from typing import TypedDict
+from urllib.parse import urlsplit
 
 
 class GroupGrant(TypedDict):
@@ -40,6 +41,12 @@ def parse_group_map(raw: str) -> dict[str, GroupGrant]:
             lists[key] = value
         parsed[group] = GroupGrant(roles=lists["roles"], teams=lists["teams"])
     return parsed
+
+
+def provider_origin(issuer: str) -> str:
+    """scheme://host[:port] of the provider's issuer (for the CSP's form-action)."""
+    parts = urlsplit(issuer)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def grants_for(groups: list[str], group_map: dict[str, GroupGrant]) -> tuple[set[str], set[str]]:

@@ -222,11 +222,15 @@ def configure_ledger(settings, provider: Provider, client_id: str = CLIENT_ID) -
     import json
 
     from ledger.oidc import discovery
-    from lib.group_map import parse_group_map
+    from lib.group_map import parse_group_map, provider_origin
 
     settings.OIDC_ISSUER = provider.issuer
     settings.OIDC_CLIENT_ID = client_id
     settings.OIDC_CLIENT_SECRET = CLIENT_SECRET
     settings.OIDC_PROVIDER_NAME = PROVIDER_NAME
     settings.OIDC_GROUP_MAP = parse_group_map(json.dumps(GROUP_MAP))
+    policy = settings.CONTENT_SECURITY_POLICY
+    directives = {**policy["DIRECTIVES"]}
+    directives["form-action"] = [*directives["form-action"], provider_origin(provider.issuer)]
+    settings.CONTENT_SECURITY_POLICY = {**policy, "DIRECTIVES": directives}
     discovery.forget()
