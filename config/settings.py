@@ -472,6 +472,7 @@ X_FRAME_OPTIONS = "DENY"
 # never inline code nor eval. Charts are JSON drawn by static/js/charts.js, htmx runs with
 # allowEval off (templates/base.html), plotly's CSS is shipped as files.
 # blob: images are plotly's "Download plot as a PNG".
+_FORM_ACTION: list[str] = [SELF]
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": [SELF],
@@ -481,13 +482,13 @@ CONTENT_SECURITY_POLICY = {
         "object-src": [NONE],
         "base-uri": [NONE],
         "frame-ancestors": [NONE],
-        "form-action": [SELF],
+        "form-action": _FORM_ACTION,
     },
 }
 if OIDC_ISSUER:
     # Signing out posts to /accounts/logout/, which redirects to the provider's
     # end_session_endpoint: browsers hold a form's redirects to form-action too.
-    CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"].append(provider_origin(OIDC_ISSUER))
+    _FORM_ACTION.append(provider_origin(OIDC_ISSUER))
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 
