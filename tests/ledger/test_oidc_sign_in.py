@@ -219,3 +219,13 @@ def test_without_an_issuer_the_provider_pages_do_not_exist(client, settings):
     assert client.get("/oidc/authenticate/").status_code == 404
     assert client.get("/oidc/callback/", {"code": "a", "state": "b"}).status_code == 404
     assert "Sign in with" not in client.get("/accounts/login/").content.decode()
+
+
+@pytest.mark.django_db
+def test_a_discovery_document_stating_another_issuer_is_not_trusted(client, oidc, settings, caplog):
+    # The provider's issuer is .../o; asked as .../o/ it answers a document stating .../o.
+    settings.OIDC_ISSUER = f"{oidc.issuer}/"
+    with caplog.at_level(logging.WARNING, logger="ledger.oidc"):
+        answer = client.get("/oidc/authenticate/")
+    assert answer.status_code == 503
+    assert "states issuer" in caplog.text
