@@ -27,6 +27,7 @@ from lib.env import (
     env_str,
     load_local_env,
 )
+from lib.group_map import parse_group_map, provider_origin
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Development only: the file `make run` writes (empty LEDGER_LOCAL_ENV: read none).
@@ -168,9 +169,12 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 # axes first: it refuses a locked-out username or address before a password is checked.
+# Passwords (refused for all but BREAK_GLASS_USERNAME when LOCAL_LOGIN is off), then the
+# identity provider's code flow (inert while OIDC_ISSUER is unset): ledger/oidc/.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "ledger.oidc.backends.LocalPasswordBackend",
+    "ledger.oidc.backends.ProviderBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -323,6 +327,56 @@ if LOGIN_ADDRESS_FAILURE_LIMIT < AXES_FAILURE_LIMIT:
         "username there, one username's limit only that one."
     )
 
+# Sign-in with the company's identity provider (OpenID Connect, authorization code flow
+# with PKCE, state and nonce; mozilla-django-oidc; ledger/oidc/, docs/operations.md).
+# Unset OIDC_ISSUER: passwords only, as before. The provider's endpoints come from its
+# discovery document (OIDC_ISSUER/.well-known/openid-configuration), read on first use.
+OIDC_ISSUER = env_str("OIDC_ISSUER")
+OIDC_CLIENT_ID = env_str("OIDC_CLIENT_ID")
+OIDC_CLIENT_SECRET = env_str("OIDC_CLIENT_SECRET")
+OIDC_SCOPES = env_str("OIDC_SCOPES", "openid email profile groups")
+OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM", "groups")
+OIDC_USERNAME_CLAIM = env_str("OIDC_USERNAME_CLAIM", "preferred_username")
+OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "single sign-on")
+OIDC_SIGN_ALGO = env_str("OIDC_SIGN_ALGO", "RS256")
+OIDC_TIMEOUT_SECONDS = env_int("OIDC_TIMEOUT_SECONDS", 10)
+# Provider group -> {"roles": [...], "teams": [team slugs]}, applied at every sign-in.
+_oidc_group_map_raw = env_str("OIDC_GROUP_MAP", "{}")
+LOCAL_LOGIN = env_bool("LOCAL_LOGIN", default=True)
+BREAK_GLASS_USERNAME = env_str("BREAK_GLASS_USERNAME")
+try:
+    OIDC_GROUP_MAP = parse_group_map(_oidc_group_map_raw)
+except ValueError as _error:
+    raise ImproperlyConfigured(f"OIDC_GROUP_MAP: {_error}") from _error
+if OIDC_ISSUER:
+    if not OIDC_ISSUER.startswith(("https://", "http://")):
+        raise ImproperlyConfigured(
+            f"OIDC_ISSUER={OIDC_ISSUER!r} is not an https:// URL (the provider's issuer, e.g. "
+            "https://keycloak.example.com/realms/acme)."
+        )
+    if not OIDC_CLIENT_ID or not OIDC_CLIENT_SECRET:
+        raise ImproperlyConfigured(
+            "OIDC_ISSUER is set: set OIDC_CLIENT_ID and OIDC_CLIENT_SECRET (or "
+            "OIDC_CLIENT_SECRET_FILE) to the client registered at the provider."
+        )
+elif not LOCAL_LOGIN:
+    raise ImproperlyConfigured(
+        "LOCAL_LOGIN=false leaves only the identity provider to sign in with: set OIDC_ISSUER."
+    )
+if OIDC_TIMEOUT_SECONDS < 1:
+    raise ImproperlyConfigured(f"OIDC_TIMEOUT_SECONDS={OIDC_TIMEOUT_SECONDS} must be at least 1.")
+# The same, under the names mozilla-django-oidc reads.
+OIDC_RP_CLIENT_ID = OIDC_CLIENT_ID
+OIDC_RP_CLIENT_SECRET = OIDC_CLIENT_SECRET
+OIDC_RP_SCOPES = OIDC_SCOPES
+OIDC_RP_SIGN_ALGO = OIDC_SIGN_ALGO
+OIDC_TIMEOUT = OIDC_TIMEOUT_SECONDS
+OIDC_USE_PKCE = True
+OIDC_USE_NONCE = True
+# Kept in the session for the provider's sign-out (id_token_hint), never rendered.
+OIDC_STORE_ID_TOKEN = True
+OIDC_AUTHENTICATION_CALLBACK_URL = "oidc:callback"
+
 # API
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -420,6 +474,7 @@ X_FRAME_OPTIONS = "DENY"
 # never inline code nor eval. Charts are JSON drawn by static/js/charts.js, htmx runs with
 # allowEval off (templates/base.html), plotly's CSS is shipped as files.
 # blob: images are plotly's "Download plot as a PNG".
+_FORM_ACTION: list[str] = [SELF]
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": [SELF],
@@ -429,9 +484,13 @@ CONTENT_SECURITY_POLICY = {
         "object-src": [NONE],
         "base-uri": [NONE],
         "frame-ancestors": [NONE],
-        "form-action": [SELF],
+        "form-action": _FORM_ACTION,
     },
 }
+if OIDC_ISSUER:
+    # Signing out posts to /accounts/logout/, which redirects to the provider's
+    # end_session_endpoint: browsers hold a form's redirects to form-action too.
+    _FORM_ACTION.append(provider_origin(OIDC_ISSUER))
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 

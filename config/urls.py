@@ -1,10 +1,10 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.utils.translation import gettext_lazy
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from config import health, metrics
+from ledger.oidc import views as oidc_views
 from releases.overview.views import home
 
 urlpatterns = [
@@ -15,12 +15,10 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("metrics", metrics.metrics_view, name="metrics"),
-    path(
-        "accounts/login/",
-        auth_views.LoginView.as_view(redirect_authenticated_user=True),
-        name="login",
-    ),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/login/", oidc_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", oidc_views.LogoutView.as_view(), name="logout"),
+    # Sign-in with the identity provider (404 while OIDC_ISSUER is unset).
+    path("oidc/", include("ledger.oidc.urls")),
     path("accounts/", include("config.accounts")),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),

@@ -38,3 +38,23 @@ def retired_keys_readable(app_configs: Any, **kwargs: Any) -> list[Error]:
     except ImproperlyConfigured as error:
         return [Error(str(error), id="ledger.E001")]
     return []
+
+
+@register()
+def group_map_roles_exist(app_configs: Any, **kwargs: Any) -> list[Error]:
+    """OIDC_GROUP_MAP is read before the apps load, so its role names are checked here."""
+    from ledger.roles import Role
+
+    unknown = sorted(
+        {role for grant in settings.OIDC_GROUP_MAP.values() for role in grant["roles"]}
+        - set(Role.values)
+    )
+    if not unknown:
+        return []
+    return [
+        Error(
+            f"OIDC_GROUP_MAP names roles the ledger does not have: {', '.join(unknown)}.",
+            hint=f"Roles are: {', '.join(Role.values)}.",
+            id="ledger.E002",
+        )
+    ]

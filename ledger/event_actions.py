@@ -47,6 +47,7 @@ ACTION_LABELS: dict[str, StrOrPromise] = {
     "task_type.created": _("Task type added"),
     "team.created": _("Team created"),
     "team.members_added": _("Team members added"),
+    "team.members_removed": _("Team members removed"),
 }
 
 

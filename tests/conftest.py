@@ -380,3 +380,32 @@ def _flush_may_truncate_events():
     flush.Command.handle = handle
     yield
     flush.Command.handle = original
+
+
+@pytest.fixture(scope="session")
+def oidc_provider(tmp_path_factory):
+    """A real OpenID Connect provider (django-oauth-toolkit) on loopback, once per session."""
+    from tests.support.oidc import provider_process
+
+    with provider_process(tmp_path_factory.mktemp("oidc-provider")) as provider:
+        yield provider
+
+
+@pytest.fixture(scope="session")
+def ledger_client(oidc_provider):
+    """The ledger registered at the provider for the Django test client's host."""
+    from tests.support.oidc import CLIENT_ID, CLIENT_SECRET
+
+    oidc_provider.client(CLIENT_ID, CLIENT_SECRET, "http://testserver")
+    return oidc_provider
+
+
+@pytest.fixture
+def oidc(settings, ledger_client):
+    """The ledger signing in through the test provider (the test client's host)."""
+    from ledger.oidc import discovery
+    from tests.support.oidc import configure_ledger
+
+    configure_ledger(settings, ledger_client)
+    yield ledger_client
+    discovery.forget()

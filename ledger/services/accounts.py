@@ -8,21 +8,29 @@ characters, never the key.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
+from django.conf import settings
 from django.contrib.auth.models import Group, User
 from django.db import transaction
 from rest_framework.authtoken.models import Token
 
 from ledger.chain import append_event
+from ledger.models import Team
 from ledger.models.contacts import Contact, validate_phone
 from ledger.permissions import ensure_can_manage_accounts
 from ledger.roles import Role
 from lib.actors import Actor
+from lib.group_map import grants_for
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "TOKEN_PREFIX_LENGTH",
+    "apply_provider_groups",
     "issue_api_token",
+    "provider_source",
     "revoke_api_token",
     "set_phone",
     "set_roles",
@@ -38,10 +46,11 @@ def token_prefix(key: str) -> str:
 
 @transaction.atomic
 def set_roles(
-    user: User, roles: Iterable[Role | str], *, actor: Actor
+    user: User, roles: Iterable[Role | str], *, actor: Actor, source: str = ""
 ) -> tuple[list[str], list[str]]:
     """Give the user exactly these roles; other groups are left as they are.
 
+    `source`: what decided it when not a person (the identity provider), in the event.
     Returns (added, removed) role names; nothing is recorded when neither has any.
     """
     ensure_can_manage_accounts(actor)
@@ -57,13 +66,19 @@ def set_roles(
         raise RuntimeError(f"role groups missing: {', '.join(missing)}; run manage.py migrate")
     user.groups.add(*(groups[name] for name in added))
     user.groups.remove(*(groups[name] for name in removed))
+    payload: dict[str, object] = {"added": added, "removed": removed, "roles": sorted(wanted)}
+    if source:
+        payload["source"] = source
     append_event(
         actor=actor,
         action="account.roles_changed",
         subject=user,
         subject_label=user.get_username(),
-        payload={"added": added, "removed": removed, "roles": sorted(wanted)},
+        payload=payload,
     )
+    # roles_of caches on the object: the caller's copy must not answer the old roles.
+    for cached in ("_ledger_roles", "_ledger_permissions"):
+        user.__dict__.pop(cached, None)
     return added, removed
 
 
@@ -103,7 +118,7 @@ def issue_api_token(user: User, *, actor: Actor) -> str:
 
 
 @transaction.atomic
-def revoke_api_token(user: User, *, actor: Actor) -> bool:
+def revoke_api_token(user: User, *, actor: Actor, source: str = "") -> bool:
     """Delete the user's API token; False when there was none."""
     ensure_can_manage_accounts(actor)
     token = Token.objects.select_for_update().filter(user=user).first()
@@ -116,6 +131,42 @@ def revoke_api_token(user: User, *, actor: Actor) -> bool:
         action="account.token_revoked",
         subject=user,
         subject_label=user.get_username(),
-        payload={"prefix": prefix},
+        payload={"prefix": prefix, **({"source": source} if source else {})},
     )
     return True
+
+
+def provider_source() -> str:
+    """How events changed by a sign-in name the identity provider."""
+    return f"oidc: {settings.OIDC_PROVIDER_NAME} ({settings.OIDC_ISSUER})"
+
+
+@transaction.atomic
+def apply_provider_groups(user: User, groups: list[str]) -> None:
+    """Make the person's roles and teams what their identity-provider groups give
+    (OIDC_GROUP_MAP), at each sign-in: the provider decides, so roles and teams it does
+    not give are taken away. Each change is an event whose actor is the system and whose
+    source names the provider. A person left with no role loses their API token: a
+    token's rights are its person's, and a person the company took out of every mapped
+    group has none left to lend it.
+    """
+    from ledger.services.registry import add_team_member, remove_team_member
+
+    source = provider_source()
+    roles, team_slugs = grants_for(groups, settings.OIDC_GROUP_MAP)
+    unknown = sorted(roles - set(Role.values))
+    if unknown:
+        # The system check (ledger.checks) names these at start-up too.
+        logger.warning("OIDC_GROUP_MAP names roles the ledger does not have: %s", unknown)
+    set_roles(user, sorted(roles & set(Role.values)), actor=None, source=source)
+    wanted = {team.slug: team for team in Team.objects.filter(slug__in=team_slugs)}
+    missing = sorted(set(team_slugs) - set(wanted))
+    if missing:
+        logger.warning("OIDC_GROUP_MAP names teams the ledger does not have: %s", missing)
+    held = {team.slug: team for team in user.teams.all()}
+    for slug in sorted(set(wanted) - set(held)):
+        add_team_member(wanted[slug], user, actor=None, source=source)
+    for slug in sorted(set(held) - set(wanted)):
+        remove_team_member(held[slug], user, actor=None, source=source)
+    if not roles & set(Role.values):
+        revoke_api_token(user, actor=None, source=source)

@@ -66,6 +66,7 @@ __all__ = [
     "new_revision_from",
     "record_capability_check",
     "register_asset",
+    "remove_team_member",
     "retire_asset",
     "runtime_warnings",
     "set_live_revision",
@@ -264,7 +265,7 @@ def create_team(*, actor: Actor, slug: str, name: str, members: Iterable[User] =
 
 
 @transaction.atomic
-def add_team_member(team: Team, user: User, *, actor: Actor) -> None:
+def add_team_member(team: Team, user: User, *, actor: Actor, source: str = "") -> None:
     permissions.ensure_can_manage_teams(
         actor, refusal=_("Only an administrator can change team membership.")
     )
@@ -273,7 +274,23 @@ def add_team_member(team: Team, user: User, *, actor: Actor) -> None:
         actor=actor,
         action="team.members_added",
         subject=team,
-        payload={"members": [user.get_username()]},
+        payload={"members": [user.get_username()], **({"source": source} if source else {})},
+    )
+
+
+@transaction.atomic
+def remove_team_member(team: Team, user: User, *, actor: Actor, source: str = "") -> None:
+    """Take the person out of the team (the identity provider's groups no longer put them
+    in it); `source` names what decided it when not a person."""
+    permissions.ensure_can_manage_teams(
+        actor, refusal=_("Only an administrator can change team membership.")
+    )
+    team.members.remove(user)
+    append_event(
+        actor=actor,
+        action="team.members_removed",
+        subject=team,
+        payload={"members": [user.get_username()], **({"source": source} if source else {})},
     )
 
 
