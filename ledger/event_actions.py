@@ -19,6 +19,7 @@ ACTION_LABELS: dict[str, StrOrPromise] = {
     "account.roles_changed": _("Roles changed"),
     "account.token_issued": _("API token issued"),
     "account.token_revoked": _("API token revoked"),
+    "account.group_map_applied": _("Identity-provider group map applied"),
     "capability.declared": _("Capability declared"),
     "capability.verified": _("Capability verified"),
     "capability.failed": _("Capability failed its check"),

@@ -8,6 +8,8 @@ characters, never the key.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from collections.abc import Iterable
 
@@ -16,8 +18,8 @@ from django.contrib.auth.models import Group, User
 from django.db import transaction
 from rest_framework.authtoken.models import Token
 
-from ledger.chain import append_event
-from ledger.models import Team
+from ledger.chain import append_event, canonical_json
+from ledger.models import Event, Team
 from ledger.models.contacts import Contact, validate_phone
 from ledger.permissions import ensure_can_manage_accounts
 from ledger.roles import Role
@@ -141,6 +143,38 @@ def provider_source() -> str:
     return f"oidc: {settings.OIDC_PROVIDER_NAME} ({settings.OIDC_ISSUER})"
 
 
+GROUP_MAP_ACTION = "account.group_map_applied"
+
+
+def record_group_map(source: str) -> bool:
+    """Record OIDC_GROUP_MAP in the chain when it differs from the map last recorded:
+    the map lives in settings, so it changes with a deployment, and the first sign-in
+    under a new one says so before any role follows it. True when recorded."""
+    document = json.loads(canonical_json(settings.OIDC_GROUP_MAP))
+    digest = hashlib.sha256(canonical_json(document).encode()).hexdigest()
+    text = (
+        Event.objects.filter(action=GROUP_MAP_ACTION)
+        .order_by("-sequence")
+        .values_list("payload", flat=True)
+        .first()
+    )
+    last = json.loads(text) if text else None
+    if isinstance(last, dict) and last.get("sha256") == digest:
+        return False
+    append_event(
+        actor=None,
+        action=GROUP_MAP_ACTION,
+        subject=("settings", "OIDC_GROUP_MAP"),
+        payload={
+            "before": last.get("map") if isinstance(last, dict) else None,
+            "map": document,
+            "sha256": digest,
+            "source": source,
+        },
+    )
+    return True
+
+
 @transaction.atomic
 def apply_provider_groups(user: User, groups: list[str]) -> None:
     """Make the person's roles and teams what their identity-provider groups give
@@ -153,6 +187,7 @@ def apply_provider_groups(user: User, groups: list[str]) -> None:
     from ledger.services.registry import add_team_member, remove_team_member
 
     source = provider_source()
+    record_group_map(source)
     roles, team_slugs = grants_for(groups, settings.OIDC_GROUP_MAP)
     unknown = sorted(roles - set(Role.values))
     if unknown:

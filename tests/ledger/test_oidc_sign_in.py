@@ -229,3 +229,26 @@ def test_a_discovery_document_stating_another_issuer_is_not_trusted(client, oidc
         answer = client.get("/oidc/authenticate/")
     assert answer.status_code == 503
     assert "states issuer" in caplog.text
+
+
+@pytest.mark.django_db
+def test_the_group_map_in_force_is_recorded_once_and_again_when_it_changes(client, oidc, settings):
+    Team.objects.create(slug="platform", name="Platform")
+    oidc.user("mira", "provider-pass-7", ["ledger-sre"])
+    sign_in(client, oidc, "mira", "provider-pass-7")
+    client.logout()
+    sign_in(client, oidc, "mira", "provider-pass-7")
+    recorded = Event.objects.filter(action="account.group_map_applied")
+    assert recorded.count() == 1
+    first = recorded.get().payload_data
+    assert first["map"] == settings.OIDC_GROUP_MAP and first["before"] is None
+    assert first["source"] == f"oidc: Acme SSO ({oidc.issuer})"
+
+    settings.OIDC_GROUP_MAP = {**settings.OIDC_GROUP_MAP, "ledger-audit": {"roles": ["auditor"]}}
+    client.logout()
+    sign_in(client, oidc, "mira", "provider-pass-7")
+    latest = Event.objects.filter(action="account.group_map_applied").order_by("-sequence")
+    assert latest.count() == 2
+    second = latest.first().payload_data
+    assert second["before"] == first["map"]
+    assert second["map"]["ledger-audit"] == {"roles": ["auditor"]}
