@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from celery.schedules import crontab
@@ -353,6 +354,15 @@ if OIDC_ISSUER:
         raise ImproperlyConfigured(
             f"OIDC_ISSUER={OIDC_ISSUER!r} is not an https:// URL (the provider's issuer, e.g. "
             "https://keycloak.example.com/realms/acme)."
+        )
+    # Over plain HTTP anyone on the path could swap the discovery document and its keys,
+    # and sign any groups: only a provider on this host, or a development setup, may.
+    if OIDC_ISSUER.startswith("http://") and not (
+        DEBUG or urlsplit(OIDC_ISSUER).hostname in ("localhost", "127.0.0.1", "::1")
+    ):
+        raise ImproperlyConfigured(
+            f"OIDC_ISSUER={OIDC_ISSUER!r} is plain http://: use the provider's https:// "
+            "issuer (http:// is accepted only on loopback or with DEBUG)."
         )
     if not OIDC_CLIENT_ID or not OIDC_CLIENT_SECRET:
         raise ImproperlyConfigured(

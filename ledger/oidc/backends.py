@@ -128,6 +128,20 @@ class ProviderBackend(OIDCAuthenticationBackend):
             raise refuse(getattr(self, "request", None), "the provider returned no ID token")
         return token_info
 
+    def get_userinfo(
+        self, access_token: str, id_token: str, payload: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The userinfo answer under the verified ID token's claims: some providers (Entra
+        ID) put the username or the groups only in the ID token, and a signed claim wins
+        over an unsigned one. Both must be about the same subject (OIDC Core §5.3.4)."""
+        info: dict[str, Any] = super().get_userinfo(access_token, id_token, payload)
+        if not isinstance(info, dict) or info.get("sub") != payload.get("sub"):
+            raise refuse(
+                getattr(self, "request", None),
+                "the userinfo answer is about another subject than the ID token",
+            )
+        return {**info, **payload}
+
     # Claims -> account.
 
     def _username(self, claims: dict[str, Any]) -> str:
@@ -137,6 +151,15 @@ class ProviderBackend(OIDCAuthenticationBackend):
         return username.strip()[:150]
 
     def groups_of(self, claims: dict[str, Any]) -> list[str]:
+        names = claims.get("_claim_names")
+        if isinstance(names, dict) and settings.OIDC_GROUPS_CLAIM in names:
+            # Entra ID's "overage": too many groups to send, only a pointer to them. Taking
+            # that as no groups would take every role away.
+            raise refuse(
+                self.request,
+                f"the provider sent a pointer instead of the {settings.OIDC_GROUPS_CLAIM} "
+                "claim (too many groups): emit only the groups assigned to the application",
+            )
         groups = claims.get(settings.OIDC_GROUPS_CLAIM, [])
         if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
             raise refuse(
@@ -156,6 +179,15 @@ class ProviderBackend(OIDCAuthenticationBackend):
             # A local administrator (the break-glass account among them) is never taken
             # over by a provider account of the same name.
             raise refuse(self.request, "a local administrator's account signs in with its password")
+        if any(user.has_usable_password() for user in users):
+            # Nor any local account: a username can be reassigned at the provider, and the
+            # account's history and token are its owner's. Accounts the provider creates
+            # have no usable password.
+            raise refuse(
+                self.request,
+                "a local account with a password has this username: an administrator links "
+                "it by removing its password",
+            )
         return users
 
     def create_user(self, claims: dict[str, Any]) -> User:

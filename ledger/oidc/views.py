@@ -168,7 +168,12 @@ def no_role(request: HttpRequest) -> HttpResponse:
     """Signed in, with no role: what to ask for, and of whom."""
     user: User = request.user  # type: ignore[assignment]
     granting = sorted(group for group, grant in settings.OIDC_GROUP_MAP.items() if grant["roles"])
-    administrators = User.objects.filter(is_superuser=True, is_active=True).order_by("username")
+    # Never the break-glass account: its name is half of what opens it.
+    administrators = (
+        User.objects.filter(is_superuser=True, is_active=True)
+        .exclude(username=settings.BREAK_GLASS_USERNAME or None)
+        .order_by("username")
+    )
     return render(
         request,
         "registration/oidc_no_role.html",

@@ -153,7 +153,9 @@ def record_group_map(source: str) -> bool:
     document = json.loads(canonical_json(settings.OIDC_GROUP_MAP))
     digest = hashlib.sha256(canonical_json(document).encode()).hexdigest()
     text = (
-        Event.objects.filter(action=GROUP_MAP_ACTION)
+        Event.objects.filter(
+            subject_type="settings", subject_id="OIDC_GROUP_MAP", action=GROUP_MAP_ACTION
+        )
         .order_by("-sequence")
         .values_list("payload", flat=True)
         .first()

@@ -62,3 +62,20 @@ def test_groups_add_up_and_unmapped_ones_give_nothing():
     )
     assert grants_for(["a", "b", "zzz"], group_map) == ({"auditor", "model_owner"}, {"x"})
     assert grants_for(["zzz"], group_map) == (set(), set())
+
+
+def test_a_plain_http_issuer_is_refused_outside_loopback_and_development(scratch_dir):
+    provider = {
+        "OIDC_ISSUER": "http://idp.example.com/realms/acme",
+        "OIDC_CLIENT_ID": "ledger",
+        "OIDC_CLIENT_SECRET": "s3cret",
+    }
+    production = child_env(DEBUG="false", DATA_DIR=str(scratch_dir), **provider)
+    result = run_manage("check", env=production)
+    assert result.returncode != 0
+    assert "is plain http://: use the provider's https:// issuer" in result.stderr
+    loopback = {**provider, "OIDC_ISSUER": "http://127.0.0.1:9000/o"}
+    result = run_manage(
+        "check", env=child_env(DEBUG="false", DATA_DIR=str(scratch_dir), **loopback)
+    )
+    assert "is plain http://" not in result.stderr

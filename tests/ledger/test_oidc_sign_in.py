@@ -175,6 +175,21 @@ def test_a_local_administrator_is_never_taken_over_by_a_provider_account_of_that
 
 
 @pytest.mark.django_db
+def test_a_local_account_with_a_password_is_not_taken_over_by_a_provider_account(
+    client, oidc, django_user_model, caplog
+):
+    local = django_user_model.objects.create_user("dana", "dana@example.com", "local-pass-1")
+    oidc.user("dana", "provider-pass-9", ["ledger-sre"])
+    with caplog.at_level(logging.WARNING):
+        answer = sign_in(client, oidc, "dana", "provider-pass-9")
+    assert answer.status_code == 403
+    assert "a local account with a password has this username" in caplog.text
+    local.refresh_from_db()
+    assert roles_of(local) == [] and local.has_usable_password()
+    assert not Event.objects.filter(action="account.roles_changed").exists()
+
+
+@pytest.mark.django_db
 def test_the_provider_down_gives_a_page_naming_it_and_the_break_glass_path(client, oidc, settings):
     from tests.support.processes import free_port
 

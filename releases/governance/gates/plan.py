@@ -9,7 +9,6 @@ import itertools
 from django.conf import settings
 
 from ledger.models import ModelAsset, Revision
-from ledger.validators import parse_image
 from releases import policy
 from releases.governance.gates.base import (
     EvidenceRef,
@@ -105,7 +104,7 @@ def _not_ready(inputs: Inputs, target: Revision) -> list[str]:
         return []
     because = f"{', '.join(strict)} must never degrade silently, so the target must be ready"
     problems = []
-    if not parse_image(target.runtime.image).pinned:
+    if not target.runtime.image_digest:
         problems.append(
             f"{target.label}'s image {target.runtime.image} is not pinned by digest ({because})"
         )
