@@ -96,7 +96,9 @@ class ObservationForm(InlineValidationMixin, forms.Form):
             if stage_started_at is not None:
                 start = max(start, timezone.localtime(stage_started_at).replace(microsecond=0))
                 if end <= start:  # the stage began within the current minute
-                    end = now
+                    # …or within the current second: a window of at least one second (the
+                    # service accepts an end a little ahead of its clock).
+                    end = max(now, start + dt.timedelta(seconds=1))
             self.initial.setdefault("window_end", end)
             self.initial.setdefault("window_start", start)
 
