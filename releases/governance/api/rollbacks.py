@@ -37,6 +37,14 @@ def _refused(exc: services.TransitionRefused) -> Response:
     return Response({"detail": exc.message, "state": exc.state}, status=status.HTTP_409_CONFLICT)
 
 
+def _rollback(pk: int) -> RollbackEvent:
+    """The rollback with its service's team (what the permission reads), or 404."""
+    rollback = RollbackEvent.objects.select_related("service__team").filter(pk=pk).first()
+    if rollback is None:
+        raise exceptions.NotFound(f"There is no rollback #{pk}.")
+    return rollback
+
+
 class ServiceRollbacksView(DomainVerbMixin, APIView):
     @extend_schema(
         summary="A service's rollbacks, newest first (the last 50)",
@@ -81,9 +89,7 @@ class RollbackConfirmView(DomainVerbMixin, APIView):
         responses={200: RollbackEventSerializer},
     )
     def post(self, request: Request, pk: int) -> Response:
-        rollback = RollbackEvent.objects.select_related("service__team").filter(pk=pk).first()
-        if rollback is None:
-            raise exceptions.NotFound(f"There is no rollback #{pk}.")
+        rollback = _rollback(pk)
         self.call_verb(permissions.ensure_can_record_rollback, service=rollback.service)
         given = ConfirmRollbackSerializer(data=request.data)
         given.is_valid(raise_exception=True)
@@ -99,9 +105,7 @@ class RollbackCachesView(DomainVerbMixin, APIView):
         responses={200: RollbackEventSerializer},
     )
     def post(self, request: Request, pk: int) -> Response:
-        rollback = RollbackEvent.objects.select_related("service__team").filter(pk=pk).first()
-        if rollback is None:
-            raise exceptions.NotFound(f"There is no rollback #{pk}.")
+        rollback = _rollback(pk)
         self.call_verb(permissions.ensure_can_record_rollback, service=rollback.service)
         given = RollbackCachesSerializer(data=request.data)
         given.is_valid(raise_exception=True)
@@ -164,9 +168,7 @@ class RollbackReverifyView(DomainVerbMixin, APIView):
         responses={200: RollbackEventSerializer},
     )
     def post(self, request: Request, pk: int) -> Response:
-        rollback = RollbackEvent.objects.select_related("service__team").filter(pk=pk).first()
-        if rollback is None:
-            raise exceptions.NotFound(f"There is no rollback #{pk}.")
+        rollback = _rollback(pk)
         self.call_verb(permissions.ensure_can_verify_rollback_target, service=rollback.service)
         rollback = self.call_verb(services.reverify_rollback, rollback)
         return Response(RollbackEventSerializer(rollback).data)
